@@ -1,0 +1,518 @@
+/*
+ * timer: a deterministic profiler with the data model of pstats.
+ *
+ * Per thread, a stack of running frames and a calling-context tree. A CALL
+ * or C_CALL finds the tree node of (current node, callee) — a one-entry cache
+ * on the parent answers almost always — and pushes a frame; a RETURN,
+ * C_RETURN or C_EXCEPTION pops it and charges the figures the way
+ * Modules/_lsprof.c does: the inclusive time of a function (or edge) is only
+ * added by its outermost running activation, so recursion is not counted
+ * twice, and the other activations count as recursive calls.
+ */
+#include "timer.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- options ------------------------------------------------------------ */
+
+enum { OPT_CLOCK, OPT_BUILTINS, OPT_PER_THREAD, OPT_TOP, OPT_SORT, OPT_COUNT };
+
+static const ptk_option_spec tm_options[] = {
+    [OPT_CLOCK] = {"clock", PTK_OPT_CHOICE, "wall",
+                   "wall (monotonic) or cpu (thread CPU time)", "wall|cpu"},
+    [OPT_BUILTINS] = {"builtins", PTK_OPT_BOOL, "true",
+                      "profile C functions and methods too", NULL},
+    [OPT_PER_THREAD] = {"per_thread", PTK_OPT_BOOL, "false",
+                        "also write one set of figures per thread", NULL},
+    [OPT_TOP] = {"top", PTK_OPT_INT, "10",
+                 "functions listed in the summary (0: none)", NULL},
+    [OPT_SORT] = {"sort", PTK_OPT_CHOICE, "tottime",
+                  "summary order", "tottime|cumtime|calls"},
+    [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
+};
+
+/* ---- clocks ------------------------------------------------------------- */
+
+uint64_t
+tm__cpu_now(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+        return 0;
+    }
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- functions ---------------------------------------------------------- */
+
+/* cProfile's name for a C function (normalizeUserObj in Modules/_lsprof.c):
+ * "<mod.name>" / "<name>" for a function without self, else the repr of the
+ * attribute on type(self), else "<built-in method [mod.]name>". */
+static PyObject *
+tm_c_label(PyObject *obj)
+{
+    if (!PyCFunction_Check(obj)) {
+        return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
+    }
+    PyCFunctionObject *fn = (PyCFunctionObject *)obj;
+    const char *name = fn->m_ml->ml_name;
+    if (fn->m_self == NULL) {
+        PyObject *mod = fn->m_module;
+        PyObject *modname = NULL;
+        if (mod != NULL && PyUnicode_Check(mod)) {
+            modname = Py_NewRef(mod);
+        }
+        else if (mod != NULL && PyModule_Check(mod)) {
+            modname = PyModule_GetNameObject(mod);
+            if (modname == NULL) {
+                PyErr_Clear();
+            }
+        }
+        if (modname != NULL) {
+            PyObject *res = NULL;
+            if (PyUnicode_CompareWithASCIIString(modname, "builtins") != 0) {
+                res = PyUnicode_FromFormat("<%U.%s>", modname, name);
+            }
+            Py_DECREF(modname);
+            if (res != NULL) {
+                return res;
+            }
+        }
+        return PyUnicode_FromFormat("<%s>", name);
+    }
+    PyObject *pyname = PyUnicode_FromString(name);
+    if (pyname != NULL) {
+        PyObject *mo = _PyType_Lookup(Py_TYPE(fn->m_self), pyname);
+        Py_XINCREF(mo);
+        Py_DECREF(pyname);
+        if (mo != NULL) {
+            PyObject *res = PyObject_Repr(mo);
+            Py_DECREF(mo);
+            if (res != NULL) {
+                return res;
+            }
+        }
+    }
+    PyErr_Clear();
+    if (fn->m_module != NULL && PyUnicode_Check(fn->m_module)) {
+        return PyUnicode_FromFormat("<built-in method %U.%s>", fn->m_module,
+                                    name);
+    }
+    return PyUnicode_FromFormat("<built-in method %s>", name);
+}
+
+/* The shared record of a function, made on first sight. */
+static tm_func *
+tm_func_get(tm_state *st, const void *key, PyObject *obj, int is_c)
+{
+    tm_func *fn = tm__map_get(&st->funcs, key, NULL);
+    if (fn != NULL) {
+        return fn;
+    }
+    if (st->nfuncs == st->funcs_cap) {
+        size_t cap = st->funcs_cap ? st->funcs_cap * 2 : 256;
+        tm_func **list = realloc(st->func_list, cap * sizeof(*list));
+        if (list == NULL) {
+            return NULL;
+        }
+        st->func_list = list;
+        st->funcs_cap = cap;
+    }
+    fn = tm__arena_alloc(&st->arena, sizeof(*fn));
+    if (fn == NULL) {
+        return NULL;
+    }
+    fn->key = key;
+    fn->is_c = is_c;
+    if (is_c) {
+        fn->label = tm_c_label(obj);
+        if (fn->label == NULL) {
+            return NULL;
+        }
+        if (!PyCFunction_Check(obj)) {
+            fn->ref = Py_NewRef(obj); /* keyed by identity: keep it alive */
+        }
+    }
+    else {
+        fn->code = Py_NewRef(obj);
+    }
+    if (tm__map_put(&st->funcs, key, NULL, fn) != 0) {
+        Py_CLEAR(fn->label);
+        Py_CLEAR(fn->code);
+        Py_CLEAR(fn->ref);
+        return NULL;
+    }
+    fn->id = (uint32_t)st->nfuncs;
+    st->func_list[st->nfuncs++] = fn;
+    return fn;
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+static tm_thread *
+tm_thread_get(tm_state *st, const ptk_thread *t)
+{
+    size_t idx = t->index;
+    if (idx >= st->nthreads) {
+        size_t n = idx + 8;
+        tm_thread **list = realloc(st->threads, n * sizeof(*list));
+        if (list == NULL) {
+            return NULL;
+        }
+        memset(list + st->nthreads, 0, (n - st->nthreads) * sizeof(*list));
+        st->threads = list;
+        st->nthreads = n;
+    }
+    if (st->threads[idx] == NULL) {
+        tm_thread *th = calloc(1, sizeof(*th));
+        if (th == NULL) {
+            return NULL;
+        }
+        th->index = t->index;
+        th->ident = t->ident;
+        if (t->name != NULL) {
+            th->name = strdup(t->name);
+        }
+        st->threads[idx] = th;
+    }
+    return st->threads[idx];
+}
+
+/* The tree node under @p parent for @p key (cache miss path). */
+static tm_node *
+tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
+             PyObject *obj, int is_c)
+{
+    tm_node *n = tm__map_get(&th->nodes, parent, key);
+    if (n != NULL) {
+        return n;
+    }
+    tm_stat *s = tm__map_get(&th->stats, key, NULL);
+    if (s == NULL) {
+        tm_func *fn = tm_func_get(st, key, obj, is_c);
+        if (fn == NULL) {
+            return NULL;
+        }
+        s = tm__arena_alloc(&st->arena, sizeof(*s));
+        if (s == NULL || tm__map_put(&th->stats, key, NULL, s) != 0) {
+            return NULL;
+        }
+        s->fn = fn;
+        th->nstats++;
+    }
+    tm_edge *e = NULL;
+    if (parent->stat != NULL) {
+        e = tm__map_get(&th->edges, parent->stat, s);
+        if (e == NULL) {
+            e = tm__arena_alloc(&st->arena, sizeof(*e));
+            if (e == NULL || tm__map_put(&th->edges, parent->stat, s, e) != 0) {
+                return NULL;
+            }
+            e->caller = parent->stat;
+            e->callee = s;
+        }
+    }
+    n = tm__arena_alloc(&st->arena, sizeof(*n));
+    if (n == NULL || tm__map_put(&th->nodes, parent, key, n) != 0) {
+        return NULL;
+    }
+    n->parent = parent;
+    n->key = key;
+    n->stat = s;
+    n->edge = e;
+    n->next_sibling = parent->first_child;
+    parent->first_child = n;
+    return n;
+}
+
+/* ---- the hot path ------------------------------------------------------- */
+
+static inline void
+tm_fig_enter(tm_fig *f)
+{
+    f->level++;
+}
+
+static inline void
+tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
+{
+    f->calls++;
+    if (--f->level <= 0) {
+        f->level = 0;
+        f->tt += tt;
+    }
+    else {
+        f->reccalls++;
+    }
+    f->it += it;
+}
+
+static int
+tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
+         int is_c, uint64_t now)
+{
+    tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
+    tm_node *n = parent->last_child;
+    if (n == NULL || n->key != key) {
+        n = tm_node_find(st, th, parent, key, obj, is_c);
+        if (n == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            return st->host->fail(st->ctx, PTK_ENOMEM,
+                                  "out of memory recording a call");
+        }
+        parent->last_child = n;
+    }
+    if (th->sp == th->cap) {
+        size_t cap = th->cap ? th->cap * 2 : 128;
+        tm_frame *stack = realloc(th->stack, cap * sizeof(*stack));
+        if (stack == NULL) {
+            return st->host->fail(st->ctx, PTK_ENOMEM,
+                                  "out of memory growing the call stack");
+        }
+        th->stack = stack;
+        th->cap = cap;
+    }
+    tm_frame *f = &th->stack[th->sp++];
+    if (th->sp > th->max_depth) {
+        th->max_depth = th->sp;
+    }
+    f->node = n;
+    f->t0 = now;
+    f->subt = 0;
+    tm_fig_enter(&n->stat->fig);
+    if (n->edge != NULL) {
+        tm_fig_enter(&n->edge->fig);
+    }
+    return PTK_OK;
+}
+
+/* Pops the top frame at time @p now. */
+static void
+tm_leave(tm_thread *th, uint64_t now)
+{
+    tm_frame *f = &th->stack[--th->sp];
+    uint64_t tt = now > f->t0 ? now - f->t0 : 0;
+    uint64_t it = tt > f->subt ? tt - f->subt : 0;
+    if (th->sp > 0) {
+        th->stack[th->sp - 1].subt += tt;
+    }
+    tm_node *n = f->node;
+    n->self_ns += it;
+    tm_fig_leave(&n->stat->fig, tt, it);
+    if (n->edge != NULL) {
+        tm_fig_leave(&n->edge->fig, tt, it);
+    }
+}
+
+/* Closes the frame of @p key nearest the top, and any frame above it (those
+ * lost their return). With @p c_only, does not look past a Python frame. */
+static void
+tm_leave_key(tm_thread *th, const void *key, int c_only, uint64_t now)
+{
+    size_t i = th->sp;
+    while (i > 0) {
+        tm_node *n = th->stack[i - 1].node;
+        if (n->key == key) {
+            break;
+        }
+        if (c_only && !n->stat->fn->is_c) {
+            i = 0;
+            break;
+        }
+        i--;
+    }
+    if (i == 0) {
+        th->unmatched++;
+        return;
+    }
+    while (th->sp > i) {
+        th->resynced++;
+        tm_leave(th, now);
+    }
+    tm_leave(th, now);
+}
+
+static inline const void *
+tm_c_key(PyObject *callable)
+{
+    if (PyCFunction_Check(callable)) {
+        return ((PyCFunctionObject *)callable)->m_ml;
+    }
+    return callable;
+}
+
+static int
+tm_on_event(void *state, const ptk_event *ev)
+{
+    tm_state *st = state;
+    size_t idx = ev->thread->index;
+    tm_thread *th = idx < st->nthreads ? st->threads[idx] : NULL;
+    if (th == NULL) {
+        th = tm_thread_get(st, ev->thread);
+        if (th == NULL) {
+            return st->host->fail(st->ctx, PTK_ENOMEM,
+                                  "out of memory recording a thread");
+        }
+    }
+    uint64_t now = st->cpu_clock ? tm__cpu_now() : ev->time_ns;
+    th->last_ns = now;
+    switch (ev->kind) {
+    case PTK_EV_CALL:
+        return tm_enter(st, th, ev->code, (PyObject *)ev->code, 0, now);
+    case PTK_EV_RETURN:
+        if (th->sp > 0 && th->stack[th->sp - 1].node->key == ev->code) {
+            tm_leave(th, now);
+        }
+        else {
+            tm_leave_key(th, ev->code, 0, now);
+        }
+        return PTK_OK;
+    case PTK_EV_C_CALL:
+        return tm_enter(st, th, tm_c_key(ev->arg), ev->arg, 1, now);
+    case PTK_EV_C_RETURN:
+    case PTK_EV_C_EXCEPTION: {
+        const void *key = tm_c_key(ev->arg);
+        if (th->sp > 0 && th->stack[th->sp - 1].node->key == key) {
+            tm_leave(th, now);
+        }
+        else {
+            tm_leave_key(th, key, 1, now);
+        }
+        return PTK_OK;
+    }
+    default:
+        return PTK_OK;
+    }
+}
+
+/* Closes every frame still running, at the thread's latest clock reading (or
+ * now, for the calling thread), as cProfile does when it is disabled. */
+int
+tm__flush(tm_state *st)
+{
+    if (st->flushed) {
+        return PTK_OK;
+    }
+    st->flushed = 1;
+    const ptk_thread *me = st->host->current_thread();
+    for (size_t i = 0; i < st->nthreads; i++) {
+        tm_thread *th = st->threads[i];
+        if (th == NULL) {
+            continue;
+        }
+        uint64_t now = th->last_ns;
+        if (me != NULL && me->index == th->index) {
+            uint64_t t = st->cpu_clock ? tm__cpu_now() : st->host->clock_ns();
+            if (t > now) {
+                now = t;
+            }
+        }
+        while (th->sp > 0) {
+            tm_leave(th, now);
+        }
+    }
+    return PTK_OK;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static int
+tm_init(const ptk_init_args *args, void **state, unsigned int *events)
+{
+    if (args->noptions < OPT_COUNT) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "expected %d options, the host passed %zu", OPT_COUNT,
+                 args->noptions);
+        return PTK_EINVAL;
+    }
+    const ptk_option_value *o = args->options;
+    if (o[OPT_TOP].i < 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "top must be 0 or more, not %lld", (long long)o[OPT_TOP].i);
+        return PTK_EOPTTYPE;
+    }
+    tm_state *st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        return PTK_ENOMEM;
+    }
+    st->host = args->host;
+    st->ctx = args->ctx;
+    st->cpu_clock = o[OPT_CLOCK].i == 1;
+    st->builtins = o[OPT_BUILTINS].i != 0;
+    st->per_thread = o[OPT_PER_THREAD].i != 0;
+    st->top = o[OPT_TOP].i;
+    st->sort = (int)o[OPT_SORT].i;
+    if (!st->builtins) {
+        *events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
+    }
+    *state = st;
+    return PTK_OK;
+}
+
+static int
+tm_report_cb(void *state, const ptk_report_args *args)
+{
+    tm_state *st = state;
+    tm__flush(st);
+    return tm__report(st, args);
+}
+
+static void
+tm_fini(void *state)
+{
+    tm_state *st = state;
+    if (st == NULL) {
+        return;
+    }
+    if (Py_IsInitialized()) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        for (size_t i = 0; i < st->nfuncs; i++) {
+            tm_func *fn = st->func_list[i];
+            Py_CLEAR(fn->code);
+            Py_CLEAR(fn->label);
+            Py_CLEAR(fn->ref);
+        }
+        PyGILState_Release(gil);
+    }
+    for (size_t i = 0; i < st->nthreads; i++) {
+        tm_thread *th = st->threads[i];
+        if (th == NULL) {
+            continue;
+        }
+        tm__map_free(&th->stats);
+        tm__map_free(&th->edges);
+        tm__map_free(&th->nodes);
+        free(th->stack);
+        free(th->name);
+        free(th);
+    }
+    free(st->threads);
+    free(st->func_list);
+    tm__map_free(&st->funcs);
+    tm__arena_free(&st->arena);
+    free(st);
+}
+
+static const ptk_plugin_desc tm_desc = {
+    PTK_PLUGIN_HEADER,
+    .name = "timer",
+    .version = "0.1.0",
+    .description = "deterministic profiler: pstats, folded stacks and JSON",
+    .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
+              PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
+              PTK_MASK(PTK_EV_C_EXCEPTION),
+    .flags = PTK_FLAG_CLOCK,
+    .options = tm_options,
+    .init = tm_init,
+    .on_event = tm_on_event,
+    .on_ref = NULL,
+    .report = tm_report_cb,
+    .fini = tm_fini,
+};
+
+PTK_PLUGIN_DEFINE(tm_desc)

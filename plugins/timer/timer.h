@@ -1,0 +1,149 @@
+/*
+ * timer: a deterministic profiler (the pstats data model).
+ *
+ * Private to the plugin. The hot path (timer.c) keeps, per thread, a stack of
+ * running frames and a calling-context tree; every tree node points at the
+ * per-thread figures of its function and of its caller->callee edge, so one
+ * lookup (usually a one-entry cache hit) finds everything an event updates.
+ * timer_report.c turns the figures into timer.pstats, timer.json,
+ * timer.folded and the summary; timer_table.c holds the hash map and arena.
+ */
+#ifndef PTK_TIMER_H
+#define PTK_TIMER_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h> /* first: it sets the feature macros */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pytracekit/errors.h>
+#include <pytracekit/plugin.h>
+
+/* ---- timer_table.c: arena and pointer-pair hash map -------------------- */
+
+/** A bump allocator; everything it hands out lives until tm__arena_free. */
+typedef struct tm_arena {
+    struct tm_block *head;
+    char *cur;
+    size_t left;
+} tm_arena;
+
+void *tm__arena_alloc(tm_arena *a, size_t size); /* zeroed; NULL on ENOMEM */
+void tm__arena_free(tm_arena *a);
+
+/** Open-addressing map from a pair of pointers to a pointer (never removes). */
+typedef struct tm_map_slot {
+    const void *a;
+    const void *b;
+    void *value;
+} tm_map_slot;
+
+typedef struct tm_map {
+    tm_map_slot *slots;
+    size_t mask;  /* capacity - 1; capacity is a power of two */
+    size_t count;
+} tm_map;
+
+void *tm__map_get(const tm_map *m, const void *a, const void *b);
+int tm__map_put(tm_map *m, const void *a, const void *b, void *value); /* 0 or -1 */
+void tm__map_free(tm_map *m);
+
+/* ---- the figures -------------------------------------------------------- */
+
+/** One profiled function, shared by every thread (one per key). */
+typedef struct tm_func {
+    const void *key;   /* code object, or the C function's PyMethodDef */
+    PyObject *code;    /* strong reference to the code object, or NULL */
+    PyObject *label;   /* C functions: cProfile's name for it (str) */
+    PyObject *ref;     /* strong reference to a C callable keyed by itself */
+    uint32_t id;       /* dense, in order of first sight */
+    int is_c;
+} tm_func;
+
+/** The four pstats figures, and the recursion level that decides them. */
+typedef struct tm_fig {
+    uint64_t calls;    /* every call */
+    uint64_t reccalls; /* calls made while the same function (edge) ran */
+    uint64_t tt;       /* inclusive ns, outermost activations only */
+    uint64_t it;       /* own ns */
+    int64_t level;     /* activations running now */
+} tm_fig;
+
+/** Per-thread figures of one function. */
+typedef struct tm_stat {
+    tm_func *fn;
+    tm_fig fig;
+} tm_stat;
+
+/** Per-thread figures of one caller->callee edge. */
+typedef struct tm_edge {
+    tm_stat *caller;
+    tm_stat *callee;
+    tm_fig fig;
+} tm_edge;
+
+/** A calling-context tree node: one distinct stack. */
+typedef struct tm_node {
+    struct tm_node *parent;
+    const void *key;
+    tm_stat *stat;              /* NULL for the root */
+    tm_edge *edge;              /* NULL for the root and its children */
+    struct tm_node *last_child; /* one-entry lookup cache */
+    struct tm_node *first_child;
+    struct tm_node *next_sibling;
+    uint64_t self_ns;
+} tm_node;
+
+/** A frame running now. */
+typedef struct tm_frame {
+    tm_node *node;
+    uint64_t t0;
+    uint64_t subt; /* inclusive time of the callees so far */
+} tm_frame;
+
+/** Per-thread state. */
+typedef struct tm_thread {
+    uint32_t index;
+    uint64_t ident;
+    char *name;
+    tm_frame *stack;
+    size_t sp, cap, max_depth;
+    uint64_t last_ns;  /* clock of the latest event on this thread */
+    tm_node root;
+    tm_map stats;      /* (key, NULL) -> tm_stat */
+    tm_map edges;      /* (caller stat, callee stat) -> tm_edge */
+    tm_map nodes;      /* (parent node, key) -> tm_node */
+    size_t nstats;
+    uint64_t unmatched;  /* RETURN / C_RETURN with no frame of ours */
+    uint64_t resynced;   /* frames closed because an outer frame returned */
+} tm_thread;
+
+/** What each sort= choice means, in the declared order. */
+enum { TM_SORT_TOTTIME = 0, TM_SORT_CUMTIME = 1, TM_SORT_CALLS = 2 };
+
+/** The plugin instance. */
+typedef struct tm_state {
+    const ptk_host *host;
+    ptk_plugin_ctx *ctx;
+    int cpu_clock;
+    int builtins;
+    int per_thread;
+    int sort;
+    int64_t top;
+    tm_arena arena;
+    tm_map funcs;       /* (key, NULL) -> tm_func */
+    tm_func **func_list;
+    size_t nfuncs, funcs_cap;
+    tm_thread **threads; /* by ptk_thread::index */
+    size_t nthreads;
+    int flushed;
+} tm_state;
+
+/* ---- timer.c / timer_report.c ------------------------------------------ */
+
+uint64_t tm__cpu_now(void);
+int tm__flush(tm_state *st);
+int tm__report(tm_state *st, const ptk_report_args *args);
+
+#endif /* PTK_TIMER_H */

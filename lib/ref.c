@@ -35,6 +35,7 @@
  * Neither check creates an object or calls into Python; the exception taken
  * away is released later, outside the tracer (at the next sync or status).
  */
+
 #include "ptk_internal.h"
 
 #include <string.h>

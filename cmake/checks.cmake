@@ -1,0 +1,24 @@
+# Features of the Python being built against, decided by compile checks
+# (never by version numbers). Results go into lib/ptk_config.h.
+include(CheckCSourceCompiles)
+
+set(CMAKE_REQUIRED_INCLUDES ${Python3_INCLUDE_DIRS})
+set(CMAKE_REQUIRED_LIBRARIES Python3::Python)
+set(CMAKE_REQUIRED_QUIET ON)
+
+macro(ptk_check var body)
+  check_c_source_compiles("#define PY_SSIZE_T_CLEAN\n#include <Python.h>\nint main(void) { ${body}; return 0; }" ${var})
+  message(STATUS "pytracekit: ${var} = ${${var}}")
+endmacro()
+
+ptk_check(PTK_HAVE_SETPROFILE_ALLTHREADS "PyEval_SetProfileAllThreads(NULL, NULL); PyEval_SetTraceAllThreads(NULL, NULL)")
+ptk_check(PTK_HAVE_PRIVATE_SETPROFILE_TSTATE "_PyEval_SetProfile(NULL, NULL, NULL); _PyEval_SetTrace(NULL, NULL, NULL)")
+ptk_check(PTK_HAVE_REFTRACER "void *d; PyRefTracer t = PyRefTracer_GetTracer(&d); PyRefTracer_SetTracer(t, d); (void)PyRefTracer_CREATE; (void)PyRefTracer_DESTROY")
+ptk_check(PTK_HAVE_REFTRACER_TRACKER_REMOVED "int e = PyRefTracer_TRACKER_REMOVED; (void)e")
+ptk_check(PTK_HAVE_UNSTABLE_CODE_EXTRA "void *x; PyUnstable_Eval_RequestCodeExtraIndex(NULL); PyUnstable_Code_GetExtra(NULL, 0, &x)")
+ptk_check(PTK_HAVE_ENTER_TRACING "PyThreadState_EnterTracing(NULL); PyThreadState_LeaveTracing(NULL)")
+ptk_check(PTK_HAVE_GETEXCEPTION "PyObject *e = PyErr_GetRaisedException(); PyErr_SetRaisedException(e)")
+ptk_check(PTK_HAVE_MONITORING_TOOLS "(void)PY_MONITORING_DEBUGGER_ID")
+
+unset(CMAKE_REQUIRED_INCLUDES)
+unset(CMAKE_REQUIRED_LIBRARIES)

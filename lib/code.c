@@ -1,0 +1,373 @@
+/* Per-code-object records, kept in the code object's extra slot: which
+ * subscribers disabled which locations (PTK_DISABLE), and whether LINE is
+ * off for the whole code object. Nothing here costs anything until some
+ * subscriber returns PTK_DISABLE. */
+#include "ptk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct slotlines {
+    uint32_t slot;
+    uint32_t ndisabled; /* counted lines this slot disabled */
+    uint8_t *bits;      /* one bit per line in [first, first+span) */
+} slotlines;
+
+typedef struct loc {
+    uint32_t slot;
+    int32_t kind;
+    int32_t lasti;
+} loc;
+
+typedef struct coderec {
+    int first, span;     /* line range seen in co_lines() */
+    int nlines;          /* lines that can produce LINE events */
+    uint8_t *counted;    /* bit per line: can produce LINE */
+    int lines_off;       /* every LINE subscriber disabled every line */
+    uint64_t whole[PTK_EV_COUNT]; /* slots that disabled a kind code-wide */
+    uint64_t line_slots; /* slots with per-line records */
+    uint64_t loc_slots;  /* slots with per-instruction records */
+    slotlines *sl;
+    int nsl;
+    loc *locs;
+    int nlocs, caplocs;
+    struct coderec *prev, *next;
+} coderec;
+
+int ptk__disable_records;
+static Py_ssize_t extra_index = -1;
+static coderec *all_records;
+static int skip_ops[256]; /* opcodes that produce no LINE event by themselves */
+
+static void
+rec_free(void *p)
+{
+    coderec *r = p;
+    if (r == NULL) {
+        return;
+    }
+    if (r->prev) {
+        r->prev->next = r->next;
+    }
+    else if (all_records == r) {
+        all_records = r->next;
+    }
+    if (r->next) {
+        r->next->prev = r->prev;
+    }
+    for (int i = 0; i < r->nsl; i++) {
+        free(r->sl[i].bits);
+    }
+    free(r->sl);
+    free(r->locs);
+    free(r->counted);
+    free(r);
+}
+
+static int
+init_extra(void)
+{
+    if (extra_index >= 0) {
+        return 0;
+    }
+    extra_index = _PyEval_RequestCodeExtraIndex(rec_free);
+    if (extra_index < 0) {
+        return -1;
+    }
+    static const char *const names[] = {"CACHE", "RESUME", "RETURN_GENERATOR",
+                                        "POP_TOP", "MAKE_CELL",
+                                        "COPY_FREE_VARS", "EXTENDED_ARG",
+                                        NULL};
+    PyObject *opcode = PyImport_ImportModule("opcode");
+    PyObject *opmap = opcode ? PyObject_GetAttrString(opcode, "opmap") : NULL;
+    for (int i = 0; opmap && names[i]; i++) {
+        PyObject *v = PyDict_GetItemString(opmap, names[i]);
+        if (v != NULL) {
+            long op = PyLong_AsLong(v);
+            if (op >= 0 && op < 256) {
+                skip_ops[op] = 1;
+            }
+        }
+    }
+    Py_XDECREF(opmap);
+    Py_XDECREF(opcode);
+    PyErr_Clear();
+    return 0;
+}
+
+static coderec *
+rec_get(PyCodeObject *code)
+{
+    void *p = NULL;
+    if (extra_index < 0 ||
+        _PyCode_GetExtra((PyObject *)code, extra_index, &p) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return p;
+}
+
+/* Lines of a code object that can produce LINE events, from co_lines():
+ * a line counts if some instruction on it is not one of the prologue
+ * instructions in skip_ops. */
+static int
+rec_lines(coderec *r, PyCodeObject *code)
+{
+    PyObject *bytes = PyCode_GetCode(code);
+    PyObject *it = bytes ? PyObject_CallMethod((PyObject *)code, "co_lines", NULL) : NULL;
+    PyObject *list = it ? PySequence_List(it) : NULL;
+    Py_XDECREF(it);
+    if (list == NULL) {
+        Py_XDECREF(bytes);
+        return -1;
+    }
+    const unsigned char *ops = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t nops = PyBytes_GET_SIZE(bytes);
+    int lo = 0, hi = -1;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *tup = PyList_GET_ITEM(list, i);
+            long start = PyLong_AsLong(PyTuple_GET_ITEM(tup, 0));
+            long end = PyLong_AsLong(PyTuple_GET_ITEM(tup, 1));
+            PyObject *lineo = PyTuple_GET_ITEM(tup, 2);
+            if (lineo == Py_None) {
+                continue;
+            }
+            int line = (int)PyLong_AsLong(lineo);
+            int real = 0;
+            for (long off = start; off < end && off < nops; off += 2) {
+                real |= !skip_ops[ops[off]];
+            }
+            if (!real) {
+                continue;
+            }
+            if (pass == 0) {
+                if (hi < lo) {
+                    lo = hi = line;
+                }
+                lo = line < lo ? line : lo;
+                hi = line > hi ? line : hi;
+            }
+            else {
+                int b = line - r->first;
+                if (!(r->counted[b >> 3] & (1u << (b & 7)))) {
+                    r->counted[b >> 3] |= (uint8_t)(1u << (b & 7));
+                    r->nlines++;
+                }
+            }
+        }
+        if (pass == 0) {
+            r->first = hi < lo ? 0 : lo;
+            r->span = hi < lo ? 0 : hi - lo + 1;
+            r->counted = calloc((size_t)r->span / 8 + 1, 1);
+            if (r->counted == NULL) {
+                break;
+            }
+        }
+    }
+    Py_DECREF(list);
+    Py_DECREF(bytes);
+    PyErr_Clear();
+    return r->counted ? 0 : -1;
+}
+
+static coderec *
+rec_make(PyCodeObject *code)
+{
+    coderec *r = rec_get(code);
+    if (r != NULL) {
+        return r;
+    }
+    if (init_extra() < 0) {
+        return NULL;
+    }
+    r = calloc(1, sizeof *r);
+    if (r == NULL || rec_lines(r, code) < 0 ||
+        _PyCode_SetExtra((PyObject *)code, extra_index, r) < 0) {
+        PyErr_Clear();
+        if (r) {
+            free(r->counted);
+            free(r);
+        }
+        return NULL;
+    }
+    r->next = all_records;
+    if (all_records) {
+        all_records->prev = r;
+    }
+    all_records = r;
+    return r;
+}
+
+static slotlines *
+rec_slot(coderec *r, uint32_t slot, int create)
+{
+    for (int i = 0; i < r->nsl; i++) {
+        if (r->sl[i].slot == slot) {
+            return &r->sl[i];
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    slotlines *n = realloc(r->sl, (size_t)(r->nsl + 1) * sizeof *n);
+    if (n == NULL) {
+        return NULL;
+    }
+    r->sl = n;
+    slotlines *e = &r->sl[r->nsl];
+    e->slot = slot;
+    e->ndisabled = 0;
+    e->bits = calloc((size_t)r->span / 8 + 1, 1);
+    if (e->bits == NULL) {
+        return NULL;
+    }
+    r->nsl++;
+    return e;
+}
+
+int
+ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
+                      int line, int lasti)
+{
+    coderec *r = rec_get(code);
+    if (r == NULL) {
+        return 0;
+    }
+    uint64_t bit = (uint64_t)1 << slot;
+    if (r->whole[kind] & bit) {
+        return 1;
+    }
+    if (kind == PTK_EV_LINE) {
+        if (!(r->line_slots & bit)) {
+            return 0;
+        }
+        slotlines *e = rec_slot(r, slot, 0);
+        int b = line - r->first;
+        return e && b >= 0 && b < r->span && (e->bits[b >> 3] & (1u << (b & 7)));
+    }
+    if (!(r->loc_slots & bit)) {
+        return 0;
+    }
+    for (int i = 0; i < r->nlocs; i++) {
+        if (r->locs[i].slot == slot && r->locs[i].kind == (int32_t)kind &&
+            r->locs[i].lasti == lasti) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Every LINE subscriber of the current table has disabled every counted
+ * line of this code object. */
+static int
+all_lines_off(coderec *r)
+{
+    const ptk__table *t = ptk__current;
+    int n = t->nsub[PTK_EV_LINE];
+    if (n == 0 || r->nlines == 0) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        slotlines *e = rec_slot(r, t->subs[PTK_EV_LINE][i].slot, 0);
+        if (e == NULL || e->ndisabled < (uint32_t)r->nlines) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int
+ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
+                  int line, int lasti)
+{
+    coderec *r = rec_make(code);
+    if (r == NULL) {
+        return 0; /* cannot record: the subscriber keeps getting the event */
+    }
+    ptk__disable_records = 1;
+    uint64_t bit = (uint64_t)1 << slot;
+    if (kind == PTK_EV_CALL || kind == PTK_EV_RETURN) {
+        /* A CALL or RETURN's location is the code object itself. */
+        r->whole[kind] |= bit;
+        return 0;
+    }
+    if (kind == PTK_EV_LINE) {
+        int b = line - r->first;
+        if (b < 0 || b >= r->span) {
+            /* A line co_lines() does not know: disable LINE code-wide for
+             * this slot would be wrong; keep it per line in a wider map. */
+            return 0;
+        }
+        slotlines *e = rec_slot(r, slot, 1);
+        if (e == NULL) {
+            return 0;
+        }
+        r->line_slots |= bit;
+        if (!(e->bits[b >> 3] & (1u << (b & 7)))) {
+            e->bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+            if (r->counted[b >> 3] & (1u << (b & 7))) {
+                e->ndisabled++;
+            }
+        }
+        if (!r->lines_off && all_lines_off(r)) {
+            r->lines_off = 1;
+        }
+        return r->lines_off;
+    }
+    if (r->nlocs == r->caplocs) {
+        int ncap = r->caplocs ? r->caplocs * 2 : 8;
+        loc *n = realloc(r->locs, (size_t)ncap * sizeof *n);
+        if (n == NULL) {
+            return 0;
+        }
+        r->locs = n;
+        r->caplocs = ncap;
+    }
+    r->locs[r->nlocs++] = (loc){slot, (int32_t)kind, (int32_t)lasti};
+    r->loc_slots |= bit;
+    return 0;
+}
+
+int
+ptk__code_lines_off(PyCodeObject *code)
+{
+    coderec *r = rec_get(code);
+    return r != NULL && r->lines_off;
+}
+
+void
+ptk__code_forget_slot(uint32_t slot)
+{
+    uint64_t bit = (uint64_t)1 << slot;
+    for (coderec *r = all_records; r; r = r->next) {
+        for (int k = 0; k < PTK_EV_COUNT; k++) {
+            r->whole[k] &= ~bit;
+        }
+        r->line_slots &= ~bit;
+        r->loc_slots &= ~bit;
+        for (int i = 0; i < r->nsl; i++) {
+            if (r->sl[i].slot == slot) {
+                free(r->sl[i].bits);
+                r->sl[i] = r->sl[--r->nsl];
+                break;
+            }
+        }
+        int w = 0;
+        for (int i = 0; i < r->nlocs; i++) {
+            if (r->locs[i].slot != slot) {
+                r->locs[w++] = r->locs[i];
+            }
+        }
+        r->nlocs = w;
+    }
+}
+
+void
+ptk__code_reset_lines_off(void)
+{
+    for (coderec *r = all_records; r; r = r->next) {
+        r->lines_off = all_lines_off(r);
+    }
+}

@@ -1,0 +1,273 @@
+/* Host services handed to plugins (the ptk_host table), and atomic report
+ * files: written to a temporary name in the output directory, renamed into
+ * place only when complete. */
+#include "ptk_internal.h"
+
+#include <marshal.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+PyFrameObject *ptk__event_frame(const ptk_event *ev);
+
+char *
+ptk__format_exception(void)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (et == NULL) {
+        return NULL;
+    }
+    PyErr_NormalizeException(&et, &ev, &tb);
+    char *out = NULL;
+    PyObject *mod = PyImport_ImportModule("traceback");
+    PyObject *lines = mod ? PyObject_CallMethod(mod, "format_exception", "OOO",
+                                                et, ev ? ev : Py_None,
+                                                tb ? tb : Py_None)
+                          : NULL;
+    PyObject *empty = PyUnicode_FromString("");
+    PyObject *joined = lines && empty ? PyUnicode_Join(empty, lines) : NULL;
+    if (joined != NULL) {
+        const char *u = PyUnicode_AsUTF8(joined);
+        out = u ? ptk__strdup(u) : NULL;
+    }
+    if (out == NULL) {
+        PyErr_Clear();
+        PyObject *s = ev ? PyObject_Str(ev) : NULL;
+        const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+        out = ptk__asprintf("%s: %s", ((PyTypeObject *)et)->tp_name,
+                            u ? u : "?");
+        Py_XDECREF(s);
+    }
+    Py_XDECREF(joined);
+    Py_XDECREF(empty);
+    Py_XDECREF(lines);
+    Py_XDECREF(mod);
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return out;
+}
+
+static const ptk_option_value *
+host_option(const ptk_init_args *args, const char *name)
+{
+    for (size_t i = 0; args && i < args->noptions; i++) {
+        if (strcmp(args->options[i].name, name) == 0) {
+            return &args->options[i];
+        }
+    }
+    return NULL;
+}
+
+static const ptk_thread *
+host_current_thread(void)
+{
+    ptk__thread *t = ptk__thread_get();
+    return t ? &t->pub : NULL;
+}
+
+static size_t
+host_thread_count(void)
+{
+    return ptk__thread_count();
+}
+
+static const ptk_thread *
+host_thread_at(size_t i)
+{
+    ptk__thread *t = ptk__thread_at(i);
+    return t ? &t->pub : NULL;
+}
+
+static void
+host_log(ptk_plugin_ctx *ctx, const char *fmt, ...)
+{
+    FILE *out = ctx && ctx->session && ctx->session->summary
+                    ? ctx->session->summary
+                    : stderr;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(out, "pytracekit: %s: ", ctx && ctx->name ? ctx->name : "?");
+    vfprintf(out, fmt, ap);
+    fputc('\n', out);
+    va_end(ap);
+}
+
+static int
+host_fail(ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
+{
+    if (ctx == NULL) {
+        return code;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg != NULL) {
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        free(ctx->fail_msg);
+        ctx->fail_msg = msg;
+    }
+    va_end(ap);
+    return code;
+}
+
+typedef struct report_file {
+    FILE *fp;
+    char *tmp;
+    char *final;
+    ptk_plugin_ctx *ctx;
+} report_file;
+
+static FILE *
+host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
+{
+    *token = NULL;
+    const char *dir = ctx && ctx->session ? ctx->session->output_dir : ".";
+    if (strchr(filename, '/') != NULL) {
+        host_fail(ctx, PTK_EINVAL, "report name '%s' must not contain '/'",
+                  filename);
+        return NULL;
+    }
+    report_file *rf = calloc(1, sizeof *rf);
+    if (rf == NULL) {
+        return NULL;
+    }
+    rf->final = ptk__asprintf("%s/%s", dir, filename);
+    rf->tmp = ptk__asprintf("%s/.%s.XXXXXX", dir, filename);
+    rf->ctx = ctx;
+    int fd = rf->tmp ? mkstemp(rf->tmp) : -1;
+    if (fd < 0 || (rf->fp = fdopen(fd, "w")) == NULL) {
+        host_fail(ctx, PTK_EIO, "cannot write report %s: %s",
+                  rf->final ? rf->final : filename, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(rf->tmp);
+        }
+        free(rf->tmp);
+        free(rf->final);
+        free(rf);
+        return NULL;
+    }
+    *token = rf;
+    return rf->fp;
+}
+
+static int
+host_report_commit(void *token, int keep)
+{
+    report_file *rf = token;
+    if (rf == NULL) {
+        return PTK_EINVAL;
+    }
+    int rc = PTK_OK;
+    if (ferror(rf->fp)) {
+        keep = 0;
+        rc = PTK_EIO;
+    }
+    if (fclose(rf->fp) != 0) {
+        keep = 0;
+        rc = PTK_EIO;
+    }
+    if (keep) {
+        if (rename(rf->tmp, rf->final) != 0) {
+            rc = PTK_EIO;
+            unlink(rf->tmp);
+        }
+    }
+    else {
+        unlink(rf->tmp);
+    }
+    if (rc < 0) {
+        host_fail(rf->ctx, rc, "cannot write report %s: %s", rf->final,
+                  strerror(errno));
+    }
+    free(rf->tmp);
+    free(rf->final);
+    free(rf);
+    return rc;
+}
+
+static int
+host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
+                         PyObject *obj, int format)
+{
+    PyObject *data = NULL;
+    if (format == PTK_FMT_JSON) {
+        PyObject *json = PyImport_ImportModule("json");
+        PyObject *kw = json ? Py_BuildValue("{s:i}", "indent", 1) : NULL;
+        PyObject *dumps = json ? PyObject_GetAttrString(json, "dumps") : NULL;
+        PyObject *args = dumps ? PyTuple_Pack(1, obj) : NULL;
+        PyObject *text = args && kw ? PyObject_Call(dumps, args, kw) : NULL;
+        data = text ? PyUnicode_AsUTF8String(text) : NULL;
+        Py_XDECREF(text);
+        Py_XDECREF(args);
+        Py_XDECREF(dumps);
+        Py_XDECREF(kw);
+        Py_XDECREF(json);
+    }
+    else if (format == PTK_FMT_MARSHAL) {
+        data = PyMarshal_WriteObjectToString(obj, Py_MARSHAL_VERSION);
+    }
+    else {
+        return host_fail(ctx, PTK_EINVAL, "unknown report format %d", format);
+    }
+    if (data == NULL) {
+        char *why = ptk__format_exception();
+        int rc = host_fail(ctx, PTK_EPYTHON, "cannot encode %s: %s", filename,
+                           why ? why : "?");
+        free(why);
+        return rc;
+    }
+    void *token;
+    FILE *fp = host_report_open(ctx, filename, &token);
+    if (fp == NULL) {
+        Py_DECREF(data);
+        return PTK_EIO;
+    }
+    fwrite(PyBytes_AS_STRING(data), 1, (size_t)PyBytes_GET_SIZE(data), fp);
+    if (format == PTK_FMT_JSON) {
+        fputc('\n', fp);
+    }
+    Py_DECREF(data);
+    return host_report_commit(token, 1);
+}
+
+static int
+host_ref_status(ptk_ref_status *out)
+{
+    return ptk__ref_status(out);
+}
+
+const ptk_host ptk__host = {
+    .struct_size = sizeof(ptk_host),
+    .abi_major = PTK_ABI_MAJOR,
+    .abi_minor = PTK_ABI_MINOR,
+    .version = PTK_VERSION_STRING,
+    .event_frame = ptk__event_frame,
+    .option = host_option,
+    .current_thread = host_current_thread,
+    .thread_count = host_thread_count,
+    .thread_at = host_thread_at,
+    .clock_ns = ptk__clock_ns,
+    .log = host_log,
+    .fail = host_fail,
+    .report_open = host_report_open,
+    .report_commit = host_report_commit,
+    .report_write_object = host_report_write_object,
+    .strerror = ptk_strerror,
+    .ref_status = host_ref_status,
+};
+
+const ptk_host *
+ptk_host_services(void)
+{
+    return &ptk__host;
+}

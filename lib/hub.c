@@ -1,0 +1,319 @@
+/* The hub: one per process. Builds the immutable dispatch table from the
+ * active sessions, swaps it in, and delivers events to subscribers. The
+ * backends (legacy.c, ref.c) only read ptk__current. */
+#include "ptk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ptk__table empty_table;
+ptk__table *ptk__current = &empty_table;
+struct ptk_session *ptk__active_sessions;
+
+static ptk__table *retired;     /* tables that a dispatch may still read */
+static int dispatch_depth;      /* dispatches in progress (all threads; GIL) */
+static int rebuild_pending;     /* a subscriber failed during a dispatch */
+static uint64_t slots_used;     /* subscriber slots (for DISABLE records) */
+static int hub_ready;
+
+int
+ptk__hub_init(char **errmsg)
+{
+    if (hub_ready) {
+        return PTK_OK;
+    }
+    int rc = ptk__legacy_init(errmsg);
+    if (rc < 0) {
+        return rc;
+    }
+    hub_ready = 1;
+    return PTK_OK;
+}
+
+static void
+table_free(ptk__table *t)
+{
+    if (t == NULL || t == &empty_table) {
+        return;
+    }
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        free(t->subs[k]);
+    }
+    free(t->refs);
+    free(t);
+}
+
+static void
+free_retired(void)
+{
+    while (retired != NULL) {
+        ptk__table *n = retired->retired_next;
+        table_free(retired);
+        retired = n;
+    }
+}
+
+static int
+alloc_slot(void)
+{
+    for (int i = 0; i < PTK__MAX_SLOTS; i++) {
+        if (!(slots_used & ((uint64_t)1 << i))) {
+            slots_used |= (uint64_t)1 << i;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void
+release_slot(struct ptk_plugin_ctx *c)
+{
+    if (c->slot >= 0) {
+        ptk__code_forget_slot((uint32_t)c->slot);
+        slots_used &= ~((uint64_t)1 << c->slot);
+        c->slot = -1;
+    }
+}
+
+/* Which plugin instances are subscribers now: those of running sessions
+ * that have not failed. */
+static int
+wanted(const struct ptk_session *s, const struct ptk_plugin_ctx *c)
+{
+    return s->running && c->initialised && !c->failed && !c->removed;
+}
+
+static int
+build(ptk__table **out, char **errmsg)
+{
+    ptk__table *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    int counts[PTK_EV_COUNT] = {0};
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            if (!wanted(s, c)) {
+                continue;
+            }
+            for (int k = 0; k < PTK_EV_COUNT; k++) {
+                counts[k] += (c->events & PTK_MASK(k)) != 0;
+            }
+            t->nref += (c->events & PTK_MASK_REF) != 0;
+        }
+    }
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        if (counts[k] && (PTK_MASK(k) & ~PTK_MASK_REF)) {
+            t->subs[k] = calloc((size_t)counts[k], sizeof(ptk__sub));
+            if (t->subs[k] == NULL) {
+                table_free(t);
+                return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+            }
+        }
+    }
+    if (t->nref) {
+        t->refs = calloc((size_t)t->nref, sizeof(ptk__refsub));
+        if (t->refs == NULL) {
+            table_free(t);
+            return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+        }
+    }
+    int nref = 0;
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        if (s->threads == PTK_THREADS_ALL && s->running) {
+            t->all_threads = 1;
+        }
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            if (!wanted(s, c)) {
+                continue;
+            }
+            if (c->slot < 0 && (c->slot = alloc_slot()) < 0) {
+                table_free(t);
+                return ptk__err(errmsg, PTK_ELIMIT,
+                                "more than %d plugin instances attached at "
+                                "once",
+                                PTK__MAX_SLOTS);
+            }
+            unsigned flags = c->desc->flags;
+            if (flags & PTK_FLAG_STACK) {
+                t->need_stack = 1;
+            }
+            for (int k = 0; k < PTK_EV_COUNT; k++) {
+                if (!(c->events & PTK_MASK(k))) {
+                    continue;
+                }
+                t->mask |= PTK_MASK(k);
+                if (flags & PTK_FLAG_CLOCK) {
+                    t->clock_mask |= PTK_MASK(k);
+                }
+                if (PTK_MASK(k) & PTK_MASK_REF) {
+                    continue;
+                }
+                ptk__sub *sub = &t->subs[k][t->nsub[k]++];
+                sub->on_event = c->desc->on_event;
+                sub->state = c->state;
+                sub->ctx = c;
+                sub->only_thread =
+                    s->threads == PTK_THREADS_ALL ? NULL : s->owner;
+                sub->slot = (uint32_t)c->slot;
+                sub->flags = flags;
+            }
+            if (c->events & PTK_MASK_REF) {
+                t->refs[nref].on_ref = c->desc->on_ref;
+                t->refs[nref].state = c->state;
+                t->refs[nref].ctx = c;
+                nref++;
+            }
+        }
+    }
+    t->need_profile = (t->mask & PTK_MASK_PROFILE) != 0 || t->need_stack;
+    t->need_trace = (t->mask & PTK_MASK_TRACE) != 0;
+    *out = t;
+    return PTK_OK;
+}
+
+int
+ptk__hub_rebuild(int install_here, char **errmsg)
+{
+    int rc = ptk__hub_init(errmsg);
+    if (rc < 0) {
+        return rc;
+    }
+    ptk__table *t;
+    rc = build(&t, errmsg);
+    if (rc < 0) {
+        return rc;
+    }
+    ptk__table *old = ptk__current;
+    /* Mark which instances are attached; free the slots of the others. */
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            c->attached = wanted(s, c);
+        }
+    }
+    ptk__current = t;
+    rebuild_pending = 0;
+    ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */
+    int rc_hooks = ptk__legacy_sync(t, install_here, errmsg);
+    int rc_ref = ptk__ref_sync(t, rc_hooks < 0 ? NULL : errmsg);
+    if (old != &empty_table) {
+        old->retired_next = retired;
+        retired = old;
+    }
+    if (dispatch_depth == 0) {
+        free_retired();
+    }
+    return rc_hooks < 0 ? rc_hooks : rc_ref;
+}
+
+/* Called by session.c for instances that leave (stop, remove, failure). */
+void ptk__hub_forget(struct ptk_plugin_ctx *c);
+void
+ptk__hub_forget(struct ptk_plugin_ctx *c)
+{
+    c->attached = 0;
+    release_slot(c);
+}
+
+void
+ptk__plugin_fail(struct ptk_plugin_ctx *c, int code, int py_error)
+{
+    if (c->failed) {
+        return;
+    }
+    c->failed = 1;
+    c->fail_code = code < 0 ? code : PTK_EPLUGIN;
+    if (py_error && PyErr_Occurred()) {
+        char *tb = ptk__format_exception();
+        char *msg = ptk__asprintf("%s%s%s", c->fail_msg ? c->fail_msg : "",
+                                  c->fail_msg ? "\n" : "", tb ? tb : "");
+        free(tb);
+        free(c->fail_msg);
+        c->fail_msg = msg;
+    }
+    rebuild_pending = 1;
+}
+
+static void
+after_dispatch(void)
+{
+    if (--dispatch_depth == 0) {
+        if (rebuild_pending) {
+            /* Detach failed instances now that no dispatch reads the table. */
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            for (struct ptk_session *s = ptk__active_sessions; s;
+                 s = s->next_active) {
+                for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+                    if (c->failed && c->slot >= 0) {
+                        ptk__hub_forget(c);
+                    }
+                }
+            }
+            char *err = NULL;
+            if (ptk__hub_rebuild(0, &err) < 0) {
+                fprintf(stderr, "pytracekit: %s\n", err ? err : "rebuild failed");
+            }
+            free(err);
+            PyErr_Restore(et, ev, tb);
+        }
+        if (retired != NULL) {
+            free_retired();
+        }
+    }
+}
+
+int
+ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
+{
+    int kind = ev->kind;
+    int n = t->nsub[kind];
+    ptk__sub *s = t->subs[kind];
+    int delivered = 0, lines_off = 0;
+    PyObject *et = NULL, *evv = NULL, *etb = NULL;
+    int saved = PyErr_Occurred() != NULL;
+    if (saved) {
+        PyErr_Fetch(&et, &evv, &etb);
+    }
+    if (t->clock_mask & PTK_MASK(kind)) {
+        ev->time_ns = ptk__clock_ns();
+    }
+    dispatch_depth++;
+    for (int i = 0; i < n; i++) {
+        if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
+            continue;
+        }
+        if (s[i].ctx->failed) {
+            continue;
+        }
+        if (ptk__disable_records &&
+            ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
+                                  ev->frame_ ? PyFrame_GetLasti(ev->frame_)
+                                             : -1)) {
+            continue;
+        }
+        delivered++;
+        int rc = s[i].on_event(s[i].state, ev);
+        if (rc == PTK_OK && !PyErr_Occurred()) {
+            continue;
+        }
+        if (rc == PTK_DISABLE && !PyErr_Occurred()) {
+            lines_off |= ptk__code_disable(
+                ev->code, s[i].slot, ev->kind, ev->line,
+                ev->frame_ ? PyFrame_GetLasti(ev->frame_) : -1);
+            continue;
+        }
+        if (rc >= 0) {
+            /* success with an exception set, or a status that is not one */
+            rc = PyErr_Occurred() ? PTK_EPYTHON : PTK_EINVAL;
+        }
+        ptk__plugin_fail(s[i].ctx, rc, 1);
+        PyErr_Clear();
+    }
+    after_dispatch();
+    if (saved) {
+        PyErr_Restore(et, evv, etb);
+    }
+    (void)delivered;
+    return lines_off;
+}

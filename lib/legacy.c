@@ -1,0 +1,676 @@
+/* The legacy backend: PyEval_SetProfile / PyEval_SetTrace (and the
+ * AllThreads forms). It turns CPython's callbacks into ptk_event records,
+ * normalises what differs between versions, keeps the per-thread shadow
+ * stack, and hands events to ptk__dispatch. Nothing here decides who gets
+ * an event: that is the dispatch table's job. */
+#include "ptk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+PyObject *ptk__hub_object;
+
+/* Learned once, by a probe, not from version numbers. */
+static int unwind_arg_is_none; /* RETURN on unwind passes None (3.12.0/1) */
+static int opcode_primed;      /* interpreter-wide opcode flag is set */
+static int op_return_value = -1, op_return_const = -1, op_yield_value = -1,
+           op_resume = -1;
+
+#define GEN_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)
+
+static int profile_fn(PyObject *obj, PyFrameObject *frame, int what,
+                      PyObject *arg);
+static int trace_fn(PyObject *obj, PyFrameObject *frame, int what,
+                    PyObject *arg);
+
+/* ---- reading the current instruction -------------------------------- */
+
+static int
+opcode_at_lasti(PyFrameObject *frame, PyCodeObject *code, int *oparg)
+{
+    int lasti = PyFrame_GetLasti(frame);
+    if (lasti < 0) {
+        return -1;
+    }
+    PyObject *bytes = PyCode_GetCode(code); /* de-instrumented, cached */
+    if (bytes == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    int op = -1;
+    if (lasti + 1 < PyBytes_GET_SIZE(bytes)) {
+        const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(bytes);
+        op = b[lasti];
+        if (oparg) {
+            *oparg = b[lasti + 1];
+        }
+    }
+    Py_DECREF(bytes);
+    return op;
+}
+
+/* Runs a few lines of Python in a fresh namespace; errors are cleared. */
+static void
+run_snippet(const char *src)
+{
+    PyObject *globals = PyDict_New();
+    if (globals != NULL &&
+        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0) {
+        PyObject *r = PyRun_String(src, Py_file_input, globals, globals);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(globals);
+    PyErr_Clear();
+}
+
+/* ---- turning a CPython callback into events ---------------------------- */
+
+static void
+pop_stale_c(ptk__thread *th, int32_t depth)
+{
+    while (th->cdepth > 0 && th->cstack[th->cdepth - 1].depth >= depth) {
+        th->cdepth--;
+    }
+}
+
+static int
+push_c(ptk__thread *th, PyObject *callable)
+{
+    if (th->cdepth == th->ccap) {
+        int32_t ncap = th->ccap ? th->ccap * 2 : 32;
+        ptk__cframe *n = realloc(th->cstack, (size_t)ncap * sizeof *n);
+        if (n == NULL) {
+            return -1;
+        }
+        th->cstack = n;
+        th->ccap = ncap;
+    }
+    th->cstack[th->cdepth].callable = callable;
+    th->cstack[th->cdepth].depth = th->pub.depth;
+    th->cdepth++;
+    return 0;
+}
+
+/* Finds the C call a C_RETURN / C_EXCEPTION closes; -1 if none (dropped:
+ * it started before tracing, or the CALL was never reported). */
+static int
+match_c(ptk__thread *th, PyObject *callable)
+{
+    for (int i = th->cdepth - 1; i >= 0; i--) {
+        if (th->cstack[i].depth != th->pub.depth) {
+            break;
+        }
+        if (th->cstack[i].callable == callable) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void
+frame_set_bool(PyFrameObject *frame, const char *attr, int value)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyObject_SetAttrString((PyObject *)frame, attr,
+                               value ? Py_True : Py_False) < 0) {
+        PyErr_Clear();
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
+/* OPCODE events need f_trace_opcodes on the frame; on 3.13 the setter only
+ * takes effect at once when f_trace is not NULL, so a sentinel (the hub
+ * object, which C tracing never calls) is put there first. */
+static void
+want_opcodes(PyFrameObject *frame)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *cur = PyObject_GetAttrString((PyObject *)frame, "f_trace");
+    if (cur == Py_None) {
+        PyObject_SetAttrString((PyObject *)frame, "f_trace", ptk__hub_object);
+    }
+    Py_XDECREF(cur);
+    PyObject_SetAttrString((PyObject *)frame, "f_trace_opcodes", Py_True);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+static int
+handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
+       PyObject *arg)
+{
+    if (th->skip_frame != NULL) {
+        int dup = th->skip_frame == frame && th->skip_kind == what;
+        th->skip_frame = NULL;
+        if (dup) {
+            return 0;
+        }
+    }
+    if (!th->name_tried) {
+        ptk__thread_set_name(th);
+    }
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    Py_DECREF(code); /* the frame keeps it alive */
+    ptk_event ev;
+    ev.struct_size = sizeof ev;
+    ev.kind = (ptk_event_kind)what;
+    ev.origin = PTK_ORIGIN_UNKNOWN;
+    ev.code = code;
+    ev.arg = arg;
+    ev.thread = &th->pub;
+    ev.depth = th->pub.depth;
+    ev.line = -1;
+    ev.time_ns = 0;
+    ev.frame_ = frame;
+
+    switch (what) {
+    case PyTrace_CALL:
+        ev.arg = Py_None; /* 3.12.0/1 pass the exception on throw() */
+        if (code->co_flags & GEN_FLAGS) {
+            int oparg = 0;
+            int op = opcode_at_lasti(frame, code, &oparg);
+            if (op == op_resume) {
+                ev.origin = oparg == 0 ? PTK_ORIGIN_START : PTK_ORIGIN_RESUME;
+            }
+        }
+        else {
+            ev.origin = PTK_ORIGIN_START;
+        }
+        ptk__stack_push(th, code, frame);
+        ev.depth = th->pub.depth;
+        if (t->mask & PTK_MASK(PTK_EV_OPCODE)) {
+            want_opcodes(frame);
+        }
+        if (ptk__disable_records && ptk__code_lines_off(code)) {
+            frame_set_bool(frame, "f_trace_lines", 0);
+        }
+        break;
+    case PyTrace_RETURN: {
+        if (arg == Py_None && unwind_arg_is_none) {
+            int op = opcode_at_lasti(frame, code, NULL);
+            if (op >= 0 && op != op_return_value && op != op_return_const &&
+                op != op_yield_value) {
+                ev.arg = NULL;
+            }
+        }
+        if (ev.arg == NULL) {
+            ev.origin = PTK_ORIGIN_UNWIND;
+        }
+        else if (code->co_flags & GEN_FLAGS) {
+            int op = opcode_at_lasti(frame, code, NULL);
+            ev.origin = op == op_yield_value ? PTK_ORIGIN_YIELD
+                                             : PTK_ORIGIN_RETURN;
+        }
+        else {
+            ev.origin = PTK_ORIGIN_RETURN;
+        }
+        /* Where is this frame on the shadow stack? */
+        int32_t pos = -1;
+        for (int32_t i = th->pub.depth - 1; i >= 0; i--) {
+            if (th->stack[i].frame == frame) {
+                pos = i;
+                break;
+            }
+        }
+        ev.depth = pos >= 0 ? pos + 1 : -1;
+        if (t->nsub[PTK_EV_RETURN]) {
+            ptk__dispatch(t, th, &ev);
+        }
+        if (pos >= 0) {
+            th->pub.depth = pos;
+            pop_stale_c(th, pos + 1);
+        }
+        return 0;
+    }
+    case PyTrace_C_CALL:
+        push_c(th, arg);
+        break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION: {
+        int i = match_c(th, arg);
+        if (i < 0) {
+            return 0; /* no matching C_CALL: drop, keep the pairs balanced */
+        }
+        th->cdepth = i;
+        break;
+    }
+    case PyTrace_LINE:
+        if (ptk__disable_records && ptk__code_lines_off(code)) {
+            frame_set_bool(frame, "f_trace_lines", 0);
+            return 0;
+        }
+        ev.line = PyFrame_GetLineNumber(frame);
+        if (t->nsub[PTK_EV_LINE] && ptk__dispatch(t, th, &ev)) {
+            frame_set_bool(frame, "f_trace_lines", 0);
+        }
+        return 0;
+    default:
+        break;
+    }
+    if (t->nsub[what]) {
+        ptk__dispatch(t, th, &ev);
+    }
+    return 0;
+}
+
+/* ---- the two CPython hooks ------------------------------------------- */
+
+static void
+remove_here(int profile)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (profile && ts->c_profilefunc == profile_fn) {
+        PyEval_SetProfile(NULL, NULL);
+    }
+    if (!profile && ts->c_tracefunc == trace_fn) {
+        PyEval_SetTrace(NULL, NULL);
+    }
+}
+
+static int
+profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    (void)obj;
+    ptk__table *t = ptk__current;
+    if (!t->need_profile) {
+        remove_here(1); /* lazily, on threads the hub could not reach */
+        return 0;
+    }
+    ptk__thread *th = ptk__thread_get();
+    if (th == NULL || frame == NULL) {
+        return 0;
+    }
+    return handle(t, th, frame, what, arg);
+}
+
+static int
+trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    (void)obj;
+    ptk__table *t = ptk__current;
+    if (!t->need_trace) {
+        remove_here(0);
+        return 0;
+    }
+    ptk__thread *th = ptk__thread_get();
+    if (th == NULL || frame == NULL) {
+        return 0;
+    }
+    if ((what == PyTrace_CALL || what == PyTrace_RETURN) &&
+        PyThreadState_Get()->c_profilefunc == profile_fn) {
+        /* CALL/RETURN come from the profile function: once per subscriber. */
+        if (what == PyTrace_CALL) {
+            if (t->mask & PTK_MASK(PTK_EV_OPCODE)) {
+                want_opcodes(frame);
+            }
+            if (ptk__disable_records) {
+                PyCodeObject *code = PyFrame_GetCode(frame);
+                Py_DECREF(code);
+                if (ptk__code_lines_off(code)) {
+                    frame_set_bool(frame, "f_trace_lines", 0);
+                }
+            }
+        }
+        return 0;
+    }
+    return handle(t, th, frame, what, arg);
+}
+
+/* ---- installing --------------------------------------------------------- */
+
+static int
+set_here(int profile, int on)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (profile) {
+        if (on && ts->c_profilefunc != profile_fn) {
+            PyEval_SetProfile(profile_fn, ptk__hub_object);
+        }
+        else if (!on && ts->c_profilefunc == profile_fn) {
+            PyEval_SetProfile(NULL, NULL);
+        }
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        return (ts->c_profilefunc == profile_fn) == (on != 0) ? 0 : -1;
+    }
+    if (on && ts->c_tracefunc != trace_fn) {
+        PyEval_SetTrace(trace_fn, ptk__hub_object);
+    }
+    else if (!on && ts->c_tracefunc == trace_fn) {
+        PyEval_SetTrace(NULL, NULL);
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    return (ts->c_tracefunc == trace_fn) == (on != 0) ? 0 : -1;
+}
+
+/* Installs (on=1) on every thread of the interpreter, or removes ours
+ * (on=0) from threads other than this one where that can be done now;
+ * the rest remove themselves at their next event. */
+static void
+set_all(int profile, int on)
+{
+    PyThreadState *me = PyThreadState_Get();
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+#if PTK_HAVE_SETPROFILE_ALLTHREADS
+    if (on) {
+        if (profile) {
+            PyEval_SetProfileAllThreads(profile_fn, ptk__hub_object);
+        }
+        else {
+            PyEval_SetTraceAllThreads(trace_fn, ptk__hub_object);
+        }
+        PyErr_Clear();
+        return;
+    }
+#endif
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts;
+         ts = PyThreadState_Next(ts)) {
+        if (ts == me) {
+            continue;
+        }
+        Py_tracefunc cur = profile ? ts->c_profilefunc : ts->c_tracefunc;
+        Py_tracefunc ours = profile ? profile_fn : trace_fn;
+        if (on == (cur == ours)) {
+            continue;
+        }
+#if PTK_HAVE_PRIVATE_SETPROFILE_TSTATE
+        if (profile) {
+            _PyEval_SetProfile(ts, on ? profile_fn : NULL,
+                               on ? ptk__hub_object : NULL);
+        }
+        else {
+            _PyEval_SetTrace(ts, on ? trace_fn : NULL,
+                             on ? ptk__hub_object : NULL);
+        }
+        PyErr_Clear();
+#endif
+    }
+}
+
+/* threading.setprofile / settrace: new threading threads call the hub
+ * object first, which installs the C functions there. */
+static PyObject *saved_thread_hook[2];
+static int thread_hook_set[2];
+
+static void
+set_threading_hook(int profile, int on)
+{
+    if (thread_hook_set[profile] == on) {
+        return;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *threading = PyImport_ImportModule("threading");
+    if (threading != NULL) {
+        const char *get = profile ? "getprofile" : "gettrace";
+        const char *set = profile ? "setprofile" : "settrace";
+        if (on) {
+            Py_CLEAR(saved_thread_hook[profile]);
+            saved_thread_hook[profile] =
+                PyObject_CallMethod(threading, get, NULL);
+            PyObject *r = PyObject_CallMethod(threading, set, "O",
+                                              ptk__hub_object);
+            Py_XDECREF(r);
+        }
+        else {
+            PyObject *cur = PyObject_CallMethod(threading, get, NULL);
+            if (cur == ptk__hub_object) {
+                PyObject *prev = saved_thread_hook[profile]
+                                     ? saved_thread_hook[profile]
+                                     : Py_None;
+                PyObject *r = PyObject_CallMethod(threading, set, "O", prev);
+                Py_XDECREF(r);
+            }
+            Py_XDECREF(cur);
+            Py_CLEAR(saved_thread_hook[profile]);
+        }
+        Py_DECREF(threading);
+    }
+    thread_hook_set[profile] = on;
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+/* 3.12 enables opcode events only if some frame's f_trace_opcodes was set
+ * before the trace function is installed; the flag is interpreter-wide and
+ * harmless elsewhere, so it is set the same way on every version. */
+static void
+prime_opcodes(void)
+{
+    if (opcode_primed) {
+        return;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    run_snippet("import sys as _s\n_f = _s._getframe()\n"
+                "_f.f_trace_opcodes = True\n_f.f_trace_opcodes = False\n");
+    PyErr_Restore(et, ev, tb);
+    opcode_primed = 1;
+}
+
+int
+ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg)
+{
+    int rc = PTK_OK;
+    PyThreadState *me = PyThreadState_Get();
+    if ((t->mask & PTK_MASK(PTK_EV_OPCODE)) && !opcode_primed) {
+        int had = me->c_tracefunc == trace_fn;
+        if (had) {
+            set_here(0, 0);
+        }
+        prime_opcodes();
+        if (had) {
+            set_here(0, 1);
+        }
+        /* frames already running on this thread */
+        for (PyFrameObject *f = PyEval_GetFrame(); f; ) {
+            want_opcodes(f);
+            PyFrameObject *back = PyFrame_GetBack(f);
+            Py_XDECREF(back);
+            f = back;
+        }
+    }
+    for (int profile = 1; profile >= 0; profile--) {
+        int need = profile ? t->need_profile : t->need_trace;
+        if (need) {
+            if (t->all_threads) {
+                set_all(profile, 1);
+                set_threading_hook(profile, 1);
+            }
+            if (install_here || t->all_threads) {
+                if (set_here(profile, 1) < 0) {
+                    char *why = PyErr_Occurred() ? ptk__format_exception()
+                                                 : NULL;
+                    rc = ptk__err(errmsg, PTK_EBUSY,
+                                  "could not install the %s function%s%s",
+                                  profile ? "profile" : "trace",
+                                  why ? ": " : " (refused by an audit hook?)",
+                                  why ? why : "");
+                    free(why);
+                }
+            }
+        }
+        else {
+            set_threading_hook(profile, 0);
+            set_here(profile, 0);
+            set_all(profile, 0);
+        }
+        if (!t->all_threads && need) {
+            set_threading_hook(profile, 0);
+        }
+    }
+    return rc;
+}
+
+/* ---- the hub object ----------------------------------------------------- */
+
+static int
+event_from_name(PyObject *name)
+{
+    static const char *const names[] = {"call", "exception", "line",
+                                        "return", "c_call", "c_exception",
+                                        "c_return", "opcode"};
+    for (int i = 0; i < 8; i++) {
+        if (PyUnicode_CompareWithASCIIString(name, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Called as a Python-level hook: by threading's start hook in a new thread,
+ * or after `sys.settrace(sys.gettrace())`. Puts the C functions (back) in
+ * place for this thread and delivers the event it was called for. */
+static PyObject *
+hub_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    PyObject *frame, *name, *arg;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "the hub takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OUO", &frame, &name, &arg)) {
+        return NULL;
+    }
+    if (!PyFrame_Check(frame)) {
+        PyErr_SetString(PyExc_TypeError, "the hub expects a frame");
+        return NULL;
+    }
+    int what = event_from_name(name);
+    ptk__table *t = ptk__current;
+    PyThreadState *ts = PyThreadState_Get();
+    /* Replace whatever Python-level hook called us. */
+    if (ts->c_profileobj == ptk__hub_object && ts->c_profilefunc != profile_fn) {
+        PyEval_SetProfile(t->need_profile ? profile_fn : NULL,
+                          t->need_profile ? ptk__hub_object : NULL);
+    }
+    if (ts->c_traceobj == ptk__hub_object && ts->c_tracefunc != trace_fn) {
+        PyEval_SetTrace(t->need_trace ? trace_fn : NULL,
+                        t->need_trace ? ptk__hub_object : NULL);
+    }
+    if (t->need_profile && ts->c_profilefunc != profile_fn) {
+        PyEval_SetProfile(profile_fn, ptk__hub_object);
+    }
+    if (t->need_trace && ts->c_tracefunc != trace_fn) {
+        PyEval_SetTrace(trace_fn, ptk__hub_object);
+    }
+    ptk__thread *th = ptk__thread_get();
+    if (what >= 0 && th != NULL && (t->need_profile || t->need_trace)) {
+        int from_profile = (PTK_MASK(what) & PTK_MASK_PROFILE) != 0;
+        if (!from_profile || t->need_profile ||
+            what == PyTrace_CALL || what == PyTrace_RETURN) {
+            handle(t, th, (PyFrameObject *)frame, what,
+                   arg == Py_None && what == PyTrace_RETURN ? arg : arg);
+        }
+        th->skip_frame = (PyFrameObject *)frame;
+        th->skip_kind = what;
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+hub_repr(PyObject *self)
+{
+    (void)self;
+    return PyUnicode_FromFormat("<pytracekit hub %s>", PTK_VERSION_STRING);
+}
+
+static PyType_Slot hub_slots[] = {
+    {Py_tp_call, (void *)hub_call},
+    {Py_tp_repr, (void *)hub_repr},
+    {Py_tp_doc, (void *)"The pytracekit hub: the object CPython's profile and "
+                        "trace slots hold. Calling it (as sys.settrace("
+                        "sys.gettrace()) does) puts the C hooks back."},
+    {0, NULL},
+};
+
+static PyType_Spec hub_spec = {
+    .name = "pytracekit.Hub",
+    .basicsize = sizeof(PyObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = hub_slots,
+};
+
+/* ---- probing what this interpreter does ------------------------------- */
+
+static int probe_seen;
+
+static int
+probe_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    (void)obj;
+    if (what == PyTrace_RETURN) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        if (PyUnicode_CompareWithASCIIString(code->co_name, "_ptk_probe") == 0) {
+            probe_seen = 1;
+            unwind_arg_is_none = arg == Py_None;
+        }
+        Py_DECREF(code);
+    }
+    return 0;
+}
+
+static int
+opnum(PyObject *opmap, const char *name)
+{
+    PyObject *v = PyDict_GetItemString(opmap, name);
+    return v ? (int)PyLong_AsLong(v) : -1;
+}
+
+int
+ptk__legacy_init(char **errmsg)
+{
+    if (ptk__hub_object != NULL) {
+        return PTK_OK;
+    }
+    PyObject *type = PyType_FromSpec(&hub_spec);
+    if (type == NULL) {
+        return ptk__err(errmsg, PTK_EPYTHON, "cannot create the hub type");
+    }
+    ptk__hub_object = PyObject_CallNoArgs(type);
+    Py_DECREF(type); /* the instance keeps its heap type alive */
+    if (ptk__hub_object == NULL) {
+        PyErr_Clear();
+        return ptk__err(errmsg, PTK_EPYTHON, "cannot create the hub object");
+    }
+    PyObject *opcode = PyImport_ImportModule("opcode");
+    PyObject *opmap = opcode ? PyObject_GetAttrString(opcode, "opmap") : NULL;
+    if (opmap != NULL) {
+        op_return_value = opnum(opmap, "RETURN_VALUE");
+        op_return_const = opnum(opmap, "RETURN_CONST");
+        op_yield_value = opnum(opmap, "YIELD_VALUE");
+        op_resume = opnum(opmap, "RESUME");
+    }
+    Py_XDECREF(opmap);
+    Py_XDECREF(opcode);
+    PyErr_Clear();
+
+    /* What does RETURN's arg look like when an exception unwinds a frame? */
+    PyThreadState *ts = PyThreadState_Get();
+    Py_tracefunc prev = ts->c_profilefunc;
+    PyObject *prevobj = Py_XNewRef(ts->c_profileobj);
+    PyEval_SetProfile(probe_fn, NULL);
+    run_snippet("def _ptk_probe():\n    raise ValueError\n"
+                "try:\n    _ptk_probe()\nexcept ValueError:\n    pass\n");
+    PyEval_SetProfile(prev, prevobj);
+    Py_XDECREF(prevobj);
+    PyErr_Clear();
+    (void)probe_seen;
+    return PTK_OK;
+}
+
+PyFrameObject *ptk__event_frame(const ptk_event *ev);
+PyFrameObject *
+ptk__event_frame(const ptk_event *ev)
+{
+    return ev->frame_;
+}

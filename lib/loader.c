@@ -1,0 +1,337 @@
+/* The plugin loader: find a plugin by path or name, dlopen it strictly,
+ * check its descriptor. Rejections say what was expected and what was found. */
+#include "ptk_internal.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The directory libpytracekit was loaded from (relocatable lookups). */
+char *
+ptk__library_dir(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&ptk__library_dir, &info) == 0 ||
+        info.dli_fname == NULL) {
+        return NULL;
+    }
+    char *path = realpath(info.dli_fname, NULL);
+    if (path == NULL) {
+        path = ptk__strdup(info.dli_fname);
+    }
+    if (path == NULL) {
+        return NULL;
+    }
+    char *slash = strrchr(path, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+    }
+    return path;
+}
+
+/* The search path, ':'-separated: extra, $PYTRACEKIT_PLUGIN_PATH, the build
+ * tree's plugin directory, the installed one. Never the current directory:
+ * empty and relative entries are dropped. */
+static char *
+search_path(const char *extra)
+{
+    const char *env = getenv("PYTRACEKIT_PLUGIN_PATH");
+    char *libdir = ptk__library_dir();
+    char *p = ptk__asprintf("%s:%s:%s/../plugins:%s/pytracekit/plugins",
+                            extra ? extra : "", env ? env : "",
+                            libdir ? libdir : "", libdir ? libdir : "");
+    free(libdir);
+    return p;
+}
+
+typedef int (*dir_fn)(const char *dir, void *data);
+
+/* Calls fn for each usable directory of the search path until it returns
+ * non-zero; returns that value. */
+static int
+each_dir(const char *extra, dir_fn fn, void *data)
+{
+    char *path = search_path(extra);
+    if (path == NULL) {
+        return PTK_ENOMEM;
+    }
+    int rc = 0;
+    char *save = NULL;
+    for (char *d = strtok_r(path, ":", &save); d != NULL && rc == 0;
+         d = strtok_r(NULL, ":", &save)) {
+        if (d[0] != '/') {
+            continue; /* relative entries would depend on the cwd */
+        }
+        rc = fn(d, data);
+    }
+    free(path);
+    return rc;
+}
+
+struct find_ctx {
+    const char *name;
+    char *found;
+    char *looked;
+};
+
+static int
+find_in_dir(const char *dir, void *data)
+{
+    struct find_ctx *f = data;
+    char *cand = ptk__asprintf("%s/%s.so", dir, f->name);
+    if (cand == NULL) {
+        return PTK_ENOMEM;
+    }
+    struct stat st;
+    if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+        f->found = realpath(cand, NULL);
+        if (f->found == NULL) {
+            f->found = cand;
+        }
+        else {
+            free(cand);
+        }
+        return 1;
+    }
+    char *looked = ptk__asprintf("%s%s%s", f->looked ? f->looked : "",
+                                 f->looked ? ", " : "", dir);
+    free(f->looked);
+    f->looked = looked;
+    free(cand);
+    return 0;
+}
+
+int
+ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
+                   unsigned int events, char **errmsg)
+{
+    if (d == NULL) {
+        return ptk__err(errmsg, PTK_ENOENTRY,
+                        "plugin %s: ptk_plugin_entry returned NULL "
+                        "(expected a descriptor)",
+                        where);
+    }
+    if (d->struct_size < sizeof(size_t) + 2 * sizeof(uint16_t)) {
+        return ptk__err(errmsg, PTK_ESIZE,
+                        "plugin %s: descriptor struct_size is %zu, at least "
+                        "%zu expected",
+                        where, d->struct_size, sizeof(ptk_plugin_desc));
+    }
+    if (d->abi_major != PTK_ABI_MAJOR) {
+        return ptk__err(errmsg, PTK_EABIMAJOR,
+                        "plugin %s was built for plugin ABI %u.%u, this host "
+                        "has ABI %d.%d (the major version must match)",
+                        where, d->abi_major, d->abi_minor, PTK_ABI_MAJOR,
+                        PTK_ABI_MINOR);
+    }
+    if (d->abi_minor > PTK_ABI_MINOR) {
+        return ptk__err(errmsg, PTK_EABIMINOR,
+                        "plugin %s needs plugin ABI %u.%u, this host has ABI "
+                        "%d.%d (rebuild it against these headers or use a "
+                        "newer pytracekit)",
+                        where, d->abi_major, d->abi_minor, PTK_ABI_MAJOR,
+                        PTK_ABI_MINOR);
+    }
+    if (d->struct_size < sizeof(ptk_plugin_desc)) {
+        return ptk__err(errmsg, PTK_ESIZE,
+                        "plugin %s: descriptor struct_size is %zu, at least "
+                        "%zu expected for ABI %d.%d",
+                        where, d->struct_size, sizeof(ptk_plugin_desc),
+                        d->abi_major, d->abi_minor);
+    }
+    if (d->name == NULL || d->name[0] == '\0') {
+        return ptk__err(errmsg, PTK_EINVAL,
+                        "plugin %s: descriptor has no name", where);
+    }
+    if (events & ~(unsigned)PTK_MASK_ALL) {
+        return ptk__err(errmsg, PTK_EMASK,
+                        "plugin '%s': event mask 0x%x has bits that name no "
+                        "event (valid: 0x%x)",
+                        d->name, events, (unsigned)PTK_MASK_ALL);
+    }
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        if (!(events & PTK_MASK(k))) {
+            continue;
+        }
+        int ref = (PTK_MASK(k) & PTK_MASK_REF) != 0;
+        if (ref ? d->on_ref == NULL : d->on_event == NULL) {
+            return ptk__err(errmsg, PTK_EMASK,
+                            "plugin '%s' subscribes to '%s' but has no %s "
+                            "callback",
+                            d->name, ptk_event_name(k),
+                            ref ? "on_ref" : "on_event");
+        }
+    }
+    for (const ptk_option_spec *s = d->options; s && s->name; s++) {
+        if (s->type < PTK_OPT_BOOL || s->type > PTK_OPT_LIST ||
+            (s->type == PTK_OPT_CHOICE && s->choices == NULL)) {
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "plugin '%s': option '%s' has an invalid type",
+                            d->name, s->name);
+        }
+    }
+    if (events & PTK_MASK_REF) {
+        return ptk__ref_check_available(d->name, errmsg);
+    }
+    return PTK_OK;
+}
+
+/* Opens one file and returns its descriptor, without the mask checks
+ * (which depend on options); *dl receives the handle. */
+static int
+open_plugin(const char *file, const ptk_plugin_desc **desc, void **dl,
+            char **errmsg)
+{
+    struct stat st;
+    if (stat(file, &st) != 0) {
+        return ptk__err(errmsg, PTK_ENOENT,
+                        "cannot load plugin '%s': no such file", file);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        return ptk__err(errmsg, PTK_ENOTSO,
+                        "cannot load plugin '%s': not a regular file "
+                        "(expected a shared object)",
+                        file);
+    }
+    dlerror();
+    void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *why = dlerror();
+        return ptk__err(errmsg, PTK_ENOTSO,
+                        "cannot load plugin '%s': not a loadable shared "
+                        "object (%s)",
+                        file, why ? why : "dlopen failed");
+    }
+    ptk_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(h, "ptk_plugin_entry");
+    if (entry == NULL) {
+        dlclose(h);
+        return ptk__err(errmsg, PTK_ENOENTRY,
+                        "cannot load plugin '%s': it has no ptk_plugin_entry "
+                        "function (expected one, as PTK_PLUGIN_DEFINE writes)",
+                        file);
+    }
+    *desc = entry();
+    *dl = h;
+    return PTK_OK;
+}
+
+int
+ptk__load(const char *path_or_name, const char *extra_path,
+          const ptk_plugin_desc **desc, void **dl, char **found_path,
+          char **errmsg)
+{
+    char *file = NULL;
+    if (strchr(path_or_name, '/') != NULL) {
+        file = realpath(path_or_name, NULL);
+        if (file == NULL) {
+            return ptk__err(errmsg, PTK_ENOENT,
+                            "cannot load plugin '%s': no such file",
+                            path_or_name);
+        }
+    }
+    else {
+        struct find_ctx f = {path_or_name, NULL, NULL};
+        int rc = each_dir(extra_path, find_in_dir, &f);
+        if (rc < 0) {
+            free(f.looked);
+            return ptk__err(errmsg, rc, "out of memory");
+        }
+        if (f.found == NULL) {
+            rc = ptk__err(errmsg, PTK_ENOENT,
+                          "plugin '%s' not found: no %s.so in %s (give a "
+                          "path with a '/', or add a directory with "
+                          "--plugin-path or PYTRACEKIT_PLUGIN_PATH)",
+                          path_or_name, path_or_name,
+                          f.looked ? f.looked : "(empty search path)");
+            free(f.looked);
+            return rc;
+        }
+        free(f.looked);
+        file = f.found;
+    }
+    int rc = open_plugin(file, desc, dl, errmsg);
+    if (rc < 0) {
+        free(file);
+        return rc;
+    }
+    *found_path = file;
+    return PTK_OK;
+}
+
+/* ---- --list-plugins -------------------------------------------------- */
+
+struct scan_ctx {
+    void (*fn)(const char *, const ptk_plugin_desc *, const char *, void *);
+    void *data;
+    char **seen;
+    size_t nseen;
+};
+
+static int
+scan_dir(const char *dir, void *data)
+{
+    struct scan_ctx *sc = data;
+    DIR *dp = opendir(dir);
+    if (dp == NULL) {
+        return 0;
+    }
+    struct dirent **list = NULL;
+    int n = scandir(dir, &list, NULL, alphasort);
+    closedir(dp);
+    for (int i = 0; i < n; i++) {
+        const char *fn = list[i]->d_name;
+        size_t len = strlen(fn);
+        if (len > 3 && strcmp(fn + len - 3, ".so") == 0) {
+            char *base = ptk__strdup(fn);
+            base[len - 3] = '\0';
+            int dup = 0;
+            for (size_t j = 0; j < sc->nseen; j++) {
+                dup |= strcmp(sc->seen[j], base) == 0;
+            }
+            if (dup) {
+                free(base);
+            }
+            else {
+                char **ns = realloc(sc->seen, (sc->nseen + 1) * sizeof *ns);
+                if (ns != NULL) {
+                    sc->seen = ns;
+                    sc->seen[sc->nseen++] = base;
+                }
+                char *file = ptk__asprintf("%s/%s", dir, fn);
+                const ptk_plugin_desc *d = NULL;
+                void *h = NULL;
+                char *err = NULL;
+                int rc = open_plugin(file, &d, &h, &err);
+                if (rc == PTK_OK) {
+                    rc = ptk__validate_desc(d, file, d ? d->events : 0, &err);
+                }
+                sc->fn(file, rc == PTK_OK ? d : NULL, err, sc->data);
+                free(err);
+                free(file);
+                /* the handle stays open: desc strings may be in use */
+            }
+        }
+        free(list[i]);
+    }
+    free(list);
+    return 0;
+}
+
+int
+ptk_plugin_scan(const char *plugin_path,
+                void (*fn)(const char *file, const ptk_plugin_desc *desc,
+                           const char *error, void *data),
+                void *data)
+{
+    struct scan_ctx sc = {fn, data, NULL, 0};
+    int rc = each_dir(plugin_path, scan_dir, &sc);
+    for (size_t j = 0; j < sc.nseen; j++) {
+        free(sc.seen[j]);
+    }
+    free(sc.seen);
+    return rc < 0 ? rc : PTK_OK;
+}

@@ -1,0 +1,199 @@
+/*
+ * Private header of libpytracekit: nothing here is API.
+ * Prefix ptk__ / PTK__ for everything internal (never exported).
+ */
+#ifndef PTK_INTERNAL_H
+#define PTK_INTERNAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ptk_config.h"
+#include "pytracekit/pytracekit.h"
+
+#define PTK__MAX_SLOTS 64
+
+/* ---- strings and messages (util.c) ---------------------------------- */
+
+char *ptk__strdup(const char *s);
+char *ptk__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets *errmsg (if errmsg) to a formatted message; returns code. */
+int ptk__err(char **errmsg, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "3.11.7" for the running interpreter. */
+const char *ptk__python_version(void);
+uint64_t ptk__clock_ns(void);
+
+/* ---- options (options.c) -------------------------------------------- */
+
+typedef struct ptk__options {
+    ptk_option_value *values;
+    size_t n;
+    char *storage; /* one buffer holding every string value */
+} ptk__options;
+
+int ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
+                       ptk__options *out, char **errmsg);
+void ptk__options_free(ptk__options *o);
+
+/* ---- threads (thread.c) ---------------------------------------------- */
+
+typedef struct ptk__cframe {
+    PyObject *callable; /* borrowed, compared by identity only */
+    int32_t depth;      /* Python depth when the C call started */
+} ptk__cframe;
+
+typedef struct ptk__thread {
+    ptk_thread pub;            /* first: plugins see this */
+    ptk_stack_entry *stack;    /* pub.stack points here */
+    int32_t stack_cap;
+    ptk__cframe *cstack;       /* C calls in progress (balances C events) */
+    int32_t cdepth, ccap;
+    PyThreadState *tstate;
+    int prof_installed;        /* our profile function is in this thread's slot */
+    int trace_installed;
+    /* One event delivered through the hub object (a Python-level hook)
+     * that the C hook installed meanwhile may deliver again. */
+    PyFrameObject *skip_frame;
+    int skip_kind;
+    char *name_storage;
+    int name_tried;
+} ptk__thread;
+
+extern _Thread_local ptk__thread *ptk__tls;
+ptk__thread *ptk__thread_get_slow(void);
+static inline ptk__thread *
+ptk__thread_get(void)
+{
+    ptk__thread *t = ptk__tls;
+    return t ? t : ptk__thread_get_slow();
+}
+size_t ptk__thread_count(void);
+ptk__thread *ptk__thread_at(size_t index);
+void ptk__thread_set_name(ptk__thread *t); /* needs the GIL, may call Python */
+int ptk__stack_push(ptk__thread *t, PyCodeObject *code, PyFrameObject *frame);
+
+/* ---- dispatch (hub.c) ------------------------------------------------ */
+
+typedef struct ptk__sub {
+    int (*on_event)(void *state, const ptk_event *ev);
+    void *state;
+    struct ptk_plugin_ctx *ctx;
+    const ptk_thread *only_thread; /* NULL: every thread */
+    uint32_t slot;
+    uint32_t flags;
+} ptk__sub;
+
+typedef struct ptk__refsub {
+    void (*on_ref)(void *state, PyObject *obj, ptk_event_kind kind);
+    void *state;
+    struct ptk_plugin_ctx *ctx;
+} ptk__refsub;
+
+/* Immutable once published; rebuilt on every attach/detach. */
+typedef struct ptk__table {
+    unsigned int mask;        /* kinds with at least one subscriber */
+    unsigned int clock_mask;  /* kinds where some subscriber wants the clock */
+    int need_stack;           /* some subscriber wants the shadow stack */
+    int need_profile;         /* the profile function must be installed */
+    int need_trace;           /* the trace function must be installed */
+    int all_threads;          /* some session observes every thread */
+    int nsub[PTK_EV_COUNT];
+    ptk__sub *subs[PTK_EV_COUNT];
+    int nref;
+    ptk__refsub *refs;
+    struct ptk__table *retired_next;
+} ptk__table;
+
+/* The published table; never NULL after ptk__hub_init (an empty table). */
+extern ptk__table *ptk__current;
+
+int ptk__hub_init(char **errmsg);
+/* Recompute from the active sessions and swap in; installs/removes hooks. */
+int ptk__hub_rebuild(int install_here, char **errmsg);
+/* Delivers ev to the subscribers of ev->kind; handles DISABLE and failures.
+ * Returns 1 if every subscriber of this kind has disabled this location. */
+int ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev);
+/* Detach after a failure (does the rebuild lazily, outside dispatch). */
+void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
+/* Is LINE switched off for every subscriber in this code? (code.c) */
+int ptk__code_lines_off(PyCodeObject *code);
+extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */
+int ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
+                          int line, int lasti);
+int ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
+                      int line, int lasti);
+void ptk__code_forget_slot(uint32_t slot);
+void ptk__code_reset_lines_off(void);
+
+/* ---- legacy backend (legacy.c) ----------------------------------------- */
+
+extern PyObject *ptk__hub_object; /* the `obj` handed to CPython; callable */
+int ptk__legacy_init(char **errmsg);
+/* Make the installed hooks match the table. `owner` is the thread whose
+ * session just started (installs there even for PTK_THREADS_CURRENT). */
+int ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg);
+
+/* ---- reference tracer (ref.c) ----------------------------------------- */
+
+/* Called after every table swap: installs the hub's PyRefTracer when
+ * t->nref > 0, removes it (restoring a chained tracer) when 0. */
+int ptk__ref_sync(const ptk__table *t, char **errmsg);
+int ptk__ref_status(ptk_ref_status *out);
+/* Reference events need PyRefTracer (3.13+): PTK_OK or PTK_EUNSUPPORTED. */
+int ptk__ref_check_available(const char *plugin, char **errmsg);
+
+/* ---- plugins, sessions (loader.c, session.c) --------------------------- */
+
+struct ptk_plugin_ctx {
+    struct ptk_session *session;
+    const ptk_plugin_desc *desc;
+    void *dl;                 /* dlopen handle, NULL for static plugins */
+    char *path;               /* file it was loaded from, or NULL */
+    char *name;
+    void *state;
+    unsigned int events;      /* effective mask after init */
+    ptk__options opts;
+    int initialised;
+    int attached;             /* in the published table */
+    int slot;                 /* subscriber slot, -1 when not attached */
+    int failed;               /* detached after an error */
+    int removed;              /* detached by ptk_session_remove_plugin */
+    int fail_code;
+    char *fail_msg;           /* recorded message (host->fail or Python exc) */
+    struct ptk_plugin_ctx *next;
+};
+
+struct ptk_session {
+    char *output_dir;
+    ptk_thread_scope threads;
+    ptk_backend backend;
+    char *plugin_path;
+    FILE *summary;
+    struct ptk_plugin_ctx *plugins;
+    int running;
+    const ptk_thread *owner;
+    uint64_t t_start, t_stop;
+    struct ptk_session *next_active;
+};
+
+extern struct ptk_session *ptk__active_sessions;
+
+int ptk__load(const char *path_or_name, const char *extra_path,
+              const ptk_plugin_desc **desc, void **dl, char **found_path,
+              char **errmsg);
+int ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
+                       unsigned int events, char **errmsg);
+char *ptk__library_dir(void);
+
+/* ---- host services (host.c) ------------------------------------------- */
+
+extern const ptk_host ptk__host;
+/* Saves the Python exception (with traceback) as text; clears it. */
+char *ptk__format_exception(void);
+
+#endif /* PTK_INTERNAL_H */

@@ -1,0 +1,377 @@
+/* Sessions: plugin instances with an output directory and a thread scope,
+ * attached to the hub while running. */
+#include "ptk_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void ptk__hub_forget(struct ptk_plugin_ctx *c);
+
+int
+ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
+                char **errmsg)
+{
+    ptk_session_config def = PTK_SESSION_CONFIG_INIT;
+    if (out == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "ptk_session_new: out is NULL");
+    }
+    *out = NULL;
+    if (cfg == NULL) {
+        cfg = &def;
+    }
+    if (cfg->struct_size < sizeof(ptk_session_config)) {
+        return ptk__err(errmsg, PTK_ESIZE,
+                        "ptk_session_config.struct_size is %zu, expected %zu",
+                        cfg->struct_size, sizeof(ptk_session_config));
+    }
+    if (cfg->threads != PTK_THREADS_CURRENT && cfg->threads != PTK_THREADS_ALL) {
+        return ptk__err(errmsg, PTK_EINVAL, "invalid thread scope %d",
+                        (int)cfg->threads);
+    }
+    if (cfg->backend != PTK_BACKEND_AUTO && cfg->backend != PTK_BACKEND_LEGACY) {
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "backend %d is not available in this build",
+                        (int)cfg->backend);
+    }
+    ptk_session *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    s->output_dir = ptk__strdup(cfg->output_dir ? cfg->output_dir
+                                                : "pytracekit-out");
+    s->plugin_path = cfg->plugin_path ? ptk__strdup(cfg->plugin_path) : NULL;
+    s->threads = cfg->threads;
+    s->backend = cfg->backend;
+    s->summary = cfg->summary ? cfg->summary : stderr;
+    if (s->output_dir == NULL) {
+        free(s);
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    *out = s;
+    return PTK_OK;
+}
+
+static int
+attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
+                char *path, const char *options, char **errmsg)
+{
+    char where[512];
+    snprintf(where, sizeof where, "'%s' (%s)",
+             desc && desc->name ? desc->name : "?",
+             path ? path : "linked in");
+    int rc = ptk__validate_desc(desc, where, desc ? desc->events : 0, errmsg);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ptk_plugin_ctx *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    c->session = s;
+    c->desc = desc;
+    c->slot = -1;
+    c->name = ptk__strdup(desc->name);
+    c->events = desc->events;
+    rc = ptk__options_parse(desc, options, &c->opts, errmsg);
+    if (rc < 0) {
+        free(c->name);
+        free(c);
+        return rc;
+    }
+    if (desc->init != NULL) {
+        char errbuf[1024] = "";
+        ptk_init_args args = {
+            .struct_size = sizeof args,
+            .host = &ptk__host,
+            .ctx = c,
+            .options = c->opts.values,
+            .noptions = c->opts.n,
+            .output_dir = s->output_dir,
+            .errbuf = errbuf,
+            .errbuf_size = sizeof errbuf,
+        };
+        unsigned int events = c->events;
+        rc = desc->init(&args, &c->state, &events);
+        if (rc < 0 || PyErr_Occurred()) {
+            char *tb = PyErr_Occurred() ? ptk__format_exception() : NULL;
+            rc = ptk__err(errmsg, rc < 0 ? rc : PTK_EPYTHON,
+                          "plugin %s failed to start: %s%s%s", where,
+                          errbuf[0] ? errbuf
+                                    : (c->fail_msg ? c->fail_msg
+                                                   : ptk_strerror(rc)),
+                          tb ? "\n" : "", tb ? tb : "");
+            free(tb);
+            ptk__options_free(&c->opts);
+            free(c->fail_msg);
+            free(c->name);
+            free(c);
+            return rc;
+        }
+        c->events = events;
+        rc = ptk__validate_desc(desc, where, events, errmsg);
+        if (rc < 0) {
+            if (desc->fini) {
+                desc->fini(c->state);
+            }
+            ptk__options_free(&c->opts);
+            free(c->name);
+            free(c);
+            return rc;
+        }
+    }
+    c->initialised = 1;
+    c->dl = dl;
+    c->path = path;
+    struct ptk_plugin_ctx **tail = &s->plugins;
+    while (*tail) {
+        tail = &(*tail)->next;
+    }
+    *tail = c;
+    if (s->running) {
+        rc = ptk__hub_rebuild(1, errmsg);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return PTK_OK;
+}
+
+int
+ptk_session_add_static(ptk_session *s, const ptk_plugin_desc *desc,
+                       const char *options, char **errmsg)
+{
+    if (s == NULL || desc == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "session and descriptor needed");
+    }
+    return attach_instance(s, desc, NULL, NULL, options, errmsg);
+}
+
+int
+ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
+{
+    if (s == NULL || spec == NULL || spec[0] == '\0') {
+        return ptk__err(errmsg, PTK_EINVAL, "empty plugin specification");
+    }
+    /* NAME[:OPTIONS] or PATH[:OPTIONS]; a path's options start at the
+     * first ':' after its last '/'. */
+    const char *slash = strrchr(spec, '/');
+    const char *colon = strchr(slash ? slash : spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    char *name = malloc(n + 1);
+    if (name == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    memcpy(name, spec, n);
+    name[n] = '\0';
+    const ptk_plugin_desc *desc = NULL;
+    void *dl = NULL;
+    char *path = NULL;
+    int rc = ptk__load(name, s->plugin_path, &desc, &dl, &path, errmsg);
+    free(name);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = attach_instance(s, desc, dl, path, colon ? colon + 1 : NULL, errmsg);
+    if (rc < 0) {
+        free(path);
+        /* dl stays open: a failed init may have left callbacks registered */
+    }
+    return rc;
+}
+
+int
+ptk_session_remove_plugin(ptk_session *s, const char *name)
+{
+    for (struct ptk_plugin_ctx *c = s ? s->plugins : NULL; c; c = c->next) {
+        if (!c->removed && strcmp(c->name, name) == 0) {
+            c->removed = 1;
+            if (s->running) {
+                ptk__hub_rebuild(0, NULL);
+                ptk__hub_forget(c);
+            }
+            return PTK_OK;
+        }
+    }
+    return PTK_ENOENT;
+}
+
+static int
+mkdirs(const char *path)
+{
+    char *p = ptk__strdup(path);
+    if (p == NULL) {
+        return -1;
+    }
+    for (char *q = p + 1; *q; q++) {
+        if (*q == '/') {
+            *q = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                free(p);
+                return -1;
+            }
+            *q = '/';
+        }
+    }
+    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    free(p);
+    return rc;
+}
+
+int
+ptk_session_start(ptk_session *s, char **errmsg)
+{
+    if (s == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "no session");
+    }
+    if (s->running) {
+        return ptk__err(errmsg, PTK_ESTATE, "the session is already running");
+    }
+    if (mkdirs(s->output_dir) != 0) {
+        return ptk__err(errmsg, PTK_EIO, "cannot create output directory %s: %s",
+                        s->output_dir, strerror(errno));
+    }
+    char *abs = realpath(s->output_dir, NULL);
+    if (abs == NULL || access(abs, W_OK | X_OK) != 0) {
+        int e = errno;
+        free(abs);
+        return ptk__err(errmsg, PTK_EIO, "output directory %s is not writable: %s",
+                        s->output_dir, strerror(e));
+    }
+    free(s->output_dir);
+    s->output_dir = abs;
+    ptk__thread *me = ptk__thread_get();
+    if (me == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    s->owner = &me->pub;
+    s->running = 1;
+    s->t_start = ptk__clock_ns();
+    s->next_active = ptk__active_sessions;
+    ptk__active_sessions = s;
+    int rc = ptk__hub_rebuild(1, errmsg);
+    if (rc < 0) {
+        ptk_session_stop(s);
+        return rc;
+    }
+    return PTK_OK;
+}
+
+int
+ptk_session_stop(ptk_session *s)
+{
+    if (s == NULL || !s->running) {
+        return PTK_ESTATE;
+    }
+    s->running = 0;
+    s->t_stop = ptk__clock_ns();
+    ptk__hub_rebuild(0, NULL);
+    for (struct ptk_session **pp = &ptk__active_sessions; *pp;
+         pp = &(*pp)->next_active) {
+        if (*pp == s) {
+            *pp = s->next_active;
+            break;
+        }
+    }
+    s->next_active = NULL;
+    for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+        ptk__hub_forget(c);
+    }
+    return PTK_OK;
+}
+
+int
+ptk_session_running(const ptk_session *s)
+{
+    return s != NULL && s->running;
+}
+
+int
+ptk_session_failures(const ptk_session *s)
+{
+    int n = 0;
+    for (struct ptk_plugin_ctx *c = s ? s->plugins : NULL; c; c = c->next) {
+        n += c->failed;
+    }
+    return n;
+}
+
+int
+ptk_session_report(ptk_session *s, char **errmsg)
+{
+    if (s == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "no session");
+    }
+    if (s->running) {
+        return ptk__err(errmsg, PTK_ESTATE, "stop the session before reporting");
+    }
+    int first = PTK_OK;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+        if (!c->initialised || c->failed || c->removed || !c->desc->report) {
+            continue;
+        }
+        ptk_report_args args = {
+            .struct_size = sizeof args,
+            .host = &ptk__host,
+            .ctx = c,
+            .output_dir = s->output_dir,
+            .summary = s->summary,
+            .elapsed_s = (double)(s->t_stop - s->t_start) / 1e9,
+        };
+        int rc = c->desc->report(c->state, &args);
+        if (rc < 0 || PyErr_Occurred()) {
+            ptk__plugin_fail(c, rc < 0 ? rc : PTK_EPYTHON, 1);
+            PyErr_Clear();
+        }
+    }
+    for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+        if (!c->failed) {
+            continue;
+        }
+        fprintf(s->summary,
+                "pytracekit: plugin '%s' failed (%s: %s) and was detached%s%s\n",
+                c->name, ptk_err_name(c->fail_code), ptk_strerror(c->fail_code),
+                c->fail_msg ? ":\n" : "", c->fail_msg ? c->fail_msg : "");
+        if (first == PTK_OK) {
+            first = c->fail_code;
+            ptk__err(errmsg, first, "plugin '%s' failed: %s", c->name,
+                     c->fail_msg ? c->fail_msg : ptk_strerror(c->fail_code));
+        }
+    }
+    fflush(s->summary);
+    PyErr_Restore(et, ev, tb);
+    return first;
+}
+
+void
+ptk_session_free(ptk_session *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    if (s->running) {
+        ptk_session_stop(s);
+    }
+    struct ptk_plugin_ctx *c = s->plugins;
+    while (c != NULL) {
+        struct ptk_plugin_ctx *next = c->next;
+        if (c->initialised && c->desc->fini) {
+            c->desc->fini(c->state);
+        }
+        ptk__options_free(&c->opts);
+        free(c->fail_msg);
+        free(c->name);
+        free(c->path);
+        /* shared objects stay loaded: CPython may still hold pointers into
+         * them (types, functions) made by the plugin */
+        free(c);
+        c = next;
+    }
+    free(s->output_dir);
+    free(s->plugin_path);
+    free(s);
+}

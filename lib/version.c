@@ -1,0 +1,15 @@
+/* Version of the library as built. */
+
+#include "ptk_internal.h"
+
+unsigned int
+ptk_version(void)
+{
+    return PTK_VERSION_HEX;
+}
+
+const char *
+ptk_version_string(void)
+{
+    return PTK_VERSION_STRING;
+}

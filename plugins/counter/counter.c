@@ -1,0 +1,378 @@
+/* counter: counts the events it is subscribed to, calls per Python function
+ * (code object) and per C function, and events per thread.
+ *
+ * Options: events=call;return;… (any event names, or profile, trace, all;
+ * default profile), top=N (rows of the stderr table, default 10).
+ * Output: counter.json, and a table on stderr. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <pytracekit/plugin.h>
+
+typedef struct fn_entry {
+    const void *key;     /* code object, or the C function's PyMethodDef */
+    PyObject *obj;       /* strong: the code object, or one callable seen */
+    int is_c;
+    uint64_t calls;
+} fn_entry;
+
+typedef struct counter {
+    const ptk_host *host;
+    ptk_plugin_ctx *ctx;
+    uint64_t events[PTK_EV_COUNT];
+    fn_entry *tab;       /* open addressing, power-of-two size */
+    size_t cap, used;
+    uint64_t *per_thread;
+    size_t nthreads;
+    int64_t top;
+} counter;
+
+static const ptk_option_spec options[] = {
+    {"events", PTK_OPT_LIST, "profile",
+     "events to count, ',' separated: call, return, line, exception, "
+     "c_call, c_return, c_exception, opcode, or profile, trace, all", NULL},
+    {"top", PTK_OPT_INT, "10", "rows in the summary table", NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int
+parse_events(const char *list, unsigned int *mask)
+{
+    unsigned int m = 0;
+    const char *p = list;
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != ';' && *e != '+' && *e != ',' && *e != ' ') {
+            e++;
+        }
+        size_t n = (size_t)(e - p);
+        int ok = 0;
+        if (n == 7 && !strncmp(p, "profile", n)) {
+            m |= PTK_MASK_PROFILE, ok = 1;
+        }
+        else if (n == 5 && !strncmp(p, "trace", n)) {
+            m |= PTK_MASK_TRACE | PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN), ok = 1;
+        }
+        else if (n == 3 && !strncmp(p, "all", n)) {
+            m |= PTK_MASK_PROFILE | PTK_MASK_TRACE, ok = 1;
+        }
+        for (int k = 0; k < PTK_EV_OPCODE + 1 && !ok; k++) {
+            const char *name = ptk_event_name(k);
+            if (strlen(name) == n && !strncmp(p, name, n)) {
+                m |= PTK_MASK(k), ok = 1;
+            }
+        }
+        if (!ok && n) {
+            return -1;
+        }
+        p = *e ? e + 1 : e;
+    }
+    *mask = m;
+    return m ? 0 : -1;
+}
+
+static int
+counter_init(const ptk_init_args *args, void **state, unsigned int *events)
+{
+    counter *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        return PTK_ENOMEM;
+    }
+    c->host = args->host;
+    c->ctx = args->ctx;
+    c->top = args->host->option(args, "top")->i;
+    const char *ev = args->host->option(args, "events")->s;
+    if (parse_events(ev, events) < 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "option 'events': cannot parse '%s' (names: call, return, "
+                 "line, exception, c_call, c_return, c_exception, opcode, "
+                 "profile, trace, all)", ev);
+        free(c);
+        return PTK_EOPTTYPE;
+    }
+    if (c->top < 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "option 'top' must be >= 0, found %lld", (long long)c->top);
+        free(c);
+        return PTK_EOPTTYPE;
+    }
+    *state = c;
+    return PTK_OK;
+}
+
+static fn_entry *
+lookup(counter *c, const void *key)
+{
+    if (c->used * 2 >= c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 256;
+        fn_entry *n = calloc(ncap, sizeof *n);
+        if (n == NULL) {
+            return NULL;
+        }
+        for (size_t i = 0; i < c->cap; i++) {
+            if (c->tab[i].key) {
+                size_t h = ((uintptr_t)c->tab[i].key >> 4) & (ncap - 1);
+                while (n[h].key) {
+                    h = (h + 1) & (ncap - 1);
+                }
+                n[h] = c->tab[i];
+            }
+        }
+        free(c->tab);
+        c->tab = n;
+        c->cap = ncap;
+    }
+    size_t h = ((uintptr_t)key >> 4) & (c->cap - 1);
+    while (c->tab[h].key && c->tab[h].key != key) {
+        h = (h + 1) & (c->cap - 1);
+    }
+    return &c->tab[h];
+}
+
+static int
+count_call(counter *c, const void *key, PyObject *obj, int is_c)
+{
+    fn_entry *e = lookup(c, key);
+    if (e == NULL) {
+        return PTK_ENOMEM;
+    }
+    if (e->key == NULL) {
+        e->key = key;
+        e->obj = Py_NewRef(obj);
+        e->is_c = is_c;
+        c->used++;
+    }
+    e->calls++;
+    return PTK_OK;
+}
+
+static int
+counter_event(void *state, const ptk_event *ev)
+{
+    counter *c = state;
+    c->events[ev->kind]++;
+    uint32_t ti = ev->thread->index;
+    if (ti >= c->nthreads) {
+        size_t n = (size_t)ti + 8;
+        uint64_t *p = realloc(c->per_thread, n * sizeof *p);
+        if (p == NULL) {
+            return PTK_ENOMEM;
+        }
+        memset(p + c->nthreads, 0, (n - c->nthreads) * sizeof *p);
+        c->per_thread = p;
+        c->nthreads = n;
+    }
+    c->per_thread[ti]++;
+    if (ev->kind == PTK_EV_CALL) {
+        return count_call(c, ev->code, (PyObject *)ev->code, 0);
+    }
+    if (ev->kind == PTK_EV_C_CALL) {
+        /* Bound methods made for the event are new objects each time: the
+         * C function's identity is its method definition. */
+        const void *key = ev->arg;
+        if (PyCFunction_Check(ev->arg)) {
+            key = ((PyCFunctionObject *)ev->arg)->m_ml;
+        }
+        return count_call(c, key, ev->arg, 1);
+    }
+    return PTK_OK;
+}
+
+static PyObject *
+attr_or_none(PyObject *o, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(o, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        v = Py_NewRef(Py_None);
+    }
+    return v;
+}
+
+static PyObject *
+abspath(PyObject *file)
+{
+    PyObject *os = PyImport_ImportModule("os.path");
+    PyObject *r = NULL;
+    if (os && PyUnicode_Check(file) && PyUnicode_GET_LENGTH(file) > 0 &&
+        PyUnicode_READ_CHAR(file, 0) != '<') {
+        r = PyObject_CallMethod(os, "abspath", "O", file);
+    }
+    Py_XDECREF(os);
+    if (r == NULL) {
+        PyErr_Clear();
+        r = Py_NewRef(file);
+    }
+    return r;
+}
+
+static PyObject *
+function_record(const fn_entry *e)
+{
+    if (!e->is_c) {
+        PyCodeObject *co = (PyCodeObject *)e->obj;
+        PyObject *file = abspath(co->co_filename);
+        PyObject *d = Py_BuildValue("{s:s,s:O,s:O,s:N,s:i,s:K}", "kind",
+                                    "python", "name", co->co_name, "qualname",
+                                    co->co_qualname, "file", file, "line",
+                                    co->co_firstlineno, "calls",
+                                    (unsigned long long)e->calls);
+        return d;
+    }
+    PyObject *name = attr_or_none(e->obj, "__name__");
+    PyObject *qual = attr_or_none(e->obj, "__qualname__");
+    PyObject *mod = attr_or_none(e->obj, "__module__");
+    PyObject *d = Py_BuildValue("{s:s,s:N,s:N,s:N,s:O,s:i,s:K}", "kind", "c",
+                                "name", name, "qualname", qual, "module", mod,
+                                "file", Py_None, "line", 0, "calls",
+                                (unsigned long long)e->calls);
+    return d;
+}
+
+static int
+by_calls(const void *a, const void *b)
+{
+    const fn_entry *x = *(const fn_entry *const *)a;
+    const fn_entry *y = *(const fn_entry *const *)b;
+    return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
+static int
+counter_report(void *state, const ptk_report_args *args)
+{
+    counter *c = state;
+    PyObject *root = PyDict_New();
+    PyObject *events = PyDict_New();
+    PyObject *funcs = PyList_New(0);
+    PyObject *threads = PyList_New(0);
+    fn_entry **sorted = calloc(c->used + 1, sizeof *sorted);
+    int rc = PTK_ENOMEM;
+    if (!root || !events || !funcs || !threads || !sorted) {
+        goto done;
+    }
+    for (int k = 0; k <= PTK_EV_OPCODE; k++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(c->events[k]);
+        if (v == NULL || PyDict_SetItemString(events, ptk_event_name(k), v) < 0) {
+            Py_XDECREF(v);
+            goto done;
+        }
+        Py_DECREF(v);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < c->cap; i++) {
+        if (c->tab[i].key) {
+            sorted[n++] = &c->tab[i];
+        }
+    }
+    qsort(sorted, n, sizeof *sorted, by_calls);
+    for (size_t i = 0; i < n; i++) {
+        PyObject *d = function_record(sorted[i]);
+        if (d == NULL || PyList_Append(funcs, d) < 0) {
+            Py_XDECREF(d);
+            goto done;
+        }
+        Py_DECREF(d);
+    }
+    for (size_t i = 0; i < c->nthreads; i++) {
+        const ptk_thread *t = c->host->thread_at(i);
+        if (c->per_thread[i] == 0 || t == NULL) {
+            continue;
+        }
+        PyObject *d = Py_BuildValue("{s:K,s:s,s:K}", "id",
+                                    (unsigned long long)t->ident, "name",
+                                    t->name, "events",
+                                    (unsigned long long)c->per_thread[i]);
+        if (d == NULL || PyList_Append(threads, d) < 0) {
+            Py_XDECREF(d);
+            goto done;
+        }
+        Py_DECREF(d);
+    }
+    if (PyDict_SetItemString(root, "events", events) < 0 ||
+        PyDict_SetItemString(root, "functions", funcs) < 0 ||
+        PyDict_SetItemString(root, "threads", threads) < 0) {
+        goto done;
+    }
+    rc = c->host->report_write_object(args->ctx, "counter.json", root,
+                                      PTK_FMT_JSON);
+    if (rc < 0) {
+        goto done;
+    }
+    FILE *out = args->summary;
+    uint64_t total = 0;
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        total += c->events[k];
+    }
+    fprintf(out, "pytracekit counter: %llu events", (unsigned long long)total);
+    for (int k = 0; k <= PTK_EV_OPCODE; k++) {
+        if (c->events[k]) {
+            fprintf(out, ", %s %llu", ptk_event_name(k),
+                    (unsigned long long)c->events[k]);
+        }
+    }
+    fprintf(out, "\n");
+    if (c->top > 0 && n > 0) {
+        fprintf(out, "%12s  %-6s %s\n", "calls", "kind", "function");
+    }
+    for (size_t i = 0; i < n && (int64_t)i < c->top; i++) {
+        const fn_entry *e = sorted[i];
+        PyObject *q = e->is_c ? attr_or_none(e->obj, "__qualname__")
+                              : Py_NewRef(((PyCodeObject *)e->obj)->co_qualname);
+        const char *qs = PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : "?";
+        if (e->is_c) {
+            fprintf(out, "%12llu  %-6s %s\n", (unsigned long long)e->calls, "c",
+                    qs ? qs : "?");
+        }
+        else {
+            PyCodeObject *co = (PyCodeObject *)e->obj;
+            const char *f = PyUnicode_AsUTF8(co->co_filename);
+            fprintf(out, "%12llu  %-6s %s (%s:%d)\n",
+                    (unsigned long long)e->calls, "python", qs ? qs : "?",
+                    f ? f : "?", co->co_firstlineno);
+        }
+        Py_DECREF(q);
+        PyErr_Clear();
+    }
+    rc = PTK_OK;
+done:
+    free(sorted);
+    Py_XDECREF(root);
+    Py_XDECREF(events);
+    Py_XDECREF(funcs);
+    Py_XDECREF(threads);
+    return rc;
+}
+
+static void
+counter_fini(void *state)
+{
+    counter *c = state;
+    if (c == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < c->cap; i++) {
+        Py_XDECREF(c->tab[i].obj);
+    }
+    free(c->tab);
+    free(c->per_thread);
+    free(c);
+}
+
+static const ptk_plugin_desc counter_desc = {
+    PTK_PLUGIN_HEADER,
+    .name = "counter",
+    .version = "1.0",
+    .description = "counts events, calls per function and events per thread",
+    .events = PTK_MASK_PROFILE,
+    .flags = 0,
+    .options = options,
+    .init = counter_init,
+    .on_event = counter_event,
+    .report = counter_report,
+    .fini = counter_fini,
+};
+
+PTK_PLUGIN_DEFINE(counter_desc)

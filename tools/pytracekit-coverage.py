@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""pytracekit-coverage: combine and convert coverage data of pytracekit.
+
+    pytracekit-coverage combine [-o DIR] [--summary|--no-summary] FILE_OR_DIR...
+    pytracekit-coverage report FILE_OR_DIR...
+
+`combine` merges coverage.json files (from separate runs, threads or
+processes; a directory stands for DIR/coverage.json) and writes
+coverage.json, coverage.lcov and coverage.xml into DIR (default: the current
+directory), then prints the per-file summary on stderr. `report` prints the
+summary only.
+
+This file is also the report writer of the coverage plugin, which compiles
+it in: the plugin's files and the combined files come from the same code.
+Only the standard library is used.
+"""
+
+import json
+import os
+import sys
+import time
+from xml.sax.saxutils import quoteattr
+
+FORMAT = "pytracekit-coverage"
+VERSION = 1
+
+
+class DataError(Exception):
+    pass
+
+
+# ---- the data ------------------------------------------------------------
+#
+# {"meta": {"format": "pytracekit-coverage", "version": 1, "branch": bool,
+#           "python": "3.11.7", "runs": 1},
+#  "files": {"/abs/path.py": {
+#      "lines":     [line, ...],            lines that could run
+#      "hits":      [[line, count], ...],   lines that ran
+#      "functions": [[qualname, first line, calls], ...]
+#      "branches":  [[line, [dest, ...]], ...]  possible branch destinations
+#      "arcs":      [[from, to, count], ...]}}} observed transitions
+# A negative line -N in an arc or a branch is the exit of (or the entry to)
+# the code object whose first line is N.
+
+
+def _check(data, where):
+    if not isinstance(data, dict) or not isinstance(data.get("meta"), dict) \
+            or data["meta"].get("format") != FORMAT:
+        raise DataError("%s: not a pytracekit coverage file" % where)
+    if data["meta"].get("version") != VERSION:
+        raise DataError("%s: format version %r, expected %d"
+                        % (where, data["meta"].get("version"), VERSION))
+    if not isinstance(data.get("files"), dict):
+        raise DataError("%s: no 'files' table" % where)
+    for path, rec in data["files"].items():
+        try:
+            for key in ("lines", "hits", "functions", "branches", "arcs"):
+                if not isinstance(rec.get(key, []), list):
+                    raise TypeError(key)
+            [int(n) for n in rec.get("lines", [])]
+            [(int(a), int(b)) for a, b in rec.get("hits", [])]
+            [(str(n), int(a), int(b)) for n, a, b in rec.get("functions", [])]
+            [(int(a), [int(d) for d in b]) for a, b in rec.get("branches", [])]
+            [(int(a), int(b), int(c)) for a, b, c in rec.get("arcs", [])]
+        except (TypeError, ValueError, AttributeError) as e:
+            raise DataError("%s: malformed record for %s (%s)" % (where, path, e))
+    return data
+
+
+def load(path):
+    if os.path.isdir(path):
+        path = os.path.join(path, "coverage.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise DataError("%s: %s" % (path, e.strerror or e))
+    except ValueError as e:
+        raise DataError("%s: not JSON (%s)" % (path, e))
+    return _check(data, path)
+
+
+def merge(datas):
+    """One data set from several: lines are united, counts added."""
+    files = {}
+    branch = False
+    runs = 0
+    python = []
+    for data in datas:
+        meta = data["meta"]
+        branch = branch or bool(meta.get("branch"))
+        runs += int(meta.get("runs", 1))
+        if meta.get("python") and meta["python"] not in python:
+            python.append(meta["python"])
+        for path, rec in data["files"].items():
+            acc = files.setdefault(path, {"lines": set(), "hits": {}, "functions": {},
+                                          "branches": {}, "arcs": {}})
+            acc["lines"].update(int(n) for n in rec.get("lines", []))
+            for line, count in rec.get("hits", []):
+                acc["hits"][int(line)] = acc["hits"].get(int(line), 0) + int(count)
+            for name, line, calls in rec.get("functions", []):
+                key = (name, int(line))
+                acc["functions"][key] = acc["functions"].get(key, 0) + int(calls)
+            for line, dests in rec.get("branches", []):
+                have = acc["branches"].setdefault(int(line), [])
+                have.extend(int(d) for d in dests if int(d) not in have)
+            for a, b, count in rec.get("arcs", []):
+                key = (int(a), int(b))
+                acc["arcs"][key] = acc["arcs"].get(key, 0) + int(count)
+    out = {}
+    for path in sorted(files):
+        acc = files[path]
+        out[path] = {
+            "lines": sorted(acc["lines"]),
+            "hits": [[n, acc["hits"][n]] for n in sorted(acc["hits"])],
+            "functions": [[k[0], k[1], acc["functions"][k]]
+                          for k in sorted(acc["functions"], key=lambda k: (k[1], k[0]))],
+            "branches": [[n, _order(acc["branches"][n])] for n in sorted(acc["branches"])],
+            "arcs": [[k[0], k[1], acc["arcs"][k]] for k in sorted(acc["arcs"])],
+        }
+    return {"meta": {"format": FORMAT, "version": VERSION, "branch": branch,
+                     "python": ",".join(python), "runs": runs},
+            "files": out}
+
+
+def _order(dests):
+    return sorted(set(dests), key=lambda d: (d < 0, d))
+
+
+# ---- per-file figures ------------------------------------------------------
+
+
+class FileStats:
+    def __init__(self, path, rec, branch):
+        self.path = path
+        self.hits = {int(n): int(c) for n, c in rec.get("hits", [])}
+        self.lines = sorted(set(int(n) for n in rec.get("lines", [])) | set(self.hits))
+        self.missed = [n for n in self.lines if n not in self.hits]
+        self.functions = [(str(n), int(a), int(b)) for n, a, b in rec.get("functions", [])]
+        arcs = {}
+        for a, b, c in rec.get("arcs", []):
+            arcs[(int(a), int(b))] = arcs.get((int(a), int(b)), 0) + int(c)
+        # Per branch line: [(dest, taken count or None when the line never ran)].
+        self.branches = {}
+        if branch:
+            for line, dests in rec.get("branches", []):
+                line = int(line)
+                ran = line in self.hits
+                self.branches[line] = [(int(d), arcs.get((line, int(d)), 0) if ran else None)
+                                       for d in _order(dests)]
+        self.nbranches = sum(len(v) for v in self.branches.values())
+        self.nbranches_taken = sum(1 for v in self.branches.values() for d, t in v if t)
+
+    @property
+    def nlines(self):
+        return len(self.lines)
+
+    @property
+    def nhit(self):
+        return len(self.lines) - len(self.missed)
+
+
+def _stats(data):
+    branch = bool(data["meta"].get("branch"))
+    return [FileStats(p, data["files"][p], branch) for p in sorted(data["files"])]
+
+
+def percent(hit, total):
+    """coverage.py's rounding: 100.0 only when everything ran, 0.0 only for none."""
+    if total == 0:
+        return 100.0
+    pc = 100.0 * hit / total
+    if 0 < pc < 0.1:
+        return 0.1
+    if 99.9 < pc < 100:
+        return 99.9
+    return round(pc, 1)
+
+
+def _rate(hit, total):
+    return "%.4g" % (hit / total) if total else "1"
+
+
+# ---- lcov ------------------------------------------------------------------
+
+
+def _function_names(functions):
+    """Unique lcov names: the qualname, with @line where two share one."""
+    count = {}
+    for name, line, calls in functions:
+        count[name] = count.get(name, 0) + 1
+    seen = {}
+    out = []
+    for name, line, calls in functions:
+        label = name if count[name] == 1 else "%s@%d" % (name, line)
+        n = seen.get(label, 0)
+        seen[label] = n + 1
+        if n:
+            label = "%s#%d" % (label, n + 1)
+        out.append((label, line, calls))
+    return out
+
+
+def lcov_text(data, test_name=""):
+    out = []
+    for fs in _stats(data):
+        out.append("TN:%s\n" % test_name)
+        out.append("SF:%s\n" % fs.path)
+        funcs = [f for f in _function_names(fs.functions) if f[0] != "<module>"]
+        for name, line, calls in funcs:
+            out.append("FN:%d,%s\n" % (line, name))
+        for name, line, calls in funcs:
+            out.append("FNDA:%d,%s\n" % (calls, name))
+        out.append("FNF:%d\n" % len(funcs))
+        out.append("FNH:%d\n" % sum(1 for f in funcs if f[2]))
+        for line in sorted(fs.branches):
+            for index, (dest, taken) in enumerate(fs.branches[line]):
+                out.append("BRDA:%d,0,%d,%s\n" % (line, index, "-" if taken is None else taken))
+        if fs.branches:
+            out.append("BRF:%d\n" % fs.nbranches)
+            out.append("BRH:%d\n" % fs.nbranches_taken)
+        for line in fs.lines:
+            out.append("DA:%d,%d\n" % (line, fs.hits.get(line, 0)))
+        out.append("LF:%d\n" % fs.nlines)
+        out.append("LH:%d\n" % fs.nhit)
+        out.append("end_of_record\n")
+    return "".join(out)
+
+
+# ---- Cobertura -----------------------------------------------------------
+
+
+def _common_root(paths):
+    dirs = [os.path.dirname(p) for p in paths]
+    if not dirs:
+        return os.getcwd()
+    return os.path.commonpath(dirs)
+
+
+def cobertura_text(data, timestamp=None):
+    stats = _stats(data)
+    root = _common_root([fs.path for fs in stats])
+    if timestamp is None:
+        timestamp = int(time.time() * 1000)
+    packages = {}
+    for fs in stats:
+        rel = os.path.relpath(fs.path, root)
+        pkg = os.path.dirname(rel).replace(os.sep, ".") or "."
+        packages.setdefault(pkg, []).append((rel, fs))
+    lv = sum(fs.nlines for fs in stats)
+    lc = sum(fs.nhit for fs in stats)
+    bv = sum(fs.nbranches for fs in stats)
+    bc = sum(fs.nbranches_taken for fs in stats)
+    out = ['<?xml version="1.0" ?>\n',
+           "<!DOCTYPE coverage SYSTEM 'http://cobertura.sourceforge.net/xml/coverage-04.dtd'>\n",
+           '<coverage version="pytracekit" timestamp="%d" lines-valid="%d" lines-covered="%d"'
+           ' line-rate="%s" branches-valid="%d" branches-covered="%d" branch-rate="%s"'
+           ' complexity="0">\n' % (timestamp, lv, lc, _rate(lc, lv), bv, bc, _rate(bc, bv)),
+           "\t<sources>\n\t\t<source>%s</source>\n\t</sources>\n" % _xml_text(root),
+           "\t<packages>\n"]
+    for pkg in sorted(packages):
+        files = packages[pkg]
+        plv = sum(fs.nlines for _, fs in files)
+        plc = sum(fs.nhit for _, fs in files)
+        pbv = sum(fs.nbranches for _, fs in files)
+        pbc = sum(fs.nbranches_taken for _, fs in files)
+        out.append('\t\t<package name=%s line-rate="%s" branch-rate="%s" complexity="0">\n'
+                   % (quoteattr(pkg), _rate(plc, plv), _rate(pbc, pbv)))
+        out.append("\t\t\t<classes>\n")
+        for rel, fs in files:
+            out.append('\t\t\t\t<class name=%s filename=%s complexity="0" line-rate="%s"'
+                       ' branch-rate="%s">\n'
+                       % (quoteattr(os.path.basename(rel)), quoteattr(rel),
+                          _rate(fs.nhit, fs.nlines),
+                          _rate(fs.nbranches_taken, fs.nbranches)))
+            out.append("\t\t\t\t\t<methods/>\n\t\t\t\t\t<lines>\n")
+            for line in fs.lines:
+                attrs = 'number="%d" hits="%d"' % (line, fs.hits.get(line, 0))
+                if line in fs.branches:
+                    dests = fs.branches[line]
+                    taken = sum(1 for d, t in dests if t)
+                    attrs += ' branch="true" condition-coverage="%d%% (%d/%d)"' % (
+                        int(100 * taken / len(dests)), taken, len(dests))
+                out.append("\t\t\t\t\t\t<line %s/>\n" % attrs)
+            out.append("\t\t\t\t\t</lines>\n\t\t\t\t</class>\n")
+        out.append("\t\t\t</classes>\n\t\t</package>\n")
+    out.append("\t</packages>\n</coverage>\n")
+    return "".join(out)
+
+
+def _xml_text(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# ---- the summary -----------------------------------------------------------
+
+
+def _display_name(path):
+    cwd = os.getcwd()
+    if path.startswith(cwd + os.sep):
+        return path[len(cwd) + 1:]
+    return path
+
+
+def summary_text(data):
+    stats = _stats(data)
+    branch = bool(data["meta"].get("branch"))
+    rows = []
+    for fs in stats:
+        row = [_display_name(fs.path), str(fs.nlines), str(len(fs.missed))]
+        if branch:
+            row += [str(fs.nbranches), str(fs.nbranches - fs.nbranches_taken)]
+        row.append("%.1f%%" % percent(fs.nhit, fs.nlines))
+        rows.append(row)
+    lv = sum(fs.nlines for fs in stats)
+    lh = sum(fs.nhit for fs in stats)
+    total = ["TOTAL", str(lv), str(lv - lh)]
+    if branch:
+        bv = sum(fs.nbranches for fs in stats)
+        bh = sum(fs.nbranches_taken for fs in stats)
+        total += [str(bv), str(bv - bh)]
+    total.append("%.1f%%" % percent(lh, lv))
+    head = ["Name", "Stmts", "Miss"] + (["Branch", "BrMiss"] if branch else []) + ["Cover"]
+    table = [head] + rows + [total]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+
+    def fmt(r):
+        return "  ".join([r[0].ljust(widths[0])]
+                         + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip()
+
+    rule = "-" * len(fmt(head))
+    lines = [fmt(head), rule] + [fmt(r) for r in rows] + [rule, fmt(total)]
+    return "".join(line + "\n" for line in lines)
+
+
+# ---- writing ---------------------------------------------------------------
+
+
+def _write(path, text):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write_all(data, outdir):
+    os.makedirs(outdir, exist_ok=True)
+    _write(os.path.join(outdir, "coverage.json"), json.dumps(data, indent=1) + "\n")
+    _write(os.path.join(outdir, "coverage.lcov"), lcov_text(data))
+    _write(os.path.join(outdir, "coverage.xml"), cobertura_text(data))
+
+
+USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] FILE_OR_DIR...
+       pytracekit-coverage report FILE_OR_DIR...
+
+combine  merge coverage.json files (a directory means DIR/coverage.json) and
+         write coverage.json, coverage.lcov and coverage.xml into DIR
+         (default: the current directory); prints the summary on stderr
+report   print the summary of the merged files on stdout
+"""
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in ("combine", "report"):
+        sys.stderr.write("pytracekit-coverage: unknown command %r\n%s" % (cmd, USAGE))
+        return 2
+    outdir = "."
+    show = True
+    inputs = []
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if a in ("-o", "--output") and cmd == "combine":
+            if i + 1 >= len(rest):
+                sys.stderr.write("pytracekit-coverage: %s needs a directory\n" % a)
+                return 2
+            outdir = rest[i + 1]
+            i += 2
+            continue
+        if a == "--no-summary":
+            show = False
+        elif a.startswith("-") and a != "-":
+            sys.stderr.write("pytracekit-coverage: unknown option %r\n%s" % (a, USAGE))
+            return 2
+        else:
+            inputs.append(a)
+        i += 1
+    if not inputs:
+        sys.stderr.write("pytracekit-coverage: no input files\n%s" % USAGE)
+        return 2
+    try:
+        data = merge([load(p) for p in inputs])
+    except DataError as e:
+        sys.stderr.write("pytracekit-coverage: %s\n" % e)
+        return 1
+    if cmd == "report":
+        sys.stdout.write(summary_text(data))
+        return 0
+    try:
+        write_all(data, outdir)
+    except OSError as e:
+        sys.stderr.write("pytracekit-coverage: cannot write to %s: %s\n" % (outdir, e))
+        return 1
+    if show:
+        sys.stderr.write(summary_text(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

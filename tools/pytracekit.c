@@ -1,0 +1,295 @@
+/* pytracekit: runs a Python program under chosen plugins.
+ *
+ *   pytracekit [-p PLUGIN[:KEY=VALUE,...]]... [-o DIR] [--threads current|all]
+ *              [--plugin-path DIR] (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+ *
+ * The program sees the same sys.argv, sys.path[0] and __main__ as under
+ * `python`: the interpreter is configured from the equivalent python
+ * command line and run with Py_RunMain(). The session starts before the
+ * program and its reports are written from an atexit callback, so they are
+ * written when the program returns, raises, calls sys.exit or is
+ * interrupted; the exit status is the program's own. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pytracekit/pytracekit.h>
+
+#define EXIT_USAGE 2
+
+static ptk_session *session;
+
+static void
+usage(FILE *out)
+{
+    fprintf(out,
+            "usage: pytracekit [-p PLUGIN[:KEY=VALUE,...]]... [-o DIR]\n"
+            "                  [--threads current|all] [--plugin-path DIR]\n"
+            "                  (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n"
+            "       pytracekit --list-plugins [--plugin-path DIR]\n"
+            "       pytracekit --version | --help\n"
+            "\n"
+            "Runs a Python program with the given plugins attached to the\n"
+            "pytracekit hub and writes their reports into DIR.\n"
+            "\n"
+            "  -p, --plugin SPEC   load a plugin by name (searched in --plugin-path,\n"
+            "                      $PYTRACEKIT_PLUGIN_PATH, then the plugin directory)\n"
+            "                      or by path (containing '/'), with options;\n"
+            "                      repeatable; default: counter\n"
+            "  -o, --output DIR    report directory (default: pytracekit-out)\n"
+            "  --threads SCOPE     current: the main thread only; all (default):\n"
+            "                      every thread, including ones started later\n"
+            "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
+            "  --list-plugins      list the plugins found, their events and options\n"
+            "  --version           print the version\n"
+            "\n"
+            "Exit status: the program's own; 2 for a usage error or a plugin\n"
+            "that fails to load (before the program starts).\n");
+}
+
+static void
+list_one(const char *file, const ptk_plugin_desc *d, const char *error,
+         void *data)
+{
+    (void)data;
+    if (d == NULL) {
+        printf("%s: rejected: %s\n", file, error ? error : "?");
+        return;
+    }
+    printf("%s %s — %s\n  file: %s\n  events:", d->name,
+           d->version ? d->version : "", d->description ? d->description : "",
+           file);
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        if (d->events & PTK_MASK(k)) {
+            printf(" %s", ptk_event_name(k));
+        }
+    }
+    printf("\n");
+    for (const ptk_option_spec *o = d->options; o && o->name; o++) {
+        static const char *const types[] = {"?", "bool", "int", "number",
+                                            "text", "choice", "list"};
+        printf("  option %s (%s%s%s) default %s: %s\n", o->name,
+               types[o->type <= PTK_OPT_LIST ? o->type : 0],
+               o->choices ? ": " : "", o->choices ? o->choices : "",
+               o->default_value ? o->default_value : "(none)",
+               o->help ? o->help : "");
+    }
+}
+
+/* Called by atexit at interpreter shutdown: stop and write the reports. */
+static PyObject *
+finish(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (session != NULL) {
+        char *err = NULL;
+        ptk_session_stop(session);
+        if (ptk_session_report(session, &err) < 0 && err != NULL) {
+            /* already printed per plugin; keep the exit status */
+        }
+        ptk_free(err);
+        ptk_session_free(session);
+        session = NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef finish_def = {"_pytracekit_finish", finish, METH_NOARGS,
+                                 "write pytracekit's reports"};
+
+static int
+register_finish(void)
+{
+    PyObject *atexit = PyImport_ImportModule("atexit");
+    PyObject *fn = PyCFunction_New(&finish_def, NULL);
+    PyObject *r = atexit && fn ? PyObject_CallMethod(atexit, "register", "O", fn)
+                               : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(fn);
+    Py_XDECREF(atexit);
+    if (r == NULL) {
+        PyErr_Print();
+        return -1;
+    }
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    const char *plugins[64];
+    int nplugins = 0;
+    const char *outdir = "pytracekit-out";
+    ptk_thread_scope threads = PTK_THREADS_ALL;
+    char *plugin_path = NULL;
+    int list = 0;
+    int i;
+    const char *mode = NULL; /* NULL: script; "-m" or "-c" */
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+#define TAKE(opt)                                                           \
+    (strcmp(a, opt) == 0 ? (i + 1 < argc ? (val = argv[++i], 1)             \
+                                         : (fprintf(stderr,                 \
+                                                    "pytracekit: %s needs " \
+                                                    "a value\n",            \
+                                                    opt),                   \
+                                            exit(EXIT_USAGE), 0))           \
+                         : 0)
+        if (TAKE("-p") || TAKE("--plugin")) {
+            if (nplugins == 64) {
+                fprintf(stderr, "pytracekit: too many plugins\n");
+                return EXIT_USAGE;
+            }
+            plugins[nplugins++] = val;
+        }
+        else if (TAKE("-o") || TAKE("--output")) {
+            outdir = val;
+        }
+        else if (TAKE("--threads")) {
+            if (strcmp(val, "current") == 0) {
+                threads = PTK_THREADS_CURRENT;
+            }
+            else if (strcmp(val, "all") == 0) {
+                threads = PTK_THREADS_ALL;
+            }
+            else {
+                fprintf(stderr,
+                        "pytracekit: --threads expects 'current' or 'all', "
+                        "found '%s'\n", val);
+                return EXIT_USAGE;
+            }
+        }
+        else if (TAKE("--plugin-path")) {
+            size_t n = (plugin_path ? strlen(plugin_path) + 1 : 0) + strlen(val) + 1;
+            char *np = malloc(n);
+            snprintf(np, n, "%s%s%s", plugin_path ? plugin_path : "",
+                     plugin_path ? ":" : "", val);
+            free(plugin_path);
+            plugin_path = np;
+        }
+        else if (strcmp(a, "--list-plugins") == 0) {
+            list = 1;
+        }
+        else if (strcmp(a, "--version") == 0) {
+            printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
+                   PY_VERSION);
+            return 0;
+        }
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        else if (TAKE("-m") || TAKE("-c")) {
+            mode = a;
+            i--; /* argv[i] is now the module or code */
+            break;
+        }
+        else if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "pytracekit: unknown option '%s'\n", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+        else {
+            break;
+        }
+#undef TAKE
+    }
+    if (list) {
+        /* Plugins are C code that uses the Python C API: load them with an
+         * interpreter around. */
+        Py_InitializeEx(0);
+        ptk_plugin_scan(plugin_path, list_one, NULL);
+        Py_FinalizeEx();
+        free(plugin_path);
+        return 0;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE)\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (nplugins == 0) {
+        plugins[nplugins++] = "counter";
+    }
+
+    /* The python command line this run is equivalent to. */
+    int pargc = 0;
+    char **pargv = calloc((size_t)(argc + 4), sizeof *pargv);
+    pargv[pargc++] = (char *)PTK_PYTHON_EXECUTABLE;
+    if (mode != NULL) {
+        pargv[pargc++] = (char *)mode;
+        i++;
+        if (i >= argc) {
+            fprintf(stderr, "pytracekit: %s needs a value\n", mode);
+            return EXIT_USAGE;
+        }
+    }
+    for (; i < argc; i++) {
+        pargv[pargc++] = argv[i];
+    }
+
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    PyStatus st = PyConfig_SetBytesArgv(&config, pargc, pargv);
+    if (!PyStatus_Exception(st) && access(PTK_PYTHON_EXECUTABLE, X_OK) == 0) {
+        /* sys.executable: the interpreter, so that subprocesses work */
+        st = PyConfig_SetBytesString(&config, &config.executable,
+                                     PTK_PYTHON_EXECUTABLE);
+    }
+    if (!PyStatus_Exception(st)) {
+        st = PyConfig_SetBytesString(&config, &config.program_name,
+                                     PTK_PYTHON_EXECUTABLE);
+    }
+    if (!PyStatus_Exception(st)) {
+        st = Py_InitializeFromConfig(&config);
+    }
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st)) {
+        if (PyStatus_IsExit(st)) {
+            return st.exitcode;
+        }
+        fprintf(stderr, "pytracekit: cannot start Python: %s\n",
+                st.err_msg ? st.err_msg : "?");
+        return EXIT_USAGE;
+    }
+
+    ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
+    cfg.output_dir = outdir;
+    cfg.threads = threads;
+    cfg.plugin_path = plugin_path;
+    char *err = NULL;
+    int rc = ptk_session_new(&cfg, &session, &err);
+    for (int p = 0; rc == PTK_OK && p < nplugins; p++) {
+        rc = ptk_session_add_plugin(session, plugins[p], &err);
+    }
+    if (rc == PTK_OK) {
+        rc = register_finish() < 0 ? PTK_EPYTHON : PTK_OK;
+    }
+    if (rc == PTK_OK) {
+        rc = ptk_session_start(session, &err);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "pytracekit: %s\n", err ? err : ptk_strerror(rc));
+        ptk_free(err);
+        ptk_session_free(session);
+        session = NULL;
+        Py_FinalizeEx();
+        free(plugin_path);
+        free(pargv);
+        return EXIT_USAGE;
+    }
+    int status = Py_RunMain(); /* runs the program, then finalises */
+    free(plugin_path);
+    free(pargv);
+    return status;
+}

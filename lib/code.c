@@ -34,6 +34,18 @@ typedef struct coderec {
     struct coderec *prev, *next;
 } coderec;
 
+/* The code-extra API was renamed PyUnstable_* in 3.12 (the old names are
+ * deprecated there); the configure check picks the spelling. */
+#if PTK_HAVE_UNSTABLE_CODE_EXTRA
+#define code_extra_index PyUnstable_Eval_RequestCodeExtraIndex
+#define code_get_extra PyUnstable_Code_GetExtra
+#define code_set_extra PyUnstable_Code_SetExtra
+#else
+#define code_extra_index _PyEval_RequestCodeExtraIndex
+#define code_get_extra _PyCode_GetExtra
+#define code_set_extra _PyCode_SetExtra
+#endif
+
 int ptk__disable_records;
 static Py_ssize_t extra_index = -1;
 static coderec *all_records;
@@ -70,7 +82,7 @@ init_extra(void)
     if (extra_index >= 0) {
         return 0;
     }
-    extra_index = _PyEval_RequestCodeExtraIndex(rec_free);
+    extra_index = code_extra_index(rec_free);
     if (extra_index < 0) {
         return -1;
     }
@@ -100,7 +112,7 @@ rec_get(PyCodeObject *code)
 {
     void *p = NULL;
     if (extra_index < 0 ||
-        _PyCode_GetExtra((PyObject *)code, extra_index, &p) < 0) {
+        code_get_extra((PyObject *)code, extra_index, &p) < 0) {
         PyErr_Clear();
         return NULL;
     }
@@ -184,7 +196,7 @@ rec_make(PyCodeObject *code)
     }
     r = calloc(1, sizeof *r);
     if (r == NULL || rec_lines(r, code) < 0 ||
-        _PyCode_SetExtra((PyObject *)code, extra_index, r) < 0) {
+        code_set_extra((PyObject *)code, extra_index, r) < 0) {
         PyErr_Clear();
         if (r) {
             free(r->counted);

@@ -1,0 +1,1227 @@
+/*
+ * coverage: line, function and branch (arc) coverage.
+ *
+ * Executed lines come from LINE events; the lines that could run come from
+ * the code objects themselves (co_lines(), walking nested code objects
+ * through co_consts from the module's code object), so a function that never
+ * ran still counts as missed. See docs/coverage.md.
+ *
+ * The per-line path: one pointer-hash lookup of the code object (with a
+ * one-entry cache in front), one store into the file's hit table, and
+ * PTK_DISABLE, so that the hub never delivers that line again. Everything
+ * that needs Python (deciding whether a file is measured, analysing it)
+ * happens once, on the first event of a code object.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pytracekit/errors.h"
+#include "pytracekit/plugin.h"
+
+#include "cov_embedded.h"
+#include "match.h"
+
+#define COV_VERSION "0.1"
+
+/* ---- data ----------------------------------------------------------- */
+
+typedef struct cov_func {
+    char *qualname;
+    int32_t line;
+    uint64_t calls;
+} cov_func;
+
+typedef struct cov_arc {
+    uint64_t key;   /* (from << 32) | to, as uint32 each; 0 = empty */
+    uint64_t count;
+} cov_arc;
+
+typedef struct cov_branch {
+    int32_t line;
+    int32_t ndest;
+    int32_t *dest;
+} cov_branch;
+
+typedef struct cov_file {
+    char *path;          /* absolute */
+    int32_t maxline;     /* possible[] and hits[] have maxline + 1 entries */
+    uint8_t *possible;   /* 1: the line could run */
+    uint64_t *hits;      /* times the line ran (1 at most without branch=) */
+    cov_func *funcs;
+    size_t nfuncs, capfuncs;
+    cov_arc *arcs;       /* open addressing, capacity a power of two */
+    size_t narcs, caparcs;
+    cov_branch *branches;
+    size_t nbranches;
+} cov_file;
+
+typedef struct cov_code {
+    PyCodeObject *code;  /* strong reference; the key; NULL = empty slot */
+    cov_file *file;      /* NULL: not measured */
+    int32_t func;        /* index in file->funcs */
+    int32_t firstline;
+    int32_t start;       /* byte offset of the first RESUME */
+    int generator;       /* generator, coroutine or async generator */
+    PyObject *bytecode;  /* co_code (generators only), for yield detection */
+} cov_code;
+
+/* Branch mode: what each frame on a thread's stack last ran. */
+typedef struct cov_slot {
+    PyCodeObject *code;  /* borrowed, compared only */
+    int32_t last;
+} cov_slot;
+
+typedef struct cov_tstack {
+    cov_slot *slots;
+    int32_t cap;
+} cov_tstack;
+
+typedef struct cov_state {
+    const ptk_host *host;
+    ptk_plugin_ctx *ctx;
+    int branch;
+    cov_match *match;
+
+    cov_code *codes;     /* open addressing on the code pointer */
+    size_t ncodes, capcodes;
+    cov_code *last;      /* one-entry cache */
+
+    cov_file **files;
+    size_t nfiles, capfiles;
+    PyObject *file_index; /* dict: co_filename -> index in files, or -1 */
+
+    cov_tstack *threads;
+    size_t nthreads;
+
+    PyObject *analysis;  /* module dict of analysis.py */
+    PyObject *format;    /* module dict of pytracekit-coverage.py */
+    int op_resume, op_yield;
+} cov_state;
+
+static const ptk_option_spec cov_options[] = {
+    {"branch", PTK_OPT_BOOL, "false",
+     "measure (from, to) line transitions and report branches", NULL},
+    {"include", PTK_OPT_LIST, NULL,
+     "globs of absolute file paths to measure (',' or ';' separated)", NULL},
+    {"exclude", PTK_OPT_LIST, NULL,
+     "globs of absolute file paths not to measure", NULL},
+    {"source", PTK_OPT_STRING, NULL,
+     "measure only files under this directory; report its unexecuted .py files too", NULL},
+    {NULL, 0, NULL, NULL, NULL}};
+
+/* ---- small tables ------------------------------------------------------ */
+
+static inline size_t
+ptr_hash(const void *p, size_t mask)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p;
+    h ^= h >> 17;
+    h *= UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(h >> 29) & mask;
+}
+
+static inline cov_code *
+code_find(cov_state *st, PyCodeObject *code)
+{
+    if (st->capcodes == 0) {
+        return NULL;
+    }
+    size_t mask = st->capcodes - 1;
+    for (size_t i = ptr_hash(code, mask);; i = (i + 1) & mask) {
+        cov_code *c = &st->codes[i];
+        if (c->code == code) {
+            return c;
+        }
+        if (c->code == NULL) {
+            return NULL;
+        }
+    }
+}
+
+/* Inserts @p code (taking a new reference); returns the entry or NULL. */
+static cov_code *
+code_add(cov_state *st, PyCodeObject *code)
+{
+    if ((st->ncodes + 1) * 2 > st->capcodes) {
+        size_t cap = st->capcodes ? st->capcodes * 2 : 256;
+        cov_code *t = calloc(cap, sizeof(*t));
+        if (!t) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (size_t j = 0; j < st->capcodes; j++) {
+            cov_code *o = &st->codes[j];
+            if (o->code) {
+                size_t i = ptr_hash(o->code, cap - 1);
+                while (t[i].code) {
+                    i = (i + 1) & (cap - 1);
+                }
+                t[i] = *o;
+            }
+        }
+        free(st->codes);
+        st->codes = t;
+        st->capcodes = cap;
+        st->last = NULL;
+    }
+    size_t mask = st->capcodes - 1;
+    size_t i = ptr_hash(code, mask);
+    while (st->codes[i].code) {
+        i = (i + 1) & mask;
+    }
+    cov_code *c = &st->codes[i];
+    memset(c, 0, sizeof(*c));
+    Py_INCREF(code);
+    c->code = code;
+    c->func = -1;
+    c->firstline = code->co_firstlineno;
+    c->start = -1;
+    st->ncodes++;
+    return c;
+}
+
+static inline uint64_t
+arc_key(int32_t from, int32_t to)
+{
+    return ((uint64_t)(uint32_t)from << 32) | (uint64_t)(uint32_t)to;
+}
+
+static int
+arc_grow(cov_file *f)
+{
+    size_t cap = f->caparcs ? f->caparcs * 2 : 64;
+    cov_arc *t = calloc(cap, sizeof(*t));
+    if (!t) {
+        return -1;
+    }
+    for (size_t j = 0; j < f->caparcs; j++) {
+        if (f->arcs[j].key) {
+            size_t i = ptr_hash((void *)(uintptr_t)f->arcs[j].key, cap - 1);
+            while (t[i].key) {
+                i = (i + 1) & (cap - 1);
+            }
+            t[i] = f->arcs[j];
+        }
+    }
+    free(f->arcs);
+    f->arcs = t;
+    f->caparcs = cap;
+    return 0;
+}
+
+static inline int
+arc_add(cov_file *f, int32_t from, int32_t to)
+{
+    uint64_t key = arc_key(from, to);
+    if ((f->narcs + 1) * 2 > f->caparcs && arc_grow(f) < 0) {
+        return -1;
+    }
+    size_t mask = f->caparcs - 1;
+    for (size_t i = ptr_hash((void *)(uintptr_t)key, mask);; i = (i + 1) & mask) {
+        cov_arc *a = &f->arcs[i];
+        if (a->key == key) {
+            a->count++;
+            return 0;
+        }
+        if (a->key == 0) {
+            a->key = key;
+            a->count = 1;
+            f->narcs++;
+            return 0;
+        }
+    }
+}
+
+static int
+file_reserve(cov_file *f, int32_t line)
+{
+    if (line <= f->maxline) {
+        return 0;
+    }
+    int32_t n = line + 1 > 2 * (f->maxline + 1) ? line + 1 : 2 * (f->maxline + 1);
+    uint8_t *p = realloc(f->possible, (size_t)n);
+    if (!p) {
+        return -1;
+    }
+    f->possible = p;
+    uint64_t *h = realloc(f->hits, (size_t)n * sizeof(uint64_t));
+    if (!h) {
+        return -1;
+    }
+    f->hits = h;
+    memset(f->possible + f->maxline + 1, 0, (size_t)(n - f->maxline - 1));
+    memset(f->hits + f->maxline + 1, 0, (size_t)(n - f->maxline - 1) * sizeof(uint64_t));
+    f->maxline = n - 1;
+    return 0;
+}
+
+static void
+file_free(cov_file *f)
+{
+    if (!f) {
+        return;
+    }
+    free(f->path);
+    free(f->possible);
+    free(f->hits);
+    for (size_t i = 0; i < f->nfuncs; i++) {
+        free(f->funcs[i].qualname);
+    }
+    free(f->funcs);
+    free(f->arcs);
+    for (size_t i = 0; i < f->nbranches; i++) {
+        free(f->branches[i].dest);
+    }
+    free(f->branches);
+    free(f);
+}
+
+/* Index of the function (qualname, line) in @p f, added if new; -1 on error. */
+static int32_t
+file_func(cov_file *f, const char *qualname, int32_t line)
+{
+    for (size_t i = 0; i < f->nfuncs; i++) {
+        if (f->funcs[i].line == line && strcmp(f->funcs[i].qualname, qualname) == 0) {
+            return (int32_t)i;
+        }
+    }
+    if (f->nfuncs == f->capfuncs) {
+        size_t cap = f->capfuncs ? f->capfuncs * 2 : 16;
+        cov_func *t = realloc(f->funcs, cap * sizeof(*t));
+        if (!t) {
+            return -1;
+        }
+        f->funcs = t;
+        f->capfuncs = cap;
+    }
+    char *name = strdup(qualname);
+    if (!name) {
+        return -1;
+    }
+    f->funcs[f->nfuncs].qualname = name;
+    f->funcs[f->nfuncs].line = line;
+    f->funcs[f->nfuncs].calls = 0;
+    return (int32_t)f->nfuncs++;
+}
+
+/* ---- first sight of a code object (may call Python) -------------------- */
+
+static PyObject *
+load_module(const char *name, const char *source)
+{
+    PyObject *mod = PyModule_New(name);
+    if (!mod) {
+        return NULL;
+    }
+    PyObject *dict = PyModule_GetDict(mod); /* borrowed */
+    if (PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins()) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    PyObject *code = Py_CompileString(source, name, Py_file_input);
+    if (!code) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    PyObject *res = PyEval_EvalCode(code, dict, dict);
+    Py_DECREF(code);
+    if (!res) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    Py_DECREF(res);
+    Py_INCREF(dict);
+    Py_DECREF(mod); /* the dict keeps the functions' globals alive */
+    return dict;
+}
+
+static int
+is_generator_code(PyCodeObject *code)
+{
+    return (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+}
+
+/* Fills the per-code fields that do not depend on the file. */
+static int
+code_describe(cov_code *c, int32_t start)
+{
+    c->start = start;
+    c->generator = is_generator_code(c->code);
+    if (c->generator && !c->bytecode) {
+        c->bytecode = PyObject_GetAttrString((PyObject *)c->code, "co_code");
+        if (!c->bytecode) {
+            return -1;
+        }
+        if (!PyBytes_Check(c->bytecode)) {
+            PyErr_SetString(PyExc_TypeError, "co_code is not bytes");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Runs analysis.analyze() on @p root and records its lines, functions and
+ * branches in @p f. Every code object of the tree is entered in the code
+ * table, so that later events on them need no Python.
+ */
+static int
+file_analyze(cov_state *st, cov_file *f, PyObject *root)
+{
+    PyObject *fn = PyDict_GetItemString(st->analysis, "analyze"); /* borrowed */
+    if (!fn) {
+        PyErr_SetString(PyExc_RuntimeError, "coverage analysis has no analyze()");
+        return -1;
+    }
+    PyObject *res = PyObject_CallFunction(fn, "Oi", root, st->branch);
+    if (!res) {
+        return -1;
+    }
+    PyObject *lines, *funcs, *branches;
+    int rc = -1;
+    if (!PyArg_ParseTuple(res, "O!O!O!", &PyList_Type, &lines, &PyList_Type, &funcs,
+                          &PyDict_Type, &branches)) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
+        long line = PyLong_AsLong(PyList_GET_ITEM(lines, i));
+        if (line == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (line <= 0 || line > INT32_MAX / 2) {
+            continue;
+        }
+        if (file_reserve(f, (int32_t)line) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        f->possible[line] = 1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(funcs); i++) {
+        PyObject *code;
+        const char *qualname;
+        int line, start;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(funcs, i), "O!sii", &PyCode_Type, &code,
+                              &qualname, &line, &start)) {
+            goto done;
+        }
+        int32_t fi = file_func(f, qualname, line);
+        if (fi < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        cov_code *c = code_find(st, (PyCodeObject *)code);
+        if (!c && !(c = code_add(st, (PyCodeObject *)code))) {
+            goto done;
+        }
+        c->file = f;
+        c->func = fi;
+        if (code_describe(c, start) < 0) {
+            goto done;
+        }
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(branches, &pos, &key, &value)) {
+        long line = PyLong_AsLong(key);
+        if ((line == -1 && PyErr_Occurred()) || !PyList_Check(value)) {
+            PyErr_SetString(PyExc_TypeError, "bad branch table");
+            goto done;
+        }
+        size_t k;
+        for (k = 0; k < f->nbranches && f->branches[k].line != line; k++) {
+        }
+        if (k < f->nbranches) {
+            continue; /* already known (the file was analysed before) */
+        }
+        cov_branch *t = realloc(f->branches, (f->nbranches + 1) * sizeof(*t));
+        if (!t) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        f->branches = t;
+        cov_branch *b = &f->branches[f->nbranches];
+        b->line = (int32_t)line;
+        b->ndest = (int32_t)PyList_GET_SIZE(value);
+        b->dest = calloc((size_t)b->ndest + 1, sizeof(int32_t));
+        if (!b->dest) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        f->nbranches++;
+        for (int32_t j = 0; j < b->ndest; j++) {
+            long d = PyLong_AsLong(PyList_GET_ITEM(value, j));
+            if (d == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            b->dest[j] = (int32_t)d;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(res);
+    return rc;
+}
+
+static cov_file *
+file_new(cov_state *st, const char *path)
+{
+    if (st->nfiles == st->capfiles) {
+        size_t cap = st->capfiles ? st->capfiles * 2 : 16;
+        cov_file **t = realloc(st->files, cap * sizeof(*t));
+        if (!t) {
+            return NULL;
+        }
+        st->files = t;
+        st->capfiles = cap;
+    }
+    cov_file *f = calloc(1, sizeof(*f));
+    if (!f || !(f->path = strdup(path))) {
+        free(f);
+        return NULL;
+    }
+    f->maxline = -1;
+    if (file_reserve(f, 64) < 0) {
+        file_free(f);
+        return NULL;
+    }
+    st->files[st->nfiles++] = f;
+    return f;
+}
+
+/* Creates the record of a measured file and analyses it from @p code (a
+ * module's code object) or, failing that, from the file's source. */
+static cov_file *
+file_open(cov_state *st, const char *path, PyCodeObject *code)
+{
+    cov_file *f = file_new(st, path);
+    if (!f) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *root = NULL;
+    if (code && PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0) {
+        root = Py_NewRef((PyObject *)code);
+    }
+    else {
+        PyObject *fn = PyDict_GetItemString(st->analysis, "compile_file");
+        root = fn ? PyObject_CallFunction(fn, "s", path) : NULL;
+        if (!root) {
+            return NULL;
+        }
+        if (root == Py_None) {
+            /* No source to compile: the code object itself is all we know. */
+            Py_DECREF(root);
+            root = code ? Py_NewRef((PyObject *)code) : NULL;
+        }
+    }
+    int rc = root ? file_analyze(st, f, root) : 0;
+    Py_XDECREF(root);
+    return rc < 0 ? NULL : f;
+}
+
+/* Index of the file named @p filename in st->files, -1 if not measured,
+ * -2 on error. */
+static Py_ssize_t
+file_lookup(cov_state *st, PyObject *filename, PyCodeObject *code)
+{
+    PyObject *idx = PyDict_GetItemWithError(st->file_index, filename);
+    if (idx) {
+        return PyLong_AsSsize_t(idx);
+    }
+    if (PyErr_Occurred()) {
+        return -2;
+    }
+    Py_ssize_t result = -1;
+    const char *name = PyUnicode_AsUTF8(filename);
+    if (!name) {
+        return -2;
+    }
+    if (name[0] != '\0' && name[0] != '<') {
+        char *path = cov_abspath(name);
+        if (!path) {
+            PyErr_NoMemory();
+            return -2;
+        }
+        if (cov_match_file(st->match, path)) {
+            /* Another name of a file already seen (relative vs absolute)? */
+            for (size_t i = 0; i < st->nfiles; i++) {
+                if (strcmp(st->files[i]->path, path) == 0) {
+                    result = (Py_ssize_t)i;
+                    break;
+                }
+            }
+            if (result < 0) {
+                if (!file_open(st, path, code)) {
+                    free(path);
+                    return -2;
+                }
+                result = (Py_ssize_t)st->nfiles - 1;
+            }
+        }
+        free(path);
+    }
+    PyObject *v = PyLong_FromSsize_t(result);
+    if (!v || PyDict_SetItem(st->file_index, filename, v) < 0) {
+        Py_XDECREF(v);
+        return -2;
+    }
+    Py_DECREF(v);
+    return result;
+}
+
+static cov_code *
+code_first_sight(cov_state *st, PyCodeObject *code)
+{
+    Py_ssize_t fi = file_lookup(st, code->co_filename, code);
+    if (fi == -2) {
+        return NULL;
+    }
+    /* Analysing the file may have entered this very code object. */
+    cov_code *c = code_find(st, code);
+    if (c) {
+        return c;
+    }
+    c = code_add(st, code);
+    if (!c || fi < 0) {
+        return c;
+    }
+    /* A code object the file's analysis did not see (compiled from source
+     * while the program's own came from elsewhere, a reload, exec()):
+     * matched to the function of the same name and first line. */
+    /* Entering the whole tree keeps nested code objects matched too. */
+    if (file_analyze(st, st->files[fi], (PyObject *)code) < 0) {
+        return NULL;
+    }
+    return code_find(st, code);
+}
+
+static inline cov_code *
+code_get(cov_state *st, PyCodeObject *code)
+{
+    cov_code *c = st->last;
+    if (c && c->code == code) {
+        return c;
+    }
+    c = code_find(st, code);
+    if (!c) {
+        c = code_first_sight(st, code);
+    }
+    st->last = c;
+    return c;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+static int
+cov_fail_python(cov_state *st, const char *what)
+{
+    return st->host->fail(st->ctx, PTK_EPYTHON, "%s failed", what);
+}
+
+static cov_slot *
+thread_slot(cov_state *st, const ptk_event *ev)
+{
+    size_t t = ev->thread ? ev->thread->index : 0;
+    int32_t d = ev->depth < 0 ? 0 : ev->depth;
+    if (t >= st->nthreads) {
+        size_t n = t + 1;
+        cov_tstack *g = realloc(st->threads, n * sizeof(*g));
+        if (!g) {
+            return NULL;
+        }
+        memset(g + st->nthreads, 0, (n - st->nthreads) * sizeof(*g));
+        st->threads = g;
+        st->nthreads = n;
+    }
+    cov_tstack *ts = &st->threads[t];
+    if (d >= ts->cap) {
+        int32_t cap = ts->cap ? ts->cap : 64;
+        while (cap <= d) {
+            cap *= 2;
+        }
+        cov_slot *s = realloc(ts->slots, (size_t)cap * sizeof(*s));
+        if (!s) {
+            return NULL;
+        }
+        memset(s + ts->cap, 0, (size_t)(cap - ts->cap) * sizeof(*s));
+        ts->slots = s;
+        ts->cap = cap;
+    }
+    return &ts->slots[d];
+}
+
+/* 1 if the frame of a CALL event starts the code (rather than resuming a
+ * generator or coroutine), 0 if it resumes, -1 on error. */
+static int
+call_is_start(const cov_state *st, const cov_code *c, const ptk_event *ev)
+{
+    if (ev->origin == PTK_ORIGIN_START) {
+        return 1;
+    }
+    if (ev->origin == PTK_ORIGIN_RESUME || ev->origin == PTK_ORIGIN_THROW) {
+        return 0;
+    }
+    if (!c->generator) {
+        return 1;
+    }
+    PyFrameObject *frame = st->host->event_frame(ev);
+    if (!frame) {
+        return 1;
+    }
+    return PyFrame_GetLasti(frame) <= c->start;
+}
+
+/* 1 if a RETURN event is a yield (or an await suspending), else 0. */
+static int
+return_is_yield(const cov_state *st, const cov_code *c, const ptk_event *ev)
+{
+    if (ev->origin == PTK_ORIGIN_YIELD) {
+        return 1;
+    }
+    if (ev->origin == PTK_ORIGIN_UNWIND || !c->generator || !ev->arg || !c->bytecode) {
+        return 0;
+    }
+    PyFrameObject *frame = st->host->event_frame(ev);
+    if (!frame) {
+        return 0;
+    }
+    int lasti = PyFrame_GetLasti(frame);
+    const unsigned char *raw = (const unsigned char *)PyBytes_AS_STRING(c->bytecode);
+    Py_ssize_t n = PyBytes_GET_SIZE(c->bytecode);
+    if (lasti < 0 || lasti >= n) {
+        return 0;
+    }
+    if (raw[lasti] == st->op_yield) {
+        return 1;
+    }
+    /* Some versions leave f_lasti on the RESUME after the YIELD_VALUE. */
+    return raw[lasti] == st->op_resume && raw[lasti + 1] != 0 && lasti >= 2
+           && raw[lasti - 2] == st->op_yield;
+}
+
+static int
+cov_on_event(void *state, const ptk_event *ev)
+{
+    cov_state *st = state;
+    cov_code *c = code_get(st, ev->code);
+    if (!c) {
+        return cov_fail_python(st, "analysing a code object");
+    }
+    cov_file *f = c->file;
+    if (!f) {
+        return PTK_DISABLE;
+    }
+    switch (ev->kind) {
+    case PTK_EV_LINE: {
+        int32_t line = ev->line;
+        if (line <= 0) {
+            return st->branch ? PTK_OK : PTK_DISABLE;
+        }
+        if (line > f->maxline && file_reserve(f, line) < 0) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+        f->possible[line] = 1;
+        if (!st->branch) {
+            f->hits[line] = 1;
+            return PTK_DISABLE;
+        }
+        f->hits[line]++;
+        cov_slot *s = thread_slot(st, ev);
+        if (!s) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+        if (s->code != ev->code) {
+            /* A frame that was running before measuring started. */
+            s->code = ev->code;
+            s->last = -c->firstline;
+        }
+        if (arc_add(f, s->last, line) < 0) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+        s->last = line;
+        return PTK_OK;
+    }
+    case PTK_EV_CALL: {
+        int start = call_is_start(st, c, ev);
+        if (start && c->func >= 0) {
+            f->funcs[c->func].calls++;
+        }
+        if (st->branch) {
+            cov_slot *s = thread_slot(st, ev);
+            if (!s) {
+                return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+            }
+            s->code = ev->code;
+            if (start) {
+                s->last = -c->firstline;
+            }
+            else {
+                PyFrameObject *frame = st->host->event_frame(ev);
+                s->last = frame ? PyFrame_GetLineNumber(frame) : -c->firstline;
+            }
+        }
+        return PTK_OK;
+    }
+    case PTK_EV_RETURN: {
+        if (!st->branch) {
+            return PTK_OK;
+        }
+        cov_slot *s = thread_slot(st, ev);
+        if (!s) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+        if (s->code == ev->code && !return_is_yield(st, c, ev)
+            && arc_add(f, s->last, -c->firstline) < 0) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+        s->code = NULL;
+        return PTK_OK;
+    }
+    default:
+        return PTK_OK;
+    }
+}
+
+/* ---- init / fini ----------------------------------------------------- */
+
+/* The directories of the standard library and of installed packages. */
+static PyObject *
+library_dirs(void)
+{
+    static const char src[] =
+        "def _dirs():\n"
+        "    import os, sys, sysconfig\n"
+        "    out = set()\n"
+        "    for key in ('stdlib', 'platstdlib', 'purelib', 'platlib'):\n"
+        "        p = sysconfig.get_paths().get(key)\n"
+        "        if p: out.add(os.path.abspath(p))\n"
+        "    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):\n"
+        "        v = 'python%d.%d' % sys.version_info[:2]\n"
+        "        out.add(os.path.join(os.path.abspath(p), 'lib', v))\n"
+        "    try:\n"
+        "        import site\n"
+        "        out.update(os.path.abspath(p) for p in site.getsitepackages())\n"
+        "        out.add(os.path.abspath(site.getusersitepackages()))\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    return sorted(out)\n";
+    PyObject *mod = load_module("_ptk_coverage_dirs", src);
+    if (!mod) {
+        return NULL;
+    }
+    PyObject *fn = PyDict_GetItemString(mod, "_dirs");
+    PyObject *res = fn ? PyObject_CallNoArgs(fn) : NULL;
+    Py_DECREF(mod);
+    return res;
+}
+
+static int
+opcode_of(const char *name)
+{
+    PyObject *dis = PyImport_ImportModule("dis");
+    if (!dis) {
+        return -1;
+    }
+    PyObject *opmap = PyObject_GetAttrString(dis, "opmap");
+    Py_DECREF(dis);
+    if (!opmap) {
+        return -1;
+    }
+    PyObject *v = PyDict_GetItemString(opmap, name);
+    long op = v ? PyLong_AsLong(v) : -1;
+    Py_DECREF(opmap);
+    if (!v) {
+        PyErr_Format(PyExc_RuntimeError, "dis.opmap has no %s", name);
+    }
+    return (int)op;
+}
+
+static void cov_fini(void *state);
+
+static int
+cov_init(const ptk_init_args *args, void **state, unsigned int *events)
+{
+    const ptk_host *host = args->host;
+    cov_state *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        return PTK_ENOMEM;
+    }
+    st->host = host;
+    st->ctx = args->ctx;
+    const ptk_option_value *branch = host->option(args, "branch");
+    const ptk_option_value *include = host->option(args, "include");
+    const ptk_option_value *exclude = host->option(args, "exclude");
+    const ptk_option_value *source = host->option(args, "source");
+    st->branch = branch && branch->is_set && branch->i;
+
+    int rc = PTK_EPYTHON;
+    PyObject *dirs = library_dirs();
+    const char **dirv = NULL;
+    if (!dirs || !PyList_Check(dirs)) {
+        goto pyfail;
+    }
+    dirv = calloc((size_t)PyList_GET_SIZE(dirs) + 1, sizeof(char *));
+    if (!dirv) {
+        rc = PTK_ENOMEM;
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dirs); i++) {
+        dirv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(dirs, i));
+        if (!dirv[i]) {
+            goto pyfail;
+        }
+    }
+    st->match = cov_match_new(include && include->is_set ? include->s : NULL,
+                              exclude && exclude->is_set ? exclude->s : NULL,
+                              source && source->is_set ? source->s : NULL,
+                              dirv, args->errbuf, args->errbuf_size);
+    if (!st->match) {
+        rc = PTK_EINVAL;
+        goto fail;
+    }
+    st->analysis = load_module("_ptk_coverage_analysis", cov_analysis_py);
+    st->format = st->analysis ? load_module("_ptk_coverage_format", cov_format_py) : NULL;
+    st->file_index = st->format ? PyDict_New() : NULL;
+    if (!st->file_index) {
+        goto pyfail;
+    }
+    if ((st->op_resume = opcode_of("RESUME")) < 0
+        || (st->op_yield = opcode_of("YIELD_VALUE")) < 0) {
+        goto pyfail;
+    }
+    free(dirv);
+    Py_DECREF(dirs);
+    *events = PTK_MASK(PTK_EV_LINE) | PTK_MASK(PTK_EV_CALL);
+    if (st->branch) {
+        *events |= PTK_MASK(PTK_EV_RETURN);
+    }
+    *state = st;
+    return PTK_OK;
+
+pyfail: {
+#if PY_VERSION_HEX >= 0x030C0000
+        PyObject *exc = PyErr_GetRaisedException();
+#else
+        PyObject *type = NULL, *exc = NULL, *tb = NULL;
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+#endif
+        PyObject *s = exc ? PyObject_Str(exc) : NULL;
+        snprintf(args->errbuf, args->errbuf_size, "setting up: %s",
+                 s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "unknown error");
+        Py_XDECREF(s);
+        Py_XDECREF(exc);
+        PyErr_Clear();
+    }
+fail:
+    free(dirv);
+    Py_XDECREF(dirs);
+    cov_fini(st);
+    return rc;
+}
+
+/* Drops every Python reference; needs the GIL. */
+static void
+cov_release_python(cov_state *st)
+{
+    for (size_t i = 0; i < st->capcodes; i++) {
+        if (st->codes[i].code) {
+            Py_CLEAR(st->codes[i].bytecode);
+            Py_CLEAR(st->codes[i].code);
+        }
+    }
+    free(st->codes);
+    st->codes = NULL;
+    st->capcodes = st->ncodes = 0;
+    st->last = NULL;
+    Py_CLEAR(st->file_index);
+    Py_CLEAR(st->analysis);
+    Py_CLEAR(st->format);
+}
+
+static void
+cov_fini(void *state)
+{
+    cov_state *st = state;
+    if (!st) {
+        return;
+    }
+    if (st->codes || st->analysis || st->format || st->file_index) {
+        if (Py_IsInitialized()) {
+            PyGILState_STATE g = PyGILState_Ensure();
+            cov_release_python(st);
+            PyGILState_Release(g);
+        }
+        else {
+            free(st->codes); /* the interpreter and its objects are gone */
+        }
+    }
+    for (size_t i = 0; i < st->nfiles; i++) {
+        file_free(st->files[i]);
+    }
+    free(st->files);
+    for (size_t i = 0; i < st->nthreads; i++) {
+        free(st->threads[i].slots);
+    }
+    free(st->threads);
+    cov_match_free(st->match);
+    free(st);
+}
+
+/* ---- report ------------------------------------------------------------ */
+
+/* Adds the .py files under source= that never ran (with every line missed). */
+static int
+add_unexecuted(cov_state *st)
+{
+    const char *src = cov_match_source(st->match);
+    if (!src) {
+        return 0;
+    }
+    PyObject *fn = PyDict_GetItemString(st->analysis, "python_files");
+    PyObject *list = fn ? PyObject_CallFunction(fn, "s", src) : NULL;
+    if (!list) {
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(list); i++) {
+        const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i));
+        if (!name) {
+            rc = -1;
+            break;
+        }
+        char *path = cov_abspath(name);
+        if (!path) {
+            PyErr_NoMemory();
+            rc = -1;
+            break;
+        }
+        int known = 0;
+        for (size_t k = 0; k < st->nfiles; k++) {
+            known |= strcmp(st->files[k]->path, path) == 0;
+        }
+        if (!known && cov_match_file(st->match, path) && !file_open(st, path, NULL)) {
+            rc = -1;
+        }
+        free(path);
+    }
+    Py_DECREF(list);
+    return rc;
+}
+
+static int
+list_append_new(PyObject *list, PyObject *item)
+{
+    if (!item) {
+        return -1;
+    }
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+static PyObject *
+file_data(const cov_state *st, const cov_file *f)
+{
+    PyObject *rec = PyDict_New();
+    PyObject *lines = PyList_New(0), *hits = PyList_New(0), *funcs = PyList_New(0);
+    PyObject *branches = PyList_New(0), *arcs = PyList_New(0);
+    if (!rec || !lines || !hits || !funcs || !branches || !arcs) {
+        goto fail;
+    }
+    for (int32_t n = 1; n <= f->maxline; n++) {
+        if (f->possible[n] && list_append_new(lines, PyLong_FromLong(n)) < 0) {
+            goto fail;
+        }
+        if (f->hits[n]
+            && list_append_new(hits, Py_BuildValue("[iK]", n,
+                                                   (unsigned long long)f->hits[n])) < 0) {
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < f->nfuncs; i++) {
+        if (list_append_new(funcs, Py_BuildValue("[siK]", f->funcs[i].qualname,
+                                                 f->funcs[i].line,
+                                                 (unsigned long long)f->funcs[i].calls)) < 0) {
+            goto fail;
+        }
+    }
+    for (size_t i = 0; st->branch && i < f->nbranches; i++) {
+        PyObject *d = PyList_New(0);
+        if (!d) {
+            goto fail;
+        }
+        for (int32_t j = 0; j < f->branches[i].ndest; j++) {
+            if (list_append_new(d, PyLong_FromLong(f->branches[i].dest[j])) < 0) {
+                Py_DECREF(d);
+                goto fail;
+            }
+        }
+        if (list_append_new(branches, Py_BuildValue("[iN]", f->branches[i].line, d)) < 0) {
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < f->caparcs; i++) {
+        const cov_arc *a = &f->arcs[i];
+        if (a->key && list_append_new(arcs, Py_BuildValue(
+                              "[iiK]", (int)(int32_t)(uint32_t)(a->key >> 32),
+                              (int)(int32_t)(uint32_t)(a->key & 0xffffffffu),
+                              (unsigned long long)a->count)) < 0) {
+            goto fail;
+        }
+    }
+    if (PyList_Sort(branches) < 0 || PyList_Sort(arcs) < 0
+        || PyDict_SetItemString(rec, "lines", lines) < 0
+        || PyDict_SetItemString(rec, "hits", hits) < 0
+        || PyDict_SetItemString(rec, "functions", funcs) < 0
+        || PyDict_SetItemString(rec, "branches", branches) < 0
+        || PyDict_SetItemString(rec, "arcs", arcs) < 0) {
+        goto fail;
+    }
+    Py_DECREF(lines);
+    Py_DECREF(hits);
+    Py_DECREF(funcs);
+    Py_DECREF(branches);
+    Py_DECREF(arcs);
+    return rec;
+fail:
+    Py_XDECREF(rec);
+    Py_XDECREF(lines);
+    Py_XDECREF(hits);
+    Py_XDECREF(funcs);
+    Py_XDECREF(branches);
+    Py_XDECREF(arcs);
+    return NULL;
+}
+
+static PyObject *
+build_data(const cov_state *st)
+{
+    PyObject *files = PyDict_New();
+    if (!files) {
+        return NULL;
+    }
+    for (size_t i = 0; i < st->nfiles; i++) {
+        PyObject *rec = file_data(st, st->files[i]);
+        if (!rec || PyDict_SetItemString(files, st->files[i]->path, rec) < 0) {
+            Py_XDECREF(rec);
+            Py_DECREF(files);
+            return NULL;
+        }
+        Py_DECREF(rec);
+    }
+    PyObject *sorted = PyDict_New();
+    PyObject *keys = sorted ? PyDict_Keys(files) : NULL;
+    if (!keys || PyList_Sort(keys) < 0) {
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        if (PyDict_SetItem(sorted, k, PyDict_GetItem(files, k)) < 0) {
+            goto fail;
+        }
+    }
+    Py_DECREF(keys);
+    Py_DECREF(files);
+    char version[32];
+    const char *full = Py_GetVersion(); /* "3.11.7 (main, ...)" */
+    size_t vn = strcspn(full, " ");
+    snprintf(version, sizeof(version), "%.*s", (int)(vn < 31 ? vn : 31), full);
+    return Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:i},s:N}", "meta", "format",
+                         "pytracekit-coverage", "version", 1, "branch",
+                         st->branch ? Py_True : Py_False, "python", version, "runs", 1,
+                         "files", sorted);
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(sorted);
+    Py_DECREF(files);
+    return NULL;
+}
+
+static int
+write_text(cov_state *st, const char *filename, const char *function, PyObject *data)
+{
+    PyObject *fn = PyDict_GetItemString(st->format, function);
+    PyObject *text = fn ? PyObject_CallOneArg(fn, data) : NULL;
+    Py_ssize_t n;
+    const char *s = text ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
+    if (!s) {
+        Py_XDECREF(text);
+        return cov_fail_python(st, function);
+    }
+    void *token;
+    FILE *fp = st->host->report_open(st->ctx, filename, &token);
+    if (!fp) {
+        Py_DECREF(text);
+        return PTK_EIO;
+    }
+    int ok = fwrite(s, 1, (size_t)n, fp) == (size_t)n;
+    Py_DECREF(text);
+    int rc = st->host->report_commit(token, ok);
+    if (!ok && rc == PTK_OK) {
+        rc = st->host->fail(st->ctx, PTK_EIO, "cannot write %s", filename);
+    }
+    return rc;
+}
+
+static int
+cov_report(void *state, const ptk_report_args *args)
+{
+    cov_state *st = state;
+    int rc = PTK_OK;
+    PyObject *data = NULL;
+    if (add_unexecuted(st) < 0 || !(data = build_data(st))) {
+        rc = cov_fail_python(st, "collecting the coverage data");
+        goto done;
+    }
+    rc = st->host->report_write_object(st->ctx, "coverage.json", data, PTK_FMT_JSON);
+    if (rc == PTK_OK) {
+        rc = write_text(st, "coverage.lcov", "lcov_text", data);
+    }
+    if (rc == PTK_OK) {
+        rc = write_text(st, "coverage.xml", "cobertura_text", data);
+    }
+    if (rc == PTK_OK) {
+        PyObject *fn = PyDict_GetItemString(st->format, "summary_text");
+        PyObject *text = fn ? PyObject_CallOneArg(fn, data) : NULL;
+        const char *s = text ? PyUnicode_AsUTF8(text) : NULL;
+        if (!s) {
+            rc = cov_fail_python(st, "summary_text");
+        }
+        else {
+            fputs(s, args->summary ? args->summary : stderr);
+        }
+        Py_XDECREF(text);
+    }
+done:
+    Py_XDECREF(data);
+    cov_release_python(st);
+    return rc;
+}
+
+static const ptk_plugin_desc cov_desc = {
+    PTK_PLUGIN_HEADER,
+    .name = "coverage",
+    .version = COV_VERSION,
+    .description = "line, function and branch coverage (lcov, Cobertura XML, JSON)",
+    .events = PTK_MASK(PTK_EV_LINE) | PTK_MASK(PTK_EV_CALL),
+    .flags = 0,
+    .options = cov_options,
+    .init = cov_init,
+    .on_event = cov_on_event,
+    .on_ref = NULL,
+    .report = cov_report,
+    .fini = cov_fini,
+};
+
+PTK_PLUGIN_DEFINE(cov_desc)

@@ -1,0 +1,15 @@
+# Writes OUT, a C header with the files ANALYSIS and FORMAT as
+# `static const char cov_analysis_py[]` and `cov_format_py[]`, NUL-terminated.
+set(INPUTS "cov_analysis_py=${ANALYSIS}" "cov_format_py=${FORMAT}")
+set(_text "/* Generated from the Python sources by embed.cmake; do not edit. */\n")
+foreach(_pair IN LISTS INPUTS)
+  string(REPLACE "=" ";" _kv "${_pair}")
+  list(GET _kv 0 _name)
+  list(GET _kv 1 _path)
+  file(READ "${_path}" _hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," _bytes "${_hex}")
+  string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" _bytes "${_bytes}")
+  string(APPEND _text "static const char ${_name}[] = {\n${_bytes}0x00};\n")
+endforeach()
+file(WRITE "${OUT}.tmp" "${_text}")
+file(RENAME "${OUT}.tmp" "${OUT}")

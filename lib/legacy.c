@@ -26,9 +26,9 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what,
 /* ---- reading the current instruction -------------------------------- */
 
 static int
-opcode_at_lasti(PyFrameObject *frame, PyCodeObject *code, int *oparg)
+opcode_at(PyFrameObject *frame, PyCodeObject *code, int *oparg, int back)
 {
-    int lasti = PyFrame_GetLasti(frame);
+    int lasti = PyFrame_GetLasti(frame) - 2 * back;
     if (lasti < 0) {
         return -1;
     }
@@ -47,6 +47,21 @@ opcode_at_lasti(PyFrameObject *frame, PyCodeObject *code, int *oparg)
     }
     Py_DECREF(bytes);
     return op;
+}
+
+static int
+opcode_at_lasti(PyFrameObject *frame, PyCodeObject *code, int *oparg)
+{
+    return opcode_at(frame, code, oparg, 0);
+}
+
+/* A generator's RETURN is a yield if the frame stopped at a YIELD_VALUE;
+ * 3.13 reports the instruction after it, so look one back as well. */
+static int
+is_yield(PyFrameObject *frame, PyCodeObject *code)
+{
+    return opcode_at(frame, code, NULL, 0) == op_yield_value ||
+           opcode_at(frame, code, NULL, 1) == op_yield_value;
 }
 
 /* Runs a few lines of Python in a fresh namespace; errors are cleared. */
@@ -199,9 +214,8 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
             ev.origin = PTK_ORIGIN_UNWIND;
         }
         else if (code->co_flags & GEN_FLAGS) {
-            int op = opcode_at_lasti(frame, code, NULL);
-            ev.origin = op == op_yield_value ? PTK_ORIGIN_YIELD
-                                             : PTK_ORIGIN_RETURN;
+            ev.origin = is_yield(frame, code) ? PTK_ORIGIN_YIELD
+                                              : PTK_ORIGIN_RETURN;
         }
         else {
             ev.origin = PTK_ORIGIN_RETURN;

@@ -62,6 +62,7 @@ typedef struct ptk__thread {
     int skip_kind;
     char *name_storage;
     int name_tried;
+    int name_retry; /* try again (at report time): threading was not known */
 } ptk__thread;
 
 extern _Thread_local ptk__thread *ptk__tls;
@@ -75,6 +76,7 @@ ptk__thread_get(void)
 size_t ptk__thread_count(void);
 ptk__thread *ptk__thread_at(size_t index);
 void ptk__thread_set_name(ptk__thread *t); /* needs the GIL, may call Python */
+void ptk__thread_names_refresh(void);     /* retries the names still unknown */
 int ptk__stack_push(ptk__thread *t, PyCodeObject *code, PyFrameObject *frame);
 
 /* ---- dispatch (hub.c) ------------------------------------------------ */

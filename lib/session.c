@@ -310,6 +310,7 @@ ptk_session_report(ptk_session *s, char **errmsg)
     int first = PTK_OK;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    ptk__thread_names_refresh();
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         if (!c->initialised || c->failed || c->removed || !c->desc->report) {
             continue;

@@ -55,9 +55,10 @@ ptk__thread_at(size_t index)
 void
 ptk__thread_set_name(ptk__thread *t)
 {
-    if (t->name_tried) {
+    if (t->name_tried && (t->name_storage != NULL || !t->name_retry)) {
         return;
     }
+    t->name_retry = 0;
     t->name_tried = 1;
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
@@ -71,6 +72,9 @@ ptk__thread_set_name(ptk__thread *t)
         if (th != NULL) {
             name = PyObject_GetAttrString(th, "name");
         }
+    }
+    if (th == NULL) {
+        t->name_retry = 1; /* not known to threading (yet) */
     }
     if (name != NULL && PyUnicode_Check(name)) {
         const char *u = PyUnicode_AsUTF8(name);
@@ -105,4 +109,14 @@ ptk__stack_push(ptk__thread *t, PyCodeObject *code, PyFrameObject *frame)
     t->stack[t->pub.depth].frame = frame;
     t->pub.depth++;
     return PTK_OK;
+}
+
+void
+ptk__thread_names_refresh(void)
+{
+    for (size_t i = 0; i < nthreads; i++) {
+        if (threads[i]->name_storage == NULL) {
+            ptk__thread_set_name(threads[i]);
+        }
+    }
 }

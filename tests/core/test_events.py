@@ -1,0 +1,143 @@
+"""The event matrix of the CPython docs, observed through the hub."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from ptk_testlib import record, rows_of, run_python, session_program, test_plugin  # noqa: E402
+
+FUNCS = """
+def leaf(x):
+    return len([x])
+
+def middle(x):
+    y = leaf(x)
+    return y + 1
+
+def raiser(n):
+    if n == 0:
+        raise ValueError("boom")
+    return raiser(n - 1)
+
+def catcher():
+    try:
+        raiser(2)
+    except ValueError:
+        return "caught"
+
+def gen(n):
+    for i in range(n):
+        yield i
+"""
+
+
+class Matrix(unittest.TestCase):
+    def test_profile_only_sees_no_trace_events(self):
+        (rows,), _ = record("for i in range(3): middle(i)\ncatcher()", FUNCS,
+                            ["events=profile"])
+        kinds = {r[0] for r in rows}
+        self.assertFalse(kinds & {"line", "opcode", "exception"}, kinds)
+        self.assertEqual(len(rows_of(rows, "call", "middle")), 3)
+        self.assertEqual(len(rows_of(rows, "c_call", "middle")), 0)
+        # C calls made by leaf: len, 3 times
+        self.assertEqual([r[3] for r in rows_of(rows, "c_call", "leaf")], ["len"] * 3)
+
+    def test_trace_only_sees_no_c_events(self):
+        # a profile subscriber beside it makes the hub install both hooks
+        (trace, prof), _ = record("for i in range(3): middle(i)", FUNCS,
+                                  ["events=call,return,line,exception",
+                                   "events=profile"])
+        self.assertFalse({r[0] for r in trace} & {"c_call", "c_return", "c_exception"})
+        self.assertTrue(rows_of(trace, "line", "middle"))
+        self.assertTrue(rows_of(prof, "c_call"))
+
+    def test_both_hooks_call_and_return_once(self):
+        (both,), _ = record("for i in range(5): middle(i)", FUNCS,
+                            ["events=call,return,line,c_call"])
+        self.assertEqual(len(rows_of(both, "call", "middle")), 5)
+        self.assertEqual(len(rows_of(both, "return", "middle")), 5)
+        self.assertEqual(len(rows_of(both, "call", "leaf")), 5)
+        # two lines in middle per call
+        self.assertEqual(len(rows_of(both, "line", "middle")), 10)
+
+    def test_generator_creation_is_no_call_each_resume_is(self):
+        # the unstarted generator is kept alive: closing it is a CALL on 3.11
+        (rows,), _ = record("KEEP.append(gen(3))\nfor x in gen(2): pass",
+                            FUNCS + "KEEP = []\n", ["events=call,return"])
+        calls = rows_of(rows, "call", "gen")
+        rets = rows_of(rows, "return", "gen")
+        # h: 2 yields + the final return = 3 resumes; g never started
+        self.assertEqual(len(calls), 3)
+        self.assertEqual(len(rets), 3)
+        self.assertEqual([r[6] for r in calls], [1, 2, 2])     # START, RESUME, RESUME
+        self.assertEqual([r[6] for r in rets], [5, 5, 4])      # YIELD, YIELD, RETURN
+        self.assertEqual([r[3] for r in rets], ["int", "int", "None"])
+
+    def test_return_arg_is_null_on_unwind(self):
+        (rows,), _ = record("catcher()\nmiddle(1)", FUNCS, ["events=call,return"])
+        rr = rows_of(rows, "return", "raiser")
+        self.assertEqual([r[3] for r in rr], ["NULL"] * 3)
+        self.assertEqual([r[6] for r in rr], [6] * 3)           # UNWIND
+        self.assertEqual([r[3] for r in rows_of(rows, "return", "catcher")], ["str"])
+        self.assertEqual([r[3] for r in rows_of(rows, "return", "middle")], ["int"])
+
+    def test_exception_in_each_frame_it_passes(self):
+        (rows,), _ = record("catcher()", FUNCS, ["events=exception"])
+        ex = rows_of(rows, "exception")
+        self.assertEqual([r[1] for r in ex], ["raiser", "raiser", "raiser", "catcher"])
+        self.assertEqual({r[3] for r in ex}, {"tuple"})
+
+    def test_f_trace_lines_false_stops_line(self):
+        body = "middle(1)\nmiddle(2)"
+        (rows,), _ = record(body, FUNCS, ["events=line,no_lines=middle"])
+        # the first LINE of each middle frame, then nothing from that frame
+        self.assertEqual(len(rows_of(rows, "line", "middle")), 2)
+        self.assertEqual(len(rows_of(rows, "line", "leaf")), 2)
+
+    def test_opcode_only_where_f_trace_opcodes_is_set(self):
+        (rows,), _ = record("middle(1)", FUNCS, ["events=opcode,opcodes_check=true"])
+        ops = rows_of(rows, "opcode")
+        self.assertTrue(rows_of(rows, "opcode", "middle"))
+        self.assertTrue(rows_of(rows, "opcode", "leaf"))
+        self.assertEqual({r[7] for r in ops}, {True})
+
+    def test_depth_and_thread(self):
+        (rows,), _ = record("middle(1)", FUNCS, ["events=call,return"])
+        d = {(r[0], r[1]): r[4] for r in rows}
+        self.assertEqual(d[("call", "leaf")], d[("call", "middle")] + 1)
+        self.assertEqual(d[("return", "leaf")], d[("call", "leaf")])
+        self.assertEqual({r[5] for r in rows}, {0})
+
+    def test_settrace_gettrace_round_trip(self):
+        body = """
+import sys
+middle(1)
+t = sys.gettrace()
+assert 'pytracekit hub' in repr(t), repr(t)
+sys.settrace(sys.gettrace())
+middle(2)
+sys.setprofile(sys.getprofile())
+middle(3)
+"""
+        (rows,), _ = record(body, FUNCS, ["events=call,line"])
+        self.assertEqual(len(rows_of(rows, "call", "middle")), 3)
+        self.assertEqual(len(rows_of(rows, "line", "middle")), 6)
+
+    def test_hooks_removed_when_last_subscriber_leaves(self):
+        p = run_python(session_program(
+            [f"{test_plugin('recorder')}:events=call,line"], "pass",
+            setup="import sys\n", outdir=tempfile.mkdtemp())
+            + "print(sys.getprofile(), sys.gettrace())\n")
+        self.assertEqual(p.stdout.strip().splitlines()[-1], "None None")
+
+    def test_disable_line_per_location(self):
+        # r0 disables every LINE; r1 beside it keeps getting them all
+        body = "for i in range(4): middle(i)"
+        (r0, r1), _ = record(body, FUNCS, ["events=line,disable=line", "events=line"])
+        self.assertEqual(len(rows_of(r0, "line", "middle")), 2)
+        self.assertEqual(len(rows_of(r1, "line", "middle")), 8)
+
+
+if __name__ == "__main__":
+    unittest.main()

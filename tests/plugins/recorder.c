@@ -1,0 +1,165 @@
+/* recorder: a test plugin that writes down every event it gets, as
+ * [kind, function name, line, arg, depth, thread index, origin] rows in
+ * recorder.json (name recorder-<tag>.json with option tag=).
+ *
+ * arg is recorded as: "NULL", "None", or the type name of the object.
+ * Options:
+ *   events=LIST        what to subscribe to (names as in ptk_event_name)
+ *   tag=TEXT           suffix of the output file
+ *   disable=LIST       kinds for which on_event returns PTK_DISABLE
+ *   only=NAME          record only events of functions named NAME
+ *   no_lines=NAME      on the first LINE of a frame of NAME, set
+ *                      frame.f_trace_lines = False
+ *   opcodes_check=BOOL for OPCODE: record whether frame.f_trace_opcodes is set
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <pytracekit/plugin.h>
+
+typedef struct {
+    const ptk_host *host;
+    ptk_plugin_ctx *ctx;
+    PyObject *rows;
+    unsigned int disable;
+    const char *tag, *only, *no_lines;
+    int opcodes_check;
+} rec;
+
+static const ptk_option_spec options[] = {
+    {"events", PTK_OPT_LIST, "profile", "events to record", NULL},
+    {"tag", PTK_OPT_STRING, "", "output file suffix", NULL},
+    {"disable", PTK_OPT_LIST, "", "kinds answered with PTK_DISABLE", NULL},
+    {"only", PTK_OPT_STRING, "", "record only this function", NULL},
+    {"no_lines", PTK_OPT_STRING, "", "switch f_trace_lines off in this function", NULL},
+    {"opcodes_check", PTK_OPT_BOOL, "false", "record f_trace_opcodes", NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static unsigned int
+mask_of(const char *list)
+{
+    unsigned int m = 0;
+    for (int k = 0; k <= PTK_EV_OPCODE; k++) {
+        const char *n = ptk_event_name(k);
+        const char *p = list;
+        size_t len = strlen(n);
+        while ((p = strstr(p, n)) != NULL) {
+            int start = p == list || p[-1] == ',';
+            int end = p[len] == '\0' || p[len] == ',';
+            if (start && end) {
+                m |= PTK_MASK(k);
+            }
+            p += len;
+        }
+    }
+    if (strstr(list, "profile")) {
+        m |= PTK_MASK_PROFILE;
+    }
+    return m;
+}
+
+static int
+rec_init(const ptk_init_args *a, void **state, unsigned int *events)
+{
+    rec *r = calloc(1, sizeof *r);
+    r->host = a->host;
+    r->ctx = a->ctx;
+    r->rows = PyList_New(0);
+    *events = mask_of(a->host->option(a, "events")->s);
+    r->disable = mask_of(a->host->option(a, "disable")->s);
+    r->tag = a->host->option(a, "tag")->s;
+    r->only = a->host->option(a, "only")->s;
+    r->no_lines = a->host->option(a, "no_lines")->s;
+    r->opcodes_check = (int)a->host->option(a, "opcodes_check")->i;
+    *state = r;
+    return r->rows ? PTK_OK : PTK_ENOMEM;
+}
+
+static int
+rec_event(void *state, const ptk_event *ev)
+{
+    rec *r = state;
+    const char *name = PyUnicode_AsUTF8(ev->code->co_name);
+    if (r->only[0] && strcmp(name, r->only) != 0) {
+        return PTK_OK;
+    }
+    PyObject *arg;
+    if (ev->arg == NULL) {
+        arg = PyUnicode_FromString("NULL");
+    }
+    else if (ev->arg == Py_None) {
+        arg = PyUnicode_FromString("None");
+    }
+    else {
+        arg = PyUnicode_FromString(Py_TYPE(ev->arg)->tp_name);
+    }
+    if (ev->kind == PTK_EV_C_CALL || ev->kind == PTK_EV_C_RETURN ||
+        ev->kind == PTK_EV_C_EXCEPTION) {
+        PyObject *n = PyObject_GetAttrString(ev->arg, "__name__");
+        if (n == NULL) {
+            PyErr_Clear();
+        }
+        else {
+            Py_DECREF(arg);
+            arg = n;
+        }
+    }
+    PyObject *extra = Py_NewRef(Py_None);
+    PyFrameObject *f = r->host->event_frame(ev);
+    if (ev->kind == PTK_EV_OPCODE && r->opcodes_check && f) {
+        Py_DECREF(extra);
+        extra = PyObject_GetAttrString((PyObject *)f, "f_trace_opcodes");
+    }
+    PyObject *row = Py_BuildValue("(ssiNiiiN)", ptk_event_name(ev->kind), name,
+                                  ev->line, arg, (int)ev->depth,
+                                  (int)ev->thread->index, (int)ev->origin,
+                                  extra);
+    if (row == NULL || PyList_Append(r->rows, row) < 0) {
+        Py_XDECREF(row);
+        return PTK_EPYTHON;
+    }
+    Py_DECREF(row);
+    if (ev->kind == PTK_EV_LINE && r->no_lines[0] && f &&
+        strcmp(name, r->no_lines) == 0) {
+        if (PyObject_SetAttrString((PyObject *)f, "f_trace_lines", Py_False) < 0) {
+            return PTK_EPYTHON;
+        }
+    }
+    return (r->disable & PTK_MASK(ev->kind)) ? PTK_DISABLE : PTK_OK;
+}
+
+static int
+rec_report(void *state, const ptk_report_args *a)
+{
+    rec *r = state;
+    char name[256];
+    snprintf(name, sizeof name, "recorder%s%s.json", r->tag[0] ? "-" : "", r->tag);
+    return r->host->report_write_object(a->ctx, name, r->rows, PTK_FMT_JSON);
+}
+
+static void
+rec_fini(void *state)
+{
+    rec *r = state;
+    Py_XDECREF(r->rows);
+    free(r);
+}
+
+static const ptk_plugin_desc desc = {
+    PTK_PLUGIN_HEADER,
+    .name = "recorder",
+    .version = "1",
+    .description = "test plugin: records every event",
+    .events = PTK_MASK_PROFILE,
+    .options = options,
+    .init = rec_init,
+    .on_event = rec_event,
+    .report = rec_report,
+    .fini = rec_fini,
+};
+
+PTK_PLUGIN_DEFINE(desc)

@@ -1,0 +1,73 @@
+"""Shared helpers of pytracekit's Python-driven tests."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+PYTHON = os.environ.get("PTK_PYTHON", sys.executable)
+CLI = os.environ.get("PTK_CLI")
+TEST_PLUGINS = os.environ.get("PTK_TEST_PLUGIN_DIR", "")
+BUILD = os.environ.get("PTK_BUILD_DIR", "")
+
+
+def test_plugin(name):
+    return os.path.join(TEST_PLUGINS, name + ".so")
+
+
+def run_python(code, cwd=None, env=None, check=True):
+    """Runs `code` in a fresh interpreter of this build; returns the
+    CompletedProcess (text)."""
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run([PYTHON, "-c", textwrap.dedent(code)], cwd=cwd, env=e,
+                       capture_output=True, text=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError(f"child failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def run_cli(args, cwd=None, env=None, timeout=300):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run([CLI] + list(args), cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def session_program(plugins, body, setup="", threads="current", outdir=None):
+    """Python source that defines `setup`, runs `body` inside a session with
+    `plugins`, and reports."""
+    return textwrap.dedent(setup) + textwrap.dedent(f"""
+import pytracekit as _ptk
+_s = _ptk.Session({plugins!r}, output_dir={outdir!r}, threads={threads!r})
+_s.start()
+def _body():
+{textwrap.indent(textwrap.dedent(body), '    ')}
+_body()
+_s.stop()
+_fail = _s.report()
+_s.close()
+""")
+
+
+def record(body, setup="", specs=("events=profile",), threads="current"):
+    """Runs `body` under one recorder per spec; returns a list (one per spec)
+    of rows [kind, name, line, arg, depth, thread, origin, extra]."""
+    with tempfile.TemporaryDirectory() as out:
+        plugins = [f"{test_plugin('recorder')}:tag=r{i},{spec}"
+                   for i, spec in enumerate(specs)]
+        src = session_program(plugins, body, setup, threads, out)
+        p = run_python(src, cwd=out)
+        rows = []
+        for i in range(len(specs)):
+            with open(os.path.join(out, f"recorder-r{i}.json")) as f:
+                rows.append(json.load(f))
+        return rows, p
+
+
+def rows_of(rows, kind=None, name=None):
+    return [r for r in rows if (kind is None or r[0] == kind)
+            and (name is None or r[1] == name)]

@@ -2,6 +2,7 @@
 #include "ptk_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 const char *
 ptk_strerror(int code)
@@ -43,4 +44,47 @@ void
 ptk_free(void *p)
 {
     free(p);
+}
+
+int
+ptk_event_parse_mask(const char *list, unsigned int *mask)
+{
+    unsigned int m = 0;
+    const char *p = list ? list : "";
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != ',') {
+            e++;
+        }
+        size_t n = (size_t)(e - p);
+        int found = 0;
+        static const struct {
+            const char *name;
+            unsigned int mask;
+        } groups[] = {{"profile", PTK_MASK_PROFILE},
+                      {"trace", PTK_MASK_TRACE},
+                      {"ref", PTK_MASK_REF},
+                      {"all", PTK_MASK_ALL}};
+        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+            if (strlen(groups[g].name) == n && !strncmp(p, groups[g].name, n)) {
+                m |= groups[g].mask;
+                found = 1;
+            }
+        }
+        for (int k = 0; k < PTK_EV_COUNT && !found; k++) {
+            const char *name = ptk_event_name(k);
+            if (strlen(name) == n && !strncmp(p, name, n)) {
+                m |= PTK_MASK(k);
+                found = 1;
+            }
+        }
+        if (!found && n > 0) {
+            return PTK_EINVAL;
+        }
+        p = *e ? e + 1 : e;
+    }
+    if (mask != NULL) {
+        *mask = m;
+    }
+    return PTK_OK;
 }

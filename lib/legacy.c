@@ -88,6 +88,19 @@ pop_stale_c(ptk__thread *th, int32_t depth)
     }
 }
 
+static void
+c_identity(PyObject *callable, const void **fn, const void **self)
+{
+    if (PyCFunction_Check(callable)) {
+        *fn = ((PyCFunctionObject *)callable)->m_ml;
+        *self = ((PyCFunctionObject *)callable)->m_self;
+    }
+    else {
+        *fn = callable;
+        *self = NULL;
+    }
+}
+
 static int
 push_c(ptk__thread *th, PyObject *callable)
 {
@@ -100,7 +113,8 @@ push_c(ptk__thread *th, PyObject *callable)
         th->cstack = n;
         th->ccap = ncap;
     }
-    th->cstack[th->cdepth].callable = callable;
+    c_identity(callable, &th->cstack[th->cdepth].fn,
+               &th->cstack[th->cdepth].self);
     th->cstack[th->cdepth].depth = th->pub.depth;
     th->cdepth++;
     return 0;
@@ -111,11 +125,13 @@ push_c(ptk__thread *th, PyObject *callable)
 static int
 match_c(ptk__thread *th, PyObject *callable)
 {
+    const void *fn, *self;
+    c_identity(callable, &fn, &self);
     for (int i = th->cdepth - 1; i >= 0; i--) {
         if (th->cstack[i].depth != th->pub.depth) {
             break;
         }
-        if (th->cstack[i].callable == callable) {
+        if (th->cstack[i].fn == fn && th->cstack[i].self == self) {
             return i;
         }
     }

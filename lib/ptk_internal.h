@@ -43,7 +43,10 @@ void ptk__options_free(ptk__options *o);
 /* ---- threads (thread.c) ---------------------------------------------- */
 
 typedef struct ptk__cframe {
-    PyObject *callable; /* borrowed, compared by identity only */
+    /* What identifies the C function: a bound builtin method is made anew
+     * for each event on 3.12+, so (method def, self) and not the object. */
+    const void *fn;     /* PyMethodDef* of a PyCFunction, else the callable */
+    const void *self;   /* its m_self (compared by identity only) */
     int32_t depth;      /* Python depth when the C call started */
 } ptk__cframe;
 

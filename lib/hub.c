@@ -179,7 +179,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     if (rc < 0) {
         return rc;
     }
-    ptk__table *t;
+    ptk__table *t = NULL;
     rc = build(&t, errmsg);
     if (rc < 0) {
         return rc;

@@ -478,7 +478,8 @@ done:
 }
 
 /* Writes @p acc as "stack microseconds" lines. Values are rounded so that
- * they add up to floor(total ns / 1000) exactly; zero lines are left out. */
+ * they add up to floor(total ns / 1000) exactly: each line is within 1 us
+ * of its own time, and a stack whose time rounds to 0 still gets its line. */
 static int
 tm_folded_write(tm_state *st, const char *filename, PyObject *acc)
 {
@@ -495,9 +496,6 @@ tm_folded_write(tm_state *st, const char *filename, PyObject *acc)
         cum_ns += PyLong_AsUnsignedLongLong(val);
         unsigned long long us = cum_ns / 1000 - cum_us;
         cum_us += us;
-        if (us == 0) {
-            continue;
-        }
         const char *s = PyUnicode_AsUTF8(k);
         if (s == NULL || fprintf(f, "%s %llu\n", s, us) < 0) {
             PyErr_Clear();

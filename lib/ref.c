@@ -9,7 +9,8 @@
  * removal if the slot still holds the hub's tracer.
  *
  * Nobody tells the hub when its tracer is replaced (tracemalloc.start()
- * overwrites the slot; tracemalloc.stop() empties it). The hub notices
+ * overwrites the slot, whoever is in it; on 3.13.0 tracemalloc.stop() leaves
+ * its own, now idle, tracer there). The hub notices
  * eviction:
  *   - at each ptk__ref_sync (every dispatch-table swap, and at stop),
  *   - at each ptk__ref_status (plugins ask for it in their reports),
@@ -186,27 +187,27 @@ ptk__ref_detach(struct ptk_plugin_ctx *ctx, const char *what)
     ptk__host.fail(ctx, PTK_EPLUGIN,
                    "on_ref %s inside CPython's reference tracer, where it "
                    "must not create Python objects, set or clear an "
-                   "exception, or call into Python; detached",
+                   "exception, or call into Python",
                    what);
     ptk__plugin_fail(ctx, PTK_EPLUGIN, 0);
 }
 
-/* After an on_ref: undo a change to the pending exception. @p exc0 is the
- * exception pending before (the caller holds a reference to it). */
+/* After an on_ref: undo a change to the pending exception and describe it
+ * into @p what. @p exc0 is the exception pending before (the caller holds a
+ * reference to it). */
 static void
-ptk__ref_fix_exception(struct ptk_plugin_ctx *ctx, PyObject *exc0)
+ptk__ref_fix_exception(PyObject *exc0, char *what, size_t cap)
 {
-    char what[256];
     PyObject *now = PyErr_GetRaisedException();
     if (now != NULL) {
         char desc[200];
         ptk__ref_describe(desc, sizeof desc, now);
         if (exc0 != NULL) {
-            snprintf(what, sizeof what, "replaced the pending exception "
-                     "(%s) with %s", Py_TYPE(exc0)->tp_name, desc);
+            snprintf(what, cap, "replaced the pending exception (%s) with %s",
+                     Py_TYPE(exc0)->tp_name, desc);
         }
         else {
-            snprintf(what, sizeof what, "set an exception (%s)", desc);
+            snprintf(what, cap, "set an exception (%s)", desc);
         }
         if (ptk__ref.ngrave < PTK__REF_GRAVE) {
             ptk__ref.grave[ptk__ref.ngrave++] = now;
@@ -216,13 +217,12 @@ ptk__ref_fix_exception(struct ptk_plugin_ctx *ctx, PyObject *exc0)
         }
     }
     else {
-        snprintf(what, sizeof what, "cleared the pending exception (%s)",
+        snprintf(what, cap, "cleared the pending exception (%s)",
                  Py_TYPE(exc0)->tp_name);
     }
     if (exc0 != NULL) {
         PyErr_SetRaisedException(Py_NewRef(exc0));
     }
-    ptk__ref_detach(ctx, what);
 }
 
 static int
@@ -254,15 +254,20 @@ ptk__ref_deliver(const ptk__table *t, PyObject *obj, ptk_event_kind kind)
         ptk__ref.calls = &call;
         s->on_ref(s->state, obj, kind);
         ptk__ref.calls = call.outer;
-        if (call.created > 0) {
-            char what[160];
-            snprintf(what, sizeof what, "created %llu Python object%s "
-                     "(the first a '%s')", (unsigned long long)call.created,
-                     call.created == 1 ? "" : "s", call.created_type);
+        int changed = ts != NULL && ts->current_exception != exc0;
+        if (call.created > 0 || changed) {
+            char made[160] = "", exc[256] = "", what[440];
+            if (call.created > 0) {
+                snprintf(made, sizeof made, "created %llu Python object%s "
+                         "(the first a '%s')", (unsigned long long)call.created,
+                         call.created == 1 ? "" : "s", call.created_type);
+            }
+            if (changed) {
+                ptk__ref_fix_exception(exc0, exc, sizeof exc);
+            }
+            snprintf(what, sizeof what, "%s%s%s", made,
+                     made[0] && exc[0] ? " and " : "", exc);
             ptk__ref_detach(ctx, what);
-        }
-        if (ts != NULL && ts->current_exception != exc0) {
-            ptk__ref_fix_exception(ctx, exc0);
         }
     }
     Py_XDECREF(exc0);
@@ -315,7 +320,7 @@ ptk__ref_install(char **errmsg)
 {
     void *data = NULL;
     PyRefTracer fn = PyRefTracer_GetTracer(&data);
-    ptk__ref.gen += 2; /* odd, never NULL */
+    ptk__ref.gen++; /* the token; never NULL */
     if (ptk__ref.gen == 0) {
         ptk__ref.gen = 1;
     }

@@ -1,0 +1,114 @@
+/* _ptk_refprobe: a test-only extension that looks at and uses CPython's
+ * reference-tracer slot directly, as a third-party tool would.
+ *
+ *   slot()            -> (function address, data address) now in the slot
+ *   tracer_address()  -> address of this module's own tracer
+ *   install(type)     -> puts this module's tracer in the slot (evicting
+ *                        whoever is there); it counts CREATE and DESTROY of
+ *                        objects whose type is exactly `type`
+ *   counts()          -> (creates, destroys, events with a ValueError
+ *                        pending) seen so far
+ *   uninstall()       -> empties the slot if it still holds this tracer
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+static PyObject *target;
+static unsigned long long n_create, n_destroy, n_pending;
+static int probe_token;
+
+static int
+probe_tracer(PyObject *obj, PyRefTracerEvent event, void *data)
+{
+    if (data == &probe_token && PyErr_Occurred() &&
+        PyErr_ExceptionMatches(PyExc_ValueError)) {
+        n_pending++;
+    }
+    if (data == &probe_token && (PyObject *)Py_TYPE(obj) == target) {
+        if (event == PyRefTracer_CREATE) {
+            n_create++;
+        }
+        else if (event == PyRefTracer_DESTROY) {
+            n_destroy++;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+probe_slot(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    void *data = NULL;
+    PyRefTracer fn = PyRefTracer_GetTracer(&data);
+    return Py_BuildValue("(KK)", (unsigned long long)(uintptr_t)fn,
+                         (unsigned long long)(uintptr_t)data);
+}
+
+static PyObject *
+probe_tracer_address(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyLong_FromUnsignedLongLong((uintptr_t)probe_tracer);
+}
+
+static PyObject *
+probe_install(PyObject *m, PyObject *type)
+{
+    (void)m;
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "install() needs a type");
+        return NULL;
+    }
+    Py_XSETREF(target, Py_NewRef(type));
+    n_create = n_destroy = n_pending = 0;
+    if (PyRefTracer_SetTracer(probe_tracer, &probe_token) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+probe_counts(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return Py_BuildValue("(KKK)", n_create, n_destroy, n_pending);
+}
+
+static PyObject *
+probe_uninstall(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    void *data = NULL;
+    if (PyRefTracer_GetTracer(&data) == probe_tracer &&
+        PyRefTracer_SetTracer(NULL, NULL) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef probe_methods[] = {
+    {"slot", probe_slot, METH_NOARGS, "the reference-tracer slot"},
+    {"tracer_address", probe_tracer_address, METH_NOARGS, "this tracer"},
+    {"install", probe_install, METH_O, "install the counting tracer"},
+    {"counts", probe_counts, METH_NOARGS, "(creates, destroys)"},
+    {"uninstall", probe_uninstall, METH_NOARGS, "empty the slot if ours"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef probe_module = {
+    PyModuleDef_HEAD_INIT, "_ptk_refprobe", NULL, -1, probe_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__ptk_refprobe(void)
+{
+    return PyModule_Create(&probe_module);
+}

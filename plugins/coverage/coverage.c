@@ -98,6 +98,9 @@ typedef struct cov_state {
     cov_tstack *threads;
     size_t nthreads;
 
+    uint64_t line_events; /* LINE events received for measured code */
+    uint64_t call_events; /* CALL events received for measured code */
+
     PyObject *analysis;  /* module dict of analysis.py */
     PyObject *format;    /* module dict of pytracekit-coverage.py */
     int op_resume, op_yield;
@@ -677,14 +680,20 @@ call_is_start(const cov_state *st, const cov_code *c, const ptk_event *ev)
     return PyFrame_GetLasti(frame) <= c->start;
 }
 
-/* 1 if a RETURN event is a yield (or an await suspending), else 0. */
+/* 1 if a RETURN event leaves the frame suspended at a yield (or an await),
+ * else 0. A generator closed (or thrown into) at a yield also counts as
+ * suspended there, as coverage.py counts it: its frame is left from the yield
+ * line, and that is not an exit arc of the code. */
 static int
 return_is_yield(const cov_state *st, const cov_code *c, const ptk_event *ev)
 {
+    if (!c->generator) {
+        return 0;
+    }
     if (ev->origin == PTK_ORIGIN_YIELD) {
         return 1;
     }
-    if (ev->origin == PTK_ORIGIN_UNWIND || !c->generator || !ev->arg || !c->bytecode) {
+    if (!c->bytecode) {
         return 0;
     }
     PyFrameObject *frame = st->host->event_frame(ev);
@@ -720,6 +729,7 @@ cov_on_event(void *state, const ptk_event *ev)
     switch (ev->kind) {
     case PTK_EV_LINE: {
         int32_t line = ev->line;
+        st->line_events++;
         if (line <= 0) {
             return st->branch ? PTK_OK : PTK_DISABLE;
         }
@@ -749,6 +759,7 @@ cov_on_event(void *state, const ptk_event *ev)
     }
     case PTK_EV_CALL: {
         int start = call_is_start(st, c, ev);
+        st->call_events++;
         if (start && c->func >= 0) {
             f->funcs[c->func].calls++;
         }
@@ -1137,10 +1148,11 @@ build_data(const cov_state *st)
     const char *full = Py_GetVersion(); /* "3.11.7 (main, ...)" */
     size_t vn = strcspn(full, " ");
     snprintf(version, sizeof(version), "%.*s", (int)(vn < 31 ? vn : 31), full);
-    return Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:i},s:N}", "meta", "format",
+    return Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:i,s:{s:K,s:K}},s:N}", "meta", "format",
                          "pytracekit-coverage", "version", 1, "branch",
                          st->branch ? Py_True : Py_False, "python", version, "runs", 1,
-                         "files", sorted);
+                         "events", "line", (unsigned long long)st->line_events, "call",
+                         (unsigned long long)st->call_events, "files", sorted);
 fail:
     Py_XDECREF(keys);
     Py_XDECREF(sorted);

@@ -6,7 +6,8 @@ collector of executed lines, line transitions (arcs) and function starts.
 runs SCRIPT as __main__ and writes
     {"files": {abs path: {"lines": {line: count},
                            "arcs": [[from, to, count], ...],
-                           "starts": [[qualname, first line, count], ...]}}}
+                           "starts": [[qualname, first line, count], ...],
+                           "code_lines": distinct (code object, line) pairs}}}
 for every file whose name does not start with '<'. It shares no code with
 the plugin: it sees the LINE events CPython gives any trace function, and
 keeps its per-frame state in the frames' own local trace functions.
@@ -43,6 +44,7 @@ class Collector:
         self.arcs = {}     # file -> {(a, b): count}
         self.starts = {}   # file -> {(qualname, line): count}
         self.live = set()  # frames that started and have not finished
+        self.code_lines = {}  # file -> {(qualname, first line, line)}
         self.lock = threading.Lock()
 
     def _arc(self, fname, a, b):
@@ -75,6 +77,8 @@ class Collector:
                     line = frame.f_lineno
                     d = self.lines.setdefault(fname, {})
                     d[line] = d.get(line, 0) + 1
+                    self.code_lines.setdefault(fname, set()).add(
+                        (frame.f_code.co_qualname, first, line))
                     self._arc(fname, state[0], line)
                     state[0] = line
                 elif event == "return":
@@ -92,6 +96,7 @@ class Collector:
                 "lines": {str(k): v for k, v in sorted(self.lines.get(fname, {}).items())},
                 "arcs": sorted([a, b, c] for (a, b), c in self.arcs.get(fname, {}).items()),
                 "starts": sorted([q, l, c] for (q, l), c in self.starts.get(fname, {}).items()),
+                "code_lines": len(self.code_lines.get(fname, ())),
             }
         return {"files": out}
 

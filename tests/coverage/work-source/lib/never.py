@@ -1,0 +1,5 @@
+"""Only used with source=: this file is never imported."""
+
+
+def nothing():
+    return 0

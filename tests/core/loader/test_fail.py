@@ -1,0 +1,265 @@
+"""Failure containment: a plugin that fails is detached, the traced program
+and the other plugins go on, and the failure is reported at the end.
+
+usage: test_fail.py CASE
+"""
+import json
+import os
+import sys
+import textwrap
+
+from ptk_loader_util import (Scratch, check, check_in, cli, leftovers, load_json,
+                             main, test_plugin)
+
+# Deterministic, far more than 1000 profile events, its own output and exit
+# status.
+WORK = textwrap.dedent("""\
+    import sys
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+    total = 0
+    for i in range(5):
+        total += fib(12 + i)
+    print("work done", total)
+    sys.exit(5)
+    """)
+WORK_OUT = "work done %d\n" % sum([144, 233, 377, 610, 987])
+WORK_RC = 5
+
+# The program's own exceptions, raised and caught while the plugin fails.
+UNWIND = textwrap.dedent("""\
+    import sys
+    class Custom(Exception):
+        pass
+    def inner():
+        raise Custom("the program's own", 42)
+    def middle():
+        try:
+            inner()
+        finally:
+            print("finally in middle")
+    try:
+        middle()
+    except Custom as e:
+        print("caught", type(e).__name__, e.args, "context", repr(e.__context__))
+    print("after", sys.exc_info()[0])
+    def gen():
+        yield 1
+        raise KeyError("from the generator")
+    try:
+        for x in gen():
+            pass
+    except KeyError as e:
+        print("caught", type(e).__name__, e.args, "context", repr(e.__context__))
+    try:
+        try:
+            {}["missing"]
+        except KeyError:
+            raise ValueError("chained")
+    except ValueError as e:
+        print("caught", type(e).__name__, e.args, "context", repr(e.__context__))
+    sys.exit(4)
+    """)
+UNWIND_OUT = (
+    "finally in middle\n"
+    "caught Custom (\"the program's own\", 42) context None\n"
+    "after None\n"
+    "caught KeyError ('from the generator',) context None\n"
+    "caught ValueError ('chained',) context KeyError('missing')\n")
+UNWIND_RC = 4
+
+
+def fail_nth(spec=""):
+    return test_plugin("fail_nth") + (":" + spec if spec else "")
+
+
+def run_prog(s, name, program, plugins):
+    """Runs prog.py (the same path in every run) with output in NAME."""
+    out = s.join(name)
+    script = s.write("prog.py", program)
+    r = cli(["-o", out] + [a for p in plugins for a in ("-p", p)] + [script], cwd=s.path)
+    return r, out
+
+
+def counter_data(out, r):
+    d = load_json(os.path.join(out, "counter.json"), r)
+    # thread ids differ from run to run; the counts must not
+    return {"events": d["events"],
+            "functions": sorted(json.dumps(f, sort_keys=True) for f in d["functions"]),
+            "threads": [t["events"] for t in d["threads"]]}
+
+
+def failure_block(r, name, code, needles):
+    """The failure report: at the end of stderr, after the program and
+    after the other plugins' summaries."""
+    head = "pytracekit: plugin '%s' failed (%s: " % (name, code)
+    check_in(head, r.err, "failure report", r)
+    tail = r.err[r.err.index(head):]
+    check(") and was detached:\n" in tail.splitlines(True)[0], "failure line", r)
+    for n in needles:
+        check_in(n, tail, "failure report", r)
+    check("pytracekit counter:" not in tail, "the failure should be reported after the "
+          "summaries of the plugins that worked", r)
+    return tail
+
+
+def contained(mode, code, needles, order="after", extra=""):
+    """counter with fail_nth failing on its 1000th event, against counter
+    alone: same program output and status, same counts."""
+    with Scratch("fail-" + mode) as s:
+        ref, ref_out = run_prog(s, "ref", WORK, ["counter:top=0"])
+        check(ref.rc == WORK_RC and ref.out == WORK_OUT, "reference run", ref)
+        # counted in prog.py only: the 1000th event is the program's, not
+        # one of the start-up's (which vary between versions)
+        spec = fail_nth("file=prog.py,mode=" + mode + extra)
+        plugins = ["counter:top=0", spec] if order == "after" else [spec, "counter:top=0"]
+        r, out = run_prog(s, "run", WORK, plugins)
+        check(r.rc == WORK_RC, "the program's exit status changed", r)
+        check(r.out == WORK_OUT, "the program's output changed", r)
+        check(counter_data(out, r) == counter_data(ref_out, ref),
+              "counter's counts differ from a counter-only run:\n%s\nvs\n%s"
+              % (counter_data(out, r), counter_data(ref_out, ref)), r)
+        check(sorted(os.listdir(out)) == ["counter.json"],
+              "a detached plugin must not report: %r" % os.listdir(out), r)
+        failure_block(r, "fail_nth", code, needles)
+        check(r.err.count("pytracekit: plugin 'fail_nth' failed") == 1,
+              "the failure is reported once", r)
+        check(leftovers(out) == [], "temporary files left", r)
+
+
+def nth_error():
+    contained("error", "PTK_EIO", ["input/output error",
+                                   "fail_nth failed on ", " event 1000 as asked"])
+
+
+def nth_error_first():
+    """The failing plugin is the first subscriber of the event it fails on:
+    the next subscriber of that same event still gets it."""
+    contained("error", "PTK_EIO", ["event 1000 as asked"], order="before")
+
+
+def nth_error_call():
+    """Failing on a CALL event (fail_nth counts only CALLs)."""
+    contained("error", "PTK_EIO", ["fail_nth failed on call event 1000 as asked"],
+              extra=",kind=call")
+
+
+def nth_python():
+    contained("python", "PTK_EPYTHON", ["a Python exception was raised",
+                                        "RuntimeError: fail_nth raised on ",
+                                        " event 1000 as asked"])
+
+
+def nth_python_first():
+    contained("python", "PTK_EPYTHON", ["RuntimeError: fail_nth raised on "], order="before")
+
+
+def nth_pycode():
+    """An exception raised by Python code the plugin ran: the report has
+    its traceback."""
+    contained("pycode", "PTK_EPYTHON", ["Traceback (most recent call last):",
+                                        'File "<fail_nth>", line 3, in <module>',
+                                        'File "<fail_nth>", line 2, in boom',
+                                        "LookupError: fail_nth: raised from Python code"])
+
+
+def nth_leak():
+    """PTK_OK with an exception left set is a failure too."""
+    contained("leak", "PTK_EPYTHON", ["RuntimeError: fail_nth left this exception set on ",
+                                      " event 1000"])
+
+
+def report_fails():
+    """A plugin whose report fails: the others' reports are written."""
+    with Scratch("fail-report") as s:
+        r, out = run_prog(s, "run", WORK, [fail_nth("mode=report"), "counter:top=0"])
+        check(r.rc == WORK_RC and r.out == WORK_OUT, "the program", r)
+        load_json(os.path.join(out, "counter.json"), r)
+        failure_block(r, "fail_nth", "PTK_EIO", ["fail_nth report failed as asked after "])
+        check(leftovers(out) == [], "temporary files left", r)
+
+
+def pending(kind, mode, code, needles):
+    """The plugin fails while the program's own exception is being raised
+    or unwinds: the program's `except` still gets it, unchanged."""
+    with Scratch("pending-%s-%s" % (kind, mode)) as s:
+        # The reference has fail_nth too, never failing: a trace subscriber
+        # makes the hub call threading.settrace, which counter sees.
+        ref, ref_out = run_prog(s, "ref", UNWIND,
+                                ["counter:top=0", fail_nth("n=0,kind=%s,file=prog.py" % kind)])
+        check(ref.rc == UNWIND_RC and ref.out == UNWIND_OUT, "reference run", ref)
+        for n in (1, 2, 3):
+            r, out = run_prog(s, "run%d" % n, UNWIND,
+                              ["counter:top=0", fail_nth("n=%d,kind=%s,mode=%s,file=prog.py" % (n, kind, mode))])
+            check(r.rc == UNWIND_RC, "n=%d: the program's exit status changed" % n, r)
+            check(r.out == UNWIND_OUT, "n=%d: the program's exceptions changed" % n, r)
+            failure_block(r, "fail_nth", code, [x.replace("N", str(n)) for x in needles])
+            check(counter_data(out, r) == counter_data(ref_out, ref),
+                  "n=%d: counter's counts differ" % n, r)
+
+
+def unwind_python():
+    pending("unwind", "python", "PTK_EPYTHON",
+            ["RuntimeError: fail_nth raised on return event N as asked"])
+
+
+def unwind_leak():
+    pending("unwind", "leak", "PTK_EPYTHON",
+            ["RuntimeError: fail_nth left this exception set on return event N"])
+
+
+def unwind_error():
+    pending("unwind", "error", "PTK_EIO", ["fail_nth failed on return event N as asked"])
+
+
+def unwind_pycode():
+    pending("unwind", "pycode", "PTK_EPYTHON", ["LookupError: fail_nth: raised from Python code"])
+
+
+def exception_python():
+    """On the EXCEPTION trace event, which CPython sends with the program's
+    exception set."""
+    pending("exception", "python", "PTK_EPYTHON",
+            ["RuntimeError: fail_nth raised on exception event N as asked"])
+
+
+def exception_leak():
+    pending("exception", "leak", "PTK_EPYTHON",
+            ["RuntimeError: fail_nth left this exception set on exception event N"])
+
+
+def module_session():
+    """The same through the Python module: report() returns the number of
+    failed plugins, the code in the with-block keeps its exceptions."""
+    code = textwrap.dedent("""\
+        import sys, pytracekit
+        def inner():
+            raise ZeroDivisionError("mine")
+        s = pytracekit.Session(["counter:top=0", %r], output_dir=%r)
+        s.start()
+        try:
+            inner()
+        except ZeroDivisionError as e:
+            print("caught", repr(e), repr(e.__context__))
+        s.stop()
+        print("failed", s.report())
+        """)
+    with Scratch("module") as s:
+        out = s.join("out")
+        from ptk_loader_util import PYTHON, run
+        r = run([PYTHON, "-c", code % (fail_nth("n=1,kind=unwind,mode=python"), out)],
+                cwd=s.path)
+        check(r.rc == 0, "the program failed", r)
+        check(r.out == "caught ZeroDivisionError('mine') None\nfailed 1\n", "output", r)
+        failure_block(r, "fail_nth", "PTK_EPYTHON",
+                      ["RuntimeError: fail_nth raised on return event 1 as asked"])
+        load_json(os.path.join(out, "counter.json"), r)
+
+
+CASES = {f.__name__: f for f in [
+    nth_error, nth_error_first, nth_error_call, nth_python, nth_python_first, nth_pycode,
+    nth_leak, report_fails, unwind_python, unwind_leak, unwind_error, unwind_pycode,
+    exception_python, exception_leak, module_session]}
+
+if __name__ == "__main__":
+    main(CASES)

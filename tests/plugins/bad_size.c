@@ -1,0 +1,34 @@
+/* bad_size: struct_size smaller than the ABI 1.0 descriptor (rejected with PTK_ESIZE). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pytracekit/plugin.h>
+
+static int __attribute__((unused))
+on_event(void *state, const ptk_event *ev)
+{
+    (void)state;
+    (void)ev;
+    return PTK_OK;
+}
+
+static void __attribute__((unused))
+on_ref(void *state, PyObject *obj, ptk_event_kind kind)
+{
+    (void)state;
+    (void)obj;
+    (void)kind;
+}
+
+static const ptk_plugin_desc desc = {
+    .struct_size = sizeof(ptk_plugin_desc) - sizeof(void *),
+    .abi_major = PTK_ABI_MAJOR,
+    .abi_minor = PTK_ABI_MINOR,
+    .name = "bad_size",
+    .version = "1",
+    .events = PTK_MASK(PTK_EV_CALL),
+    .on_event = on_event,
+    .on_ref = on_ref,
+};
+
+PTK_PLUGIN_DEFINE(desc)

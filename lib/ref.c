@@ -355,9 +355,18 @@ static void
 ptk__ref_remove(void)
 {
     ptk__ref_check_slot();
-    if (ptk__ref.in_slot) {
+    void *data = NULL;
+    PyRefTracer fn = PyRefTracer_GetTracer(&data);
+    if (ptk__ref.in_slot || fn == ptk__ref_tracer) {
+        /* Ours: give back what we found. A stale copy of ours (handed back
+         * by another tool after it evicted us) is emptied: what we chained
+         * to then may be gone. */
         ptk__ref.removing = 1;
-        if (PyRefTracer_SetTracer(ptk__ref.chain_fn, ptk__ref.chain_data) < 0) {
+        int rc = ptk__ref.in_slot
+                     ? PyRefTracer_SetTracer(ptk__ref.chain_fn,
+                                             ptk__ref.chain_data)
+                     : PyRefTracer_SetTracer(NULL, NULL);
+        if (rc < 0) {
             PyErr_Clear();
         }
         ptk__ref.removing = 0;

@@ -9,6 +9,8 @@
  *   counts()          -> (creates, destroys, events with a ValueError
  *                        pending) seen so far
  *   uninstall()       -> empties the slot if it still holds this tracer
+ *   save(), restore() -> remember the slot's (function, data) and put that
+ *                        pair back later, as a tool that "restores" does
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -93,7 +95,32 @@ probe_uninstall(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyRefTracer saved_fn;
+static void *saved_data;
+
+static PyObject *
+probe_save(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    saved_fn = PyRefTracer_GetTracer(&saved_data);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+probe_restore(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    if (PyRefTracer_SetTracer(saved_fn, saved_data) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef probe_methods[] = {
+    {"save", probe_save, METH_NOARGS, "remember the slot"},
+    {"restore", probe_restore, METH_NOARGS, "put the remembered pair back"},
     {"slot", probe_slot, METH_NOARGS, "the reference-tracer slot"},
     {"tracer_address", probe_tracer_address, METH_NOARGS, "this tracer"},
     {"install", probe_install, METH_O, "install the counting tracer"},

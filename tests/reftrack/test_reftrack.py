@@ -236,6 +236,35 @@ def case_third_party():
     del objs, extra
 
 
+def case_stale_copy():
+    # Another tool keeps a copy of the slot from an earlier session and puts
+    # it back while a later session runs: the hub must not take those events
+    # for its current install, must say it was evicted, and must not leave
+    # its tracer behind.
+    P = probe()
+    s1, _ = session(["reftrack"])
+    s1.start()
+    P.save()
+    s1.stop()
+    eq(P.slot(), (0, 0), "slot empty after the first session")
+    s2, out = session(["reftrack"])
+    s2.start()
+    current = P.slot()
+    check(current[0] != 0, "second session installed")
+    seen = [Widget() for _ in range(6)]
+    P.restore()                 # the first session's (function, data)
+    check(P.slot() != current, "stale copy in the slot")
+    unseen = [Widget() for _ in range(4)]
+    s2.stop()
+    eq(P.slot(), (0, 0), "the hub's stale tracer is not left in the slot")
+    s2.report()
+    rep = widgets_report(out)
+    eq((rep["evicted"], row(rep, LOCAL_WIDGET)["created"]), (True, 6),
+       "evicted, Widgets seen")
+    s1.report()
+    del seen, unseen
+
+
 def _floats_stale_site():
     junk = [float(i) + 0.5 for i in range(300)]  # STALE-LINE
     del junk

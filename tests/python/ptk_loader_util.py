@@ -108,10 +108,10 @@ class Result:
 
 def run(args, cwd=None, env=None, timeout=120, stdin=None):
     """Runs a command; returns a Result (stdout/stderr as text)."""
+    io = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     p = subprocess.run(args, cwd=cwd, env=env if env is not None else clean_env(),
-                       stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                       input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=timeout)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout, **io)
     return Result(args, p.returncode, p.stdout, p.stderr)
 
 

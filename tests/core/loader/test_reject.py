@@ -253,6 +253,20 @@ def options_valid():
             check_in("bad_opts: nothing to report", r.err, "summary", r)
 
 
+def option_value_with_slash():
+    """A '/' inside an option value does not turn a NAME spec into a path
+    (coverage:include=*/app/*.py, source=/dir): by name and by path."""
+    with Scratch("opt-slash") as s:
+        r = expect_ran(s, ["--plugin-path", os.path.dirname(test_plugin("bad_opts")),
+                           "-p", "bad_opts:label=a/b,n=1"])
+        check_in("bad_opts: nothing to report", r.err, "summary", r)
+        r = expect_ran(s, ["-p", opts("label=/x/y,items=*/a.py;/b")])
+        check_in("bad_opts: nothing to report", r.err, "summary", r)
+        # and a rejection in such a spec is about the option, not a file
+        expect_rejected(s, ["-p", "counter:top=/3"],
+                        ["option 'top' of plugin 'counter' expects an integer, found '/3'"])
+
+
 def init_fails():
     p = test_plugin("bad_opts")
     with Scratch("init-fail") as s:
@@ -332,7 +346,7 @@ CASES = {f.__name__: f for f in [
     notso_dir, noentry, null_entry, abi_major, abi_minor, struct_size, struct_size_tiny,
     mask_no_on_event, mask_ref_no_on_ref, ref_unavailable, mask_unknown_bit, no_name,
     option_unknown, option_int, option_int_no_value, option_bool, option_choice,
-    option_double, option_quote, options_valid, init_fails, init_raises, init_widens_mask,
+    option_double, option_quote, options_valid, option_value_with_slash, init_fails, init_raises, init_widens_mask,
     second_plugin_rejected, module_codes]}
 
 if __name__ == "__main__":

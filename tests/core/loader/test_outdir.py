@@ -1,0 +1,151 @@
+"""The output directory: one that cannot be made or written stops the run
+before the program starts (exit status 2, a clear message); reports are
+written atomically (no temporary file left, ever).
+
+usage: test_outdir.py CASE
+"""
+import json
+import os
+import stat
+import textwrap
+
+from ptk_loader_util import (EXIT_USAGE, Scratch, check, check_in, cli, leftovers,
+                             load_json, main, marker_program, skip, test_plugin)
+
+
+def not_run(s, outdir, needles):
+    marker = s.join("marker")
+    r = cli(["-o", outdir, "-c", marker_program(marker)], cwd=s.path)
+    check(r.rc == EXIT_USAGE, "expected exit status 2", r)
+    check(not os.path.exists(marker), "the program ran", r)
+    for n in needles:
+        check_in(n, r.err, "stderr", r)
+    check(r.err.startswith("pytracekit: "), "message prefix", r)
+    return r
+
+
+def under_a_file():
+    """A path through a regular file (root cannot get around that)."""
+    with Scratch("under-file") as s:
+        f = s.write("plain-file", "x\n")
+        for sub in ("sub", "sub/deeper"):
+            path = os.path.join(f, sub)
+            not_run(s, path, ["pytracekit: cannot create output directory %s: Not a directory" % path])
+        if os.path.isfile("/etc/hostname"):
+            not_run(s, "/etc/hostname/sub",
+                    ["cannot create output directory /etc/hostname/sub: Not a directory"])
+
+
+def in_proc():
+    if not os.path.isdir("/proc/self"):
+        skip("no /proc")
+    with Scratch("proc") as s:
+        not_run(s, "/proc/x", ["pytracekit: cannot create output directory /proc/x: "])
+
+
+def is_a_file():
+    """-o naming an existing regular file: rejected up front, saying it is
+    not a directory (also when the file is executable, which lets root pass
+    access(W_OK|X_OK))."""
+    with Scratch("is-file") as s:
+        for mode in (0o644, 0o755):
+            f = s.write("file-%o" % mode, "x\n", mode=mode)
+            r = not_run(s, f, ["%s" % f])
+            check("not a directory" in r.err.lower(), "the message should say it is not a "
+                  "directory", r)
+            with open(f) as fp:
+                check(fp.read() == "x\n", "the file was changed")
+
+
+def read_only_dir():
+    if os.geteuid() == 0:
+        skip("running as root: permissions do not stop root")
+    with Scratch("readonly") as s:
+        d = s.mkdir("ro")
+        os.chmod(d, 0o555)
+        try:
+            not_run(s, d, ["pytracekit: output directory %s is not writable: Permission denied" % d])
+            not_run(s, os.path.join(d, "sub"),
+                    ["cannot create output directory %s/sub: Permission denied" % d])
+        finally:
+            os.chmod(d, 0o755)
+
+
+def nested_created():
+    with Scratch("nested") as s:
+        out = s.join("a", "b", "c")
+        r = cli(["-o", out, "-c", "pass"], cwd=s.path)
+        check(r.rc == 0, "run failed", r)
+        load_json(os.path.join(out, "counter.json"), r)
+        # relative, and with a trailing slash
+        r = cli(["-o", "rel/out/", "-c", "pass"], cwd=s.path)
+        check(r.rc == 0, "run failed", r)
+        load_json(s.join("rel", "out", "counter.json"), r)
+
+
+def relative_fixed_at_start():
+    """A relative -o is resolved when the session starts: a program that
+    changes directory does not move its reports."""
+    with Scratch("chdir") as s:
+        s.mkdir("elsewhere")
+        prog = s.write("prog.py", "import os\nos.chdir(%r)\n" % s.join("elsewhere"))
+        r = cli(["-o", "out", prog], cwd=s.path)
+        check(r.rc == 0, "run failed", r)
+        load_json(s.join("out", "counter.json"), r)
+        check(os.listdir(s.join("elsewhere")) == [], "a report went to the new directory", r)
+
+
+def atomic_reports():
+    """Only the final names are left: no .counter.json.XXXXXX, after a
+    normal run, after sys.exit, after an uncaught exception, with several
+    plugins, and when a file is replaced by a second run."""
+    programs = {
+        "normal": "print('hi')\n",
+        "exit": "import sys\nsys.exit(9)\n",
+        "raise": "raise RuntimeError('x')\n",
+    }
+    with Scratch("atomic") as s:
+        out = s.join("out")
+        for name, text in programs.items():
+            prog = s.write(name + ".py", text)
+            for plugins in (["counter"], ["counter", "timer"],
+                            ["counter", test_plugin("fail_nth") + ":mode=report"]):
+                args = ["-o", out] + [a for p in plugins for a in ("-p", p)] + [prog]
+                r = cli(args, cwd=s.path)
+                check(r.rc in (0, 1, 9), "run failed", r)
+                names = sorted(os.listdir(out))
+                check(leftovers(out) == [], "temporary files left: %r" % names, r)
+                check("counter.json" in names, "no counter.json: %r" % names, r)
+                load_json(os.path.join(out, "counter.json"), r)
+                if "timer" in plugins:
+                    check(all(not n.startswith(".") for n in names), "names %r" % names, r)
+        # a second run replaced the first one's file: its counts are the last run's
+        prog = s.write("last.py", "def f():\n    pass\nfor i in range(321):\n    f()\n")
+        r = cli(["-o", out, "-p", "counter", prog], cwd=s.path)
+        data = load_json(os.path.join(out, "counter.json"), r)
+        calls = [f["calls"] for f in data["functions"] if f["qualname"] == "f"]
+        check(calls == [321], "counter.json is not the last run's: %r" % calls, r)
+        check(leftovers(out) == [], "temporary files left", r)
+
+
+def report_mode():
+    """Report files get the usual permissions (0666 less the umask), not
+    the 0600 of the temporary file they were written to."""
+    with Scratch("mode") as s:
+        out = s.join("out")
+        old = os.umask(0o022)
+        try:
+            r = cli(["-o", out, "-c", "pass"], cwd=s.path)
+        finally:
+            os.umask(old)
+        check(r.rc == 0, "run failed", r)
+        mode = stat.S_IMODE(os.stat(os.path.join(out, "counter.json")).st_mode)
+        check(mode == 0o644, "counter.json has mode %o, expected 644 with umask 022" % mode, r)
+
+
+CASES = {f.__name__: f for f in [
+    under_a_file, in_proc, is_a_file, read_only_dir, nested_created,
+    relative_fixed_at_start, atomic_reports, report_mode]}
+
+if __name__ == "__main__":
+    main(CASES)

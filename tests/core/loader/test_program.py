@@ -1,0 +1,287 @@
+"""The traced program under the command: its exit status (sys.exit, an
+uncaught exception, KeyboardInterrupt), reports written in every case, and
+sys.argv, sys.path, __main__ exactly as under plain python.
+
+usage: test_program.py CASE
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from ptk_loader_util import (CLI, PYTHON, Scratch, check, check_in, clean_env, cli,
+                             leftovers, load_json, main, run)
+
+SHOW = textwrap.dedent("""\
+    import json, sys
+    import __main__
+    spec = getattr(__main__, "__spec__", None)
+    print(json.dumps({
+        "argv": sys.argv,
+        "orig_argv": sys.orig_argv[1:],
+        "path": sys.path,
+        "name": __name__,
+        "file": getattr(__main__, "__file__", None),
+        "spec": spec.name if spec is not None else None,
+        "package": __package__,
+        "main_keys": sorted(k for k in vars(__main__) if k.startswith("__")),
+        "executable": sys.executable,
+        "prefix": [sys.prefix, sys.exec_prefix],
+        "flags": [sys.flags.isolated, sys.flags.no_site, sys.flags.optimize,
+                  sys.flags.inspect, sys.flags.interactive],
+        "cwd": __import__("os").getcwd(),
+    }, indent=1))
+    """)
+
+
+def reports_written(out, r):
+    data = load_json(os.path.join(out, "counter.json"), r)
+    check(data["events"]["call"] > 0, "counter counted nothing", r)
+    check(leftovers(out) == [], "temporary report files left: %r" % leftovers(out), r)
+    check_in("pytracekit counter:", r.err, "counter's summary", r)
+
+
+def both(s, args, cwd=None, stdin=None):
+    """Runs python ARGS and pytracekit ARGS; returns both results."""
+    cwd = cwd or s.path
+    py = run([PYTHON] + args, cwd=cwd, stdin=stdin)
+    tk = run([CLI, "-o", s.join("out")] + args, cwd=cwd, stdin=stdin)
+    return py, tk
+
+
+def same_as_python(s, args, cwd=None, stdin=None):
+    py, tk = both(s, args, cwd, stdin)
+    check(py.rc == 0, "plain python failed", py)
+    check(tk.rc == 0, "pytracekit failed", tk)
+    a, b = json.loads(py.out), json.loads(tk.out)
+    diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
+    check(not diff, "differences from plain python (python, pytracekit): %r" % diff, tk)
+    reports_written(s.join("out"), tk)
+    return a
+
+
+def exit_status():
+    with Scratch("exit") as s:
+        for code, want in (("sys.exit(3)", 3), ("sys.exit(0)", 0), ("sys.exit()", 0),
+                           ("sys.exit(None)", 0), ("sys.exit(255)", 255),
+                           ("raise SystemExit(7)", 7)):
+            prog = s.write("prog.py", "import sys\nprint('before')\n%s\nprint('after')\n" % code)
+            out = s.join("out-%d" % want)
+            r = cli(["-o", out, prog], cwd=s.path)
+            check(r.rc == want, "%s: exit status %r, expected %d" % (code, r.rc, want), r)
+            check(r.out == "before\n", "%s: output" % code, r)
+            reports_written(out, r)
+
+
+def exit_message():
+    """sys.exit("text"): status 1 and the text on stderr, as python does."""
+    with Scratch("exit-msg") as s:
+        prog = s.write("prog.py", "import sys\nsys.exit('the program says goodbye')\n")
+        py, tk = both(s, [prog])
+        check(tk.rc == py.rc == 1, "exit status %r (python: %r)" % (tk.rc, py.rc), tk)
+        check_in("the program says goodbye\n", tk.err, "stderr", tk)
+        check(tk.err.index("the program says goodbye") < tk.err.index("pytracekit counter:"),
+              "the program's message comes before the summaries", tk)
+        reports_written(s.join("out"), tk)
+
+
+def uncaught():
+    """An uncaught exception: status 1, the traceback on stderr, reports."""
+    with Scratch("uncaught") as s:
+        prog = s.write("prog.py", textwrap.dedent("""\
+            def parse(text):
+                return int(text)
+            print("starting")
+            try:
+                parse("x")
+            except ValueError:
+                pass
+            raise ValueError("the program's own failure")
+            """))
+        py, tk = both(s, [prog])
+        check(tk.rc == py.rc == 1, "exit status %r (python: %r)" % (tk.rc, py.rc), tk)
+        check(tk.out == "starting\n", "stdout", tk)
+        tb = ("Traceback (most recent call last):\n"
+              '  File "%s", line 8, in <module>\n' % prog)
+        check_in(tb, tk.err, "traceback", tk)
+        check_in("ValueError: the program's own failure\n", tk.err, "traceback", tk)
+        # python's own stderr, line for line, is a prefix of ours
+        check(tk.err.startswith(py.err), "stderr differs from python's:\n%s" % py.err, tk)
+        reports_written(s.join("out"), tk)
+
+
+def uncaught_in_code():
+    """-c: the same with a <string> traceback."""
+    with Scratch("uncaught-c") as s:
+        py, tk = both(s, ["-c", "def f():\n    1/0\nf()\n"])
+        check(tk.rc == py.rc == 1, "exit status %r (python: %r)" % (tk.rc, py.rc), tk)
+        check(tk.err.startswith(py.err), "stderr differs from python's:\n%s" % py.err, tk)
+        check_in("ZeroDivisionError: division by zero", tk.err, "traceback", tk)
+        reports_written(s.join("out"), tk)
+
+
+def keyboard_interrupt_raised():
+    """raise KeyboardInterrupt: the status python gives (it dies of SIGINT),
+    reports written."""
+    with Scratch("kbd") as s:
+        prog = s.write("prog.py", "print('working', flush=True)\nraise KeyboardInterrupt\n")
+        py, tk = both(s, [prog])
+        check(tk.rc == py.rc, "exit status %r, python gives %r" % (tk.rc, py.rc), tk)
+        check(py.rc in (-signal.SIGINT, 128 + signal.SIGINT, 1), "python's status %r" % py.rc, py)
+        check_in("KeyboardInterrupt", tk.err, "traceback", tk)
+        reports_written(s.join("out"), tk)
+
+
+def keyboard_interrupt_signal():
+    """SIGINT sent to the process while the program sleeps: the program's
+    finally runs, the status is python's, reports are written."""
+    prog = textwrap.dedent("""\
+        import time
+        print("ready", flush=True)
+        try:
+            time.sleep(60)
+        finally:
+            print("finally ran", flush=True)
+        """)
+    with Scratch("sigint") as s:
+        script = s.write("prog.py", prog)
+        results = {}
+        for name, cmd in (("python", [PYTHON, script]),
+                          ("pytracekit", [CLI, "-o", s.join("out"), script])):
+            p = subprocess.Popen(cmd, cwd=s.path, env=clean_env(), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            try:
+                line = p.stdout.readline()
+                check(line == "ready\n", "%s did not start: %r" % (name, line))
+                time.sleep(0.2)
+                p.send_signal(signal.SIGINT)
+                out, err = p.communicate(timeout=60)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            results[name] = (p.returncode, out, err)
+        (prc, pout, perr), (trc, tout, terr) = results["python"], results["pytracekit"]
+        check(trc == prc, "exit status %r, python gives %r\n%s" % (trc, prc, terr))
+        check(tout == pout == "finally ran\n", "stdout %r (python: %r)" % (tout, pout))
+        check("KeyboardInterrupt" in terr, "no traceback:\n" + terr)
+        data = load_json(s.join("out", "counter.json"))
+        check(data["events"]["call"] > 0, "counter counted nothing")
+        check("pytracekit counter:" in terr, "no summary:\n" + terr)
+
+
+def script_form():
+    with Scratch("argv-script") as s:
+        s.write("prog.py", SHOW)
+        a = same_as_python(s, ["prog.py", "a", "-b", "--c", "-m", "x", "--", "-c"])
+        check(a["argv"][0] == "prog.py" and a["path"][0] == s.path, "argv/path: %r" % a)
+
+
+def script_elsewhere():
+    """A script in another directory, by a relative path: sys.path[0] is
+    its directory."""
+    with Scratch("argv-elsewhere") as s:
+        s.write("sub/dir/prog.py", SHOW)
+        os.mkdir(s.join("cwd"))
+        a = same_as_python(s, ["../sub/dir/prog.py", "arg"], cwd=s.join("cwd"))
+        check(a["path"][0] == s.join("sub", "dir"), "sys.path[0] %r" % a["path"][0])
+
+
+def script_after_dashdash():
+    """`pytracekit -o DIR -- SCRIPT`: the same program."""
+    with Scratch("argv-dd") as s:
+        s.write("prog.py", SHOW)
+        py = run([PYTHON, "prog.py", "x"], cwd=s.path)
+        tk = cli(["-o", s.join("out"), "--", "prog.py", "x"], cwd=s.path)
+        check(tk.rc == 0 and json.loads(tk.out) == json.loads(py.out),
+              "differs from python:\n" + py.out, tk)
+
+
+def module_form():
+    with Scratch("argv-module") as s:
+        s.write("pkg/__init__.py", "")
+        s.write("pkg/show.py", SHOW)
+        a = same_as_python(s, ["-m", "pkg.show", "x", "-m", "--y"])
+        check(a["spec"] == "pkg.show" and a["package"] == "pkg", "module: %r" % a)
+        check(a["argv"][0] == s.join("pkg", "show.py"), "argv[0] %r" % a["argv"][0])
+
+
+def package_main_form():
+    """-m PACKAGE runs PACKAGE.__main__."""
+    with Scratch("argv-pkgmain") as s:
+        s.write("app/__init__.py", "")
+        s.write("app/__main__.py", SHOW)
+        a = same_as_python(s, ["-m", "app", "1"])
+        check(a["spec"] == "app.__main__", "spec %r" % a["spec"])
+
+
+def code_form():
+    with Scratch("argv-code") as s:
+        a = same_as_python(s, ["-c", SHOW, "q", "-r"])
+        check(a["argv"] == ["-c", "q", "-r"] and a["path"][0] == "", "argv/path: %r" % a)
+
+
+def stdin_form():
+    """`pytracekit -` reads the program from stdin, like python."""
+    with Scratch("argv-stdin") as s:
+        a = same_as_python(s, ["-", "z"], stdin=SHOW)
+        check(a["argv"] == ["-", "z"], "argv %r" % a["argv"])
+
+
+def missing_script():
+    """A script that does not exist: python's message and status."""
+    with Scratch("noscript") as s:
+        py, tk = both(s, ["nosuch_script.py"])
+        check(py.rc != 0 and tk.rc == py.rc, "exit status %r (python: %r)" % (tk.rc, py.rc), tk)
+        check_in("can't open file", tk.err, "stderr", tk)
+
+
+def missing_module():
+    with Scratch("nomodule") as s:
+        py, tk = both(s, ["-m", "nosuch_module_xyz"])
+        check(py.rc != 0 and tk.rc == py.rc, "exit status %r (python: %r)" % (tk.rc, py.rc), tk)
+        check_in("No module named nosuch_module_xyz", tk.err, "stderr", tk)
+
+
+def program_output_unchanged():
+    """stdout is the program's alone (summaries go to stderr), byte for byte."""
+    with Scratch("stdout") as s:
+        prog = s.write("prog.py", "import sys\nfor i in range(3):\n    print(i, 'x' * i)\n"
+                                  "sys.stdout.write('no newline')\n")
+        py, tk = both(s, [prog])
+        check(tk.rc == 0 and tk.out == py.out, "stdout differs from python's %r" % py.out, tk)
+
+
+def hub_work_not_traced():
+    """The hub's own Python work at start (importing threading, calling
+    threading.setprofile/settrace for --threads all) is not delivered to
+    the plugins as if the program had done it: a program that does nothing
+    shows no module import and no threading hook calls."""
+    with Scratch("hubwork") as s:
+        prog = s.write("prog.py", "pass\n")
+        for threads in ("all", "current"):
+            out = s.join("out-" + threads)
+            r = cli(["-o", out, "--threads", threads, "-p", "counter:events=all",
+                     prog], cwd=s.path)
+            check(r.rc == 0, "run failed", r)
+            data = load_json(os.path.join(out, "counter.json"), r)
+            bad = [f for f in data["functions"]
+                   if f["qualname"] in ("_find_and_load", "setprofile", "settrace",
+                                        "getprofile", "gettrace", "setprofile_all_threads",
+                                        "settrace_all_threads")
+                   or (f["name"] == "<module>" and f["file"] != prog)]
+            check(not bad, "--threads %s: the hub's own calls were traced: %s"
+                  % (threads, json.dumps(bad[:8], indent=1)), r)
+
+
+CASES = {f.__name__: f for f in [
+    exit_status, exit_message, uncaught, uncaught_in_code, keyboard_interrupt_raised,
+    keyboard_interrupt_signal, script_form, script_elsewhere, script_after_dashdash,
+    module_form, package_main_form, code_form, stdin_form, missing_script, missing_module,
+    program_output_unchanged, hub_work_not_traced]}
+
+if __name__ == "__main__":
+    main(CASES)

@@ -65,7 +65,6 @@ static struct {
     PyRefTracer chain_fn;
     void *chain_data;
     ptk__refcall *calls;  /* innermost on_ref in progress */
-    int depth;            /* tracer calls in progress */
     PyObject *grave[PTK__REF_GRAVE]; /* exceptions taken from a subscriber */
     int ngrave;
 } ptk__ref;
@@ -110,7 +109,7 @@ ptk__ref_check_slot(void)
 static void
 ptk__ref_bury(void)
 {
-    if (ptk__ref.depth > 0) {
+    if (ptk__ref.calls != NULL) { /* inside an on_ref */
         return;
     }
     while (ptk__ref.ngrave > 0) {
@@ -236,41 +235,59 @@ ptk__ref_running(const ptk__refcall *c, const struct ptk_plugin_ctx *ctx)
     return 0;
 }
 
+/* An on_ref broke the rules: undo what can be undone, detach it. Out of
+ * line: the hot path only tests two words. */
+static void __attribute__((noinline, cold))
+ptk__ref_broken(struct ptk_plugin_ctx *ctx, const ptk__refcall *call,
+                int changed, PyObject *exc0)
+{
+    char made[160] = "", exc[256] = "", what[440];
+    if (call->created > 0) {
+        snprintf(made, sizeof made, "created %llu Python object%s "
+                 "(the first a '%s')", (unsigned long long)call->created,
+                 call->created == 1 ? "" : "s", call->created_type);
+    }
+    if (changed) {
+        ptk__ref_fix_exception(exc0, exc, sizeof exc);
+    }
+    snprintf(what, sizeof what, "%s%s%s", made,
+             made[0] && exc[0] ? " and " : "", exc);
+    ptk__ref_detach(ctx, what);
+}
+
 static void
 ptk__ref_deliver(const ptk__table *t, PyObject *obj, ptk_event_kind kind)
 {
     PyThreadState *ts = PyThreadState_GetUnchecked();
-    PyObject *exc0 = ts != NULL ? ts->current_exception : NULL;
-    Py_XINCREF(exc0);
+    if (ts == NULL) {
+        return; /* the tracer runs with a thread state; never seen */
+    }
+    /* Held so that an on_ref that clears it cannot free it. */
+    PyObject *exc0 = ts->current_exception;
+    if (exc0 != NULL) {
+        Py_INCREF(exc0);
+    }
     unsigned int bit = PTK_MASK(kind);
-    for (int i = 0; i < t->nref; i++) {
-        const ptk__refsub *s = &t->refs[i];
+    ptk__refcall *outer = ptk__ref.calls;
+    const ptk__refsub *s = t->refs, *end = t->refs + t->nref;
+    for (; s < end; s++) {
         struct ptk_plugin_ctx *ctx = s->ctx;
         if (ctx->failed || !(ctx->events & bit)
-            || (ptk__ref.calls != NULL && ptk__ref_running(ptk__ref.calls, ctx))) {
+            || (outer != NULL && ptk__ref_running(outer, ctx))) {
             continue;
         }
-        ptk__refcall call = {ctx, NULL, 0, ptk__ref.calls};
+        ptk__refcall call = {ctx, NULL, 0, outer};
         ptk__ref.calls = &call;
         s->on_ref(s->state, obj, kind);
-        ptk__ref.calls = call.outer;
-        int changed = ts != NULL && ts->current_exception != exc0;
-        if (call.created > 0 || changed) {
-            char made[160] = "", exc[256] = "", what[440];
-            if (call.created > 0) {
-                snprintf(made, sizeof made, "created %llu Python object%s "
-                         "(the first a '%s')", (unsigned long long)call.created,
-                         call.created == 1 ? "" : "s", call.created_type);
-            }
-            if (changed) {
-                ptk__ref_fix_exception(exc0, exc, sizeof exc);
-            }
-            snprintf(what, sizeof what, "%s%s%s", made,
-                     made[0] && exc[0] ? " and " : "", exc);
-            ptk__ref_detach(ctx, what);
+        ptk__ref.calls = outer;
+        int changed = ts->current_exception != exc0;
+        if (__builtin_expect(call.created > 0 || changed, 0)) {
+            ptk__ref_broken(ctx, &call, changed, exc0);
         }
     }
-    Py_XDECREF(exc0);
+    if (exc0 != NULL) {
+        Py_DECREF(exc0);
+    }
 }
 
 static int
@@ -293,7 +310,6 @@ ptk__ref_tracer(PyObject *obj, PyRefTracerEvent event, void *data)
     }
 #endif
     ptk__ref.events++;
-    ptk__ref.depth++;
     if (ptk__ref.chain_fn != NULL) {
         (void)ptk__ref.chain_fn(obj, event, ptk__ref.chain_data);
     }
@@ -310,7 +326,6 @@ ptk__ref_tracer(PyObject *obj, PyRefTracerEvent event, void *data)
     if (t != NULL && t->nref > 0) {
         ptk__ref_deliver(t, obj, kind);
     }
-    ptk__ref.depth--;
     return 0;
 }
 
@@ -402,7 +417,7 @@ ptk__ref_status(ptk_ref_status *out)
     if (out == NULL || out->struct_size < sizeof(ptk_ref_status)) {
         return PTK_EINVAL;
     }
-    if (ptk__ref.depth == 0 && PyGILState_Check()) {
+    if (ptk__ref.calls == NULL && PyGILState_Check()) {
         ptk__ref_check_slot();
         ptk__ref_bury();
     }

@@ -25,6 +25,7 @@ rt_map_init(rt_map *m, unsigned bits)
     m->mask = ((uint64_t)1 << bits) - 1;
     m->shift = 64 - bits;
     m->n = 0;
+    m->limit = (m->mask + 1) * 7 / 10;
     return 0;
 }
 
@@ -57,7 +58,7 @@ rt_map_grow(rt_map *m)
 /* Grows the map when it is 70% full. Returns -1 only if the map is too full
  * to take one more key. */
 static int
-rt_map_reserve(rt_map *m, uint64_t cap_max)
+rt_map_reserve_slow(rt_map *m, uint64_t cap_max)
 {
     uint64_t cap = m->mask + 1;
     if ((m->n + 1) * 10 > cap * 7 && (cap_max == 0 || cap < cap_max)) {
@@ -65,6 +66,12 @@ rt_map_reserve(rt_map *m, uint64_t cap_max)
         cap = m->mask + 1;
     }
     return (m->n + 1) * 10 > cap * 9 ? -1 : 0;
+}
+
+static inline int
+rt_map_reserve(rt_map *m, uint64_t cap_max)
+{
+    return m->n < m->limit ? 0 : rt_map_reserve_slow(m, cap_max);
 }
 
 static int
@@ -166,12 +173,15 @@ rt_type_name(rt_state *st, PyTypeObject *tp)
 
 #define RT_NONE UINT32_MAX
 
-static uint32_t
-rt_type_index(rt_state *st, PyTypeObject *tp)
+static inline unsigned
+rt_tcache_slot(PyTypeObject *tp)
 {
-    if (tp == st->last_tp) {
-        return st->last_ti;
-    }
+    return (unsigned)(((uintptr_t)tp >> 4) ^ ((uintptr_t)tp >> 10)) & 63;
+}
+
+static uint32_t __attribute__((noinline))
+rt_type_index_slow(rt_state *st, PyTypeObject *tp)
+{
     rt_slot *s = rt_map_find(&st->type_map, (uintptr_t)tp);
     uint32_t ti;
     if (s->key != 0) {
@@ -202,9 +212,18 @@ rt_type_index(rt_state *st, PyTypeObject *tp)
         st->types[ti].verify = (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
                                (tp->tp_flags & Py_TPFLAGS_HAVE_GC);
     }
-    st->last_tp = tp;
-    st->last_ti = ti;
+    unsigned c = rt_tcache_slot(tp);
+    st->tcache[c].tp = tp;
+    st->tcache[c].ti = ti;
     return ti;
+}
+
+static inline uint32_t
+rt_type_index(rt_state *st, PyTypeObject *tp)
+{
+    unsigned c = rt_tcache_slot(tp);
+    return st->tcache[c].tp == tp ? st->tcache[c].ti
+                                  : rt_type_index_slow(st, tp);
 }
 
 /* A type is being destroyed: a new type may come at its address. Its
@@ -216,8 +235,9 @@ rt_forget_type(rt_state *st, PyTypeObject *tp)
     if (s->key != 0) {
         rt_map_erase(&st->type_map, s);
     }
-    if (st->last_tp == tp) {
-        st->last_tp = NULL;
+    unsigned c = rt_tcache_slot(tp);
+    if (st->tcache[c].tp == tp) {
+        st->tcache[c].tp = NULL;
     }
 }
 
@@ -328,6 +348,17 @@ rt_site_here(rt_state *st)
 
 /* ---- the reference events ------------------------------------------------ */
 
+/* The calling thread's state: the tracer always runs with one attached. */
+static inline PyThreadState *
+rt_tstate(void)
+{
+#if RT_HAVE_REFTRACER
+    return PyThreadState_GetUnchecked();
+#else
+    return PyThreadState_Get();
+#endif
+}
+
 static inline void
 rt_release(rt_state *st, uint64_t val)
 {
@@ -336,7 +367,7 @@ rt_release(rt_state *st, uint64_t val)
     s->alive--;
 }
 
-static void
+static inline void
 rt_create(rt_state *st, PyObject *obj)
 {
     uint32_t ti = rt_type_index(st, Py_TYPE(obj));
@@ -345,7 +376,7 @@ rt_create(rt_state *st, PyObject *obj)
         return;
     }
     /* tstate->tracing > 0: inside a trace or profile callback. */
-    int cat = PyThreadState_Get()->tracing > 0 ? RT_TRACING : RT_PROGRAM;
+    int cat = rt_tstate()->tracing > 0 ? RT_TRACING : RT_PROGRAM;
     uint32_t site = st->sites && cat == RT_PROGRAM ? rt_site_here(st) : 0;
     rt_stats *s = &st->types[ti].s[cat];
     s->created++;
@@ -379,7 +410,7 @@ rt_create(rt_state *st, PyObject *obj)
     }
 }
 
-static void
+static inline void
 rt_destroy(rt_state *st, PyObject *obj)
 {
     PyTypeObject *tp = Py_TYPE(obj);
@@ -424,6 +455,83 @@ rt_on_ref(void *state, PyObject *obj, ptk_event_kind kind)
         rt_destroy(st, obj);
     }
 }
+
+/* ---- does this CPython tell the tracer about every deallocation? --------- */
+
+/* 3.13.0's eval loop frees objects without calling the reference tracer
+ * (gh-130382; fixed in later 3.13 releases). Found out once per process by
+ * running a two-line function under a probe tracer that forwards every event
+ * to the tracer it displaces, then puts that one back: nothing is lost. */
+#if RT_HAVE_REFTRACER
+static PyRefTracer probe_prev_fn;
+static void *probe_prev_data;
+static long probe_created, probe_destroyed;
+
+static int
+rt_probe_tracer(PyObject *obj, PyRefTracerEvent event, void *data)
+{
+    (void)data;
+    if (probe_prev_fn != NULL) {
+        (void)probe_prev_fn(obj, event, probe_prev_data);
+    }
+    if (Py_TYPE(obj) == &PyBaseObject_Type) {
+        if (event == PyRefTracer_CREATE) {
+            probe_created++;
+        }
+        else if (event == PyRefTracer_DESTROY) {
+            probe_destroyed++;
+        }
+    }
+    return 0;
+}
+
+/* 1 if DESTROY can be missed, 0 if not, -1 if it could not be found out. */
+static int
+rt_destroy_is_missed(void)
+{
+    static int known = -2;
+    if (known != -2) {
+        return known;
+    }
+    PyObject *globals = PyDict_New();
+    PyObject *code = Py_CompileString(
+        "def f(n):\n"
+        "    for i in range(n):\n"
+        "        o = object()\n"
+        "    o = None\n",
+        "<reftrack probe>", Py_file_input);
+    PyObject *mod = code && globals ? PyEval_EvalCode(code, globals, globals)
+                                    : NULL;
+    PyObject *f = mod ? PyDict_GetItemString(globals, "f") : NULL;
+    PyObject *arg = f ? PyLong_FromLong(8) : NULL;
+    int rc = -1;
+    if (arg != NULL) {
+        probe_prev_fn = PyRefTracer_GetTracer(&probe_prev_data);
+        probe_created = probe_destroyed = 0;
+        if (PyRefTracer_SetTracer(rt_probe_tracer, NULL) == 0) {
+            PyObject *r = PyObject_CallOneArg(f, arg);
+            PyRefTracer_SetTracer(probe_prev_fn, probe_prev_data);
+            if (r != NULL) {
+                rc = probe_created == 8 ? probe_destroyed < 8 : -1;
+            }
+            Py_XDECREF(r);
+        }
+    }
+    Py_XDECREF(arg);
+    Py_XDECREF(mod);
+    Py_XDECREF(code);
+    Py_XDECREF(globals);
+    PyErr_Clear();
+    known = rc;
+    return rc;
+}
+#else
+static int
+rt_destroy_is_missed(void)
+{
+    return -1; /* no reference tracer: the plugin cannot load anyway */
+}
+#endif
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
@@ -495,6 +603,7 @@ rt_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->top = top;
     st->max_tracked = (uint64_t)max_tracked;
     st->sites = (int)h->option(args, "sites")->i;
+    st->destroy_missed = rt_destroy_is_missed();
     /* Room for max_tracked keys at 70% load at most. */
     unsigned bits = 10;
     while (((uint64_t)1 << bits) * 7 < st->max_tracked * 10 + 10) {
@@ -505,7 +614,7 @@ rt_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->sites_cap = 256;
     st->s_module = PyUnicode_InternFromString("__module__");
     if (st->site_tab == NULL || st->s_module == NULL ||
-        rt_map_init(&st->live, bits < 16 ? bits : 16) < 0 ||
+        rt_map_init(&st->live, 10) < 0 ||
         rt_map_init(&st->type_map, 10) < 0 ||
         rt_map_init(&st->code_map, 10) < 0 ||
         rt_map_init(&st->addr_map, 12) < 0 ||

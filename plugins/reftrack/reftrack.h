@@ -28,6 +28,7 @@ typedef struct rt_map {
     uint64_t mask;   /* capacity - 1; capacity is a power of two */
     unsigned shift;  /* 64 - log2(capacity) */
     uint64_t n;
+    uint64_t limit;  /* grow when n reaches this (70% of capacity) */
 } rt_map;
 
 /* Category of an object: made by the program, or only because tracing is
@@ -75,8 +76,10 @@ typedef struct rt_state {
     rt_map type_map;    /* PyTypeObject* -> index into types, while alive */
     rt_type *types;
     uint32_t ntypes, types_cap;
-    PyTypeObject *last_tp;
-    uint32_t last_ti;
+    struct {
+        PyTypeObject *tp;
+        uint32_t ti;
+    } tcache[64];       /* direct-mapped front of type_map */
 
     rt_map code_map;    /* PyCodeObject* -> index into codes, while alive */
     rt_code *codes;
@@ -96,6 +99,7 @@ typedef struct rt_state {
     uint64_t dropped;           /* not counted at all: out of memory */
     uint64_t first_event_ns;
     int chained;                /* the hub forwarded to an earlier tracer */
+    int destroy_missed;         /* this CPython skips DESTROY sometimes */
     PyObject *s_module;         /* "__module__", made at init */
 } rt_state;
 

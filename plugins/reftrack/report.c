@@ -309,6 +309,9 @@ static int
 verify_alive(rt_state *st)
 {
     int any = 0;
+    if (st->destroy_missed != 1) {
+        return 0;
+    }
     for (uint32_t i = 0; i < st->ntypes && !any; i++) {
         any = st->types[i].verify &&
               (st->types[i].s[0].alive || st->types[i].s[1].alive);
@@ -435,7 +438,10 @@ rt_report(rt_state *st, const ptk_report_args *args)
         set_u64(root, "missed_destroy", st->missed_destroy + st->missed_at_stop) < 0 ||
         set_u64(root, "dropped", st->dropped) < 0 ||
         set_new(root, "sites", PyBool_FromLong(st->sites)) < 0 ||
-        set_u64(root, "events", st->events) < 0) {
+        set_u64(root, "events", st->events) < 0 ||
+        set_new(root, "destroy_events_reliable",
+                st->destroy_missed < 0 ? Py_NewRef(Py_None)
+                                       : PyBool_FromLong(!st->destroy_missed)) < 0) {
         goto fail;
     }
     int rc = st->host->report_write_object(args->ctx, "reftrack.json", root,

@@ -202,7 +202,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
         s->fn = fn;
         th->nstats++;
     }
-    tm_edge *e = NULL;
+    tm_edge *e = &th->root_edge; /* a sink: never reported */
     if (parent->stat != NULL) {
         e = tm__map_get(&th->edges, parent->stat, s);
         if (e == NULL) {
@@ -229,13 +229,15 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
 
 /* ---- the hot path ------------------------------------------------------- */
 
-static inline void
-tm_fig_enter(tm_fig *f)
-{
-    f->level++;
-}
+#if defined(__GNUC__)
+#define TM_INLINE static inline __attribute__((always_inline))
+#define TM_COLD static __attribute__((noinline, cold))
+#else
+#define TM_INLINE static inline
+#define TM_COLD static
+#endif
 
-static inline void
+TM_INLINE void
 tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
 {
     f->calls++;
@@ -249,11 +251,12 @@ tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
     f->it += it;
 }
 
-static int
-tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
-         int is_c, uint64_t now)
+/* The tree node and a stack slot for a call, when the cache missed or the
+ * stack is full. NULL after recording the failure. */
+TM_COLD tm_frame *
+tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
+              PyObject *obj, int is_c, tm_node **out)
 {
-    tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
     tm_node *n = parent->last_child;
     if (n == NULL || n->key != key) {
         n = tm_node_find(st, th, parent, key, obj, is_c);
@@ -261,8 +264,8 @@ tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
             if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
             }
-            return st->host->fail(st->ctx, PTK_ENOMEM,
-                                  "out of memory recording a call");
+            st->host->fail(st->ctx, PTK_ENOMEM, "out of memory recording a call");
+            return NULL;
         }
         parent->last_child = n;
     }
@@ -270,28 +273,44 @@ tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
         size_t cap = th->cap ? th->cap * 2 : 128;
         tm_frame *stack = realloc(th->stack, cap * sizeof(*stack));
         if (stack == NULL) {
-            return st->host->fail(st->ctx, PTK_ENOMEM,
-                                  "out of memory growing the call stack");
+            st->host->fail(st->ctx, PTK_ENOMEM,
+                           "out of memory growing the call stack");
+            return NULL;
         }
         th->stack = stack;
         th->cap = cap;
     }
-    tm_frame *f = &th->stack[th->sp++];
-    if (th->sp > th->max_depth) {
-        th->max_depth = th->sp;
+    *out = n;
+    return &th->stack[th->sp];
+}
+
+TM_INLINE int
+tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
+         int is_c, uint64_t now)
+{
+    tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
+    tm_node *n = parent->last_child;
+    tm_frame *f;
+    if (n != NULL && n->key == key && th->sp < th->cap) {
+        f = &th->stack[th->sp];
     }
+    else {
+        f = tm_enter_slow(st, th, parent, key, obj, is_c, &n);
+        if (f == NULL) {
+            return PTK_ENOMEM;
+        }
+    }
+    th->sp++;
     f->node = n;
     f->t0 = now;
     f->subt = 0;
-    tm_fig_enter(&n->stat->fig);
-    if (n->edge != NULL) {
-        tm_fig_enter(&n->edge->fig);
-    }
+    n->stat->fig.level++;
+    n->edge->fig.level++;
     return PTK_OK;
 }
 
 /* Pops the top frame at time @p now. */
-static void
+TM_INLINE void
 tm_leave(tm_thread *th, uint64_t now)
 {
     tm_frame *f = &th->stack[--th->sp];
@@ -303,14 +322,12 @@ tm_leave(tm_thread *th, uint64_t now)
     tm_node *n = f->node;
     n->self_ns += it;
     tm_fig_leave(&n->stat->fig, tt, it);
-    if (n->edge != NULL) {
-        tm_fig_leave(&n->edge->fig, tt, it);
-    }
+    tm_fig_leave(&n->edge->fig, tt, it);
 }
 
 /* Closes the frame of @p key nearest the top, and any frame above it (those
  * lost their return). With @p c_only, does not look past a Python frame. */
-static void
+TM_COLD void
 tm_leave_key(tm_thread *th, const void *key, int c_only, uint64_t now)
 {
     size_t i = th->sp;

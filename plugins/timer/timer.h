@@ -88,7 +88,8 @@ typedef struct tm_node {
     struct tm_node *parent;
     const void *key;
     tm_stat *stat;              /* NULL for the root */
-    tm_edge *edge;              /* NULL for the root and its children */
+    tm_edge *edge;              /* NULL for the root; tm_thread::root_edge
+                                   for its children */
     struct tm_node *last_child; /* one-entry lookup cache */
     struct tm_node *first_child;
     struct tm_node *next_sibling;
@@ -108,9 +109,11 @@ typedef struct tm_thread {
     uint64_t ident;
     char *name;
     tm_frame *stack;
-    size_t sp, cap, max_depth;
+    size_t sp, cap;
+    size_t max_depth;  /* of the calling-context tree, set by the report */
     uint64_t last_ns;  /* clock of the latest event on this thread */
     tm_node root;
+    tm_edge root_edge; /* the edge of the root's children: not reported */
     tm_map stats;      /* (key, NULL) -> tm_stat */
     tm_map edges;      /* (caller stat, callee stat) -> tm_edge */
     tm_map nodes;      /* (parent node, key) -> tm_node */

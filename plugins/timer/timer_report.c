@@ -612,6 +612,30 @@ tm_summary(tm_state *st, const tm_labels *L, const tm_view *v,
 
 /* ---- all of it ---------------------------------------------------------- */
 
+/* The depth of the deepest stack: that of the calling-context tree. */
+static size_t
+tm_tree_depth(const tm_thread *th)
+{
+    size_t best = 0, d = 1;
+    const tm_node *n = th->root.first_child;
+    while (n != NULL) {
+        if (d > best) {
+            best = d;
+        }
+        if (n->first_child != NULL) {
+            n = n->first_child;
+            d++;
+            continue;
+        }
+        while (n != &th->root && n->next_sibling == NULL) {
+            n = n->parent;
+            d--;
+        }
+        n = n == &th->root ? NULL : n->next_sibling;
+    }
+    return best;
+}
+
 static int
 tm_write_view(tm_state *st, const tm_labels *L, const tm_view *v,
               const char *prefix)
@@ -645,10 +669,11 @@ tm__report(tm_state *st, const ptk_report_args *args)
         goto done;
     }
     for (size_t i = 0; i < st->nthreads; i++) {
-        const tm_thread *th = st->threads[i];
+        tm_thread *th = st->threads[i];
         if (th == NULL) {
             continue;
         }
+        th->max_depth = tm_tree_depth(th);
         nthreads++;
         unmatched += th->unmatched;
         resynced += th->resynced;

@@ -5,7 +5,7 @@
  *   kind=CHOICE which events are counted: any (every profile event, the
  *               default), call, return, unwind (a RETURN with no value:
  *               the frame is unwinding for an exception) or exception (the
- *               trace event; subscribes to it)
+ *               trace event; subscribes to it), c_exception
  *   file=TEXT   count only events of code whose co_filename ends with TEXT
  *   mode=CHOICE how it fails:
  *               error   return PTK_EIO with a host->fail() message
@@ -24,7 +24,7 @@
 
 #include <pytracekit/plugin.h>
 
-enum { K_ANY, K_CALL, K_RETURN, K_UNWIND, K_EXCEPTION };
+enum { K_ANY, K_CALL, K_RETURN, K_UNWIND, K_EXCEPTION, K_C_EXCEPTION };
 enum { M_ERROR, M_PYTHON, M_LEAK, M_REPORT, M_PYCODE };
 
 typedef struct {
@@ -38,7 +38,7 @@ typedef struct {
 static const ptk_option_spec options[] = {
     {"n", PTK_OPT_INT, "1000", "the event that fails (0: none)", NULL},
     {"kind", PTK_OPT_CHOICE, "any", "events counted",
-     "any|call|return|unwind|exception"},
+     "any|call|return|unwind|exception|c_exception"},
     {"file", PTK_OPT_STRING, NULL, "count only code from files ending so", NULL},
     {"mode", PTK_OPT_CHOICE, "error", "how to fail", "error|python|leak|report|pycode"},
     {NULL, 0, NULL, NULL, NULL},
@@ -82,6 +82,7 @@ counts(const fail_nth *f, const ptk_event *ev)
     case K_RETURN: return ev->kind == PTK_EV_RETURN;
     case K_UNWIND: return ev->kind == PTK_EV_RETURN && ev->arg == NULL;
     case K_EXCEPTION: return ev->kind == PTK_EV_EXCEPTION;
+    case K_C_EXCEPTION: return ev->kind == PTK_EV_C_EXCEPTION;
     default: return 1;
     }
 }

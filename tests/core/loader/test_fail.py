@@ -58,6 +58,11 @@ UNWIND = textwrap.dedent("""\
             raise ValueError("chained")
     except ValueError as e:
         print("caught", type(e).__name__, e.args, "context", repr(e.__context__))
+    for call in (lambda: int("nope"), lambda: sorted([1, "a"]), lambda: next(iter([]))):
+        try:
+            call()
+        except Exception as e:
+            print("caught", type(e).__name__, "context", repr(e.__context__))
     sys.exit(4)
     """)
 UNWIND_OUT = (
@@ -65,7 +70,10 @@ UNWIND_OUT = (
     "caught Custom (\"the program's own\", 42) context None\n"
     "after None\n"
     "caught KeyError ('from the generator',) context None\n"
-    "caught ValueError ('chained',) context KeyError('missing')\n")
+    "caught ValueError ('chained',) context KeyError('missing')\n"
+    "caught ValueError context None\n"
+    "caught TypeError context None\n"
+    "caught StopIteration context None\n")
 UNWIND_RC = 4
 
 
@@ -89,16 +97,16 @@ def counter_data(out, r):
             "threads": [t["events"] for t in d["threads"]]}
 
 
-def failure_block(r, name, code, needles):
+def failure_block(r, name, code, needles, last=True):
     """The failure report: at the end of stderr, after the program and
-    after the other plugins' summaries."""
+    after the other plugins' summaries (of its session, when not `last`)."""
     head = "pytracekit: plugin '%s' failed (%s: " % (name, code)
     check_in(head, r.err, "failure report", r)
     tail = r.err[r.err.index(head):]
     check(") and was detached:\n" in tail.splitlines(True)[0], "failure line", r)
     for n in needles:
         check_in(n, tail, "failure report", r)
-    check("pytracekit counter:" not in tail, "the failure should be reported after the "
+    check(not last or "pytracekit counter:" not in tail, "the failure should be reported after the "
           "summaries of the plugins that worked", r)
     return tail
 
@@ -228,6 +236,63 @@ def exception_leak():
             ["RuntimeError: fail_nth left this exception set on exception event N"])
 
 
+def c_exception_python():
+    """On C_EXCEPTION, sent while the C function's exception is pending."""
+    pending("c_exception", "python", "PTK_EPYTHON",
+            ["RuntimeError: fail_nth raised on c_exception event N as asked"])
+
+
+def c_exception_error():
+    pending("c_exception", "error", "PTK_EIO", ["fail_nth failed on c_exception event N as asked"])
+
+
+def two_sessions():
+    """A plugin failing in one session leaves another session's plugins
+    alone: its counts equal those of the same session run by itself."""
+    code = textwrap.dedent("""\
+        import json, sys, pytracekit
+        def work():
+            def fib(n):
+                return n if n < 2 else fib(n - 1) + fib(n - 2)
+            try:
+                fib(14)
+                raise OSError("the program's")
+            except OSError as e:
+                return repr(e)
+        a = pytracekit.Session(["counter:top=0"], output_dir=sys.argv[1])
+        b = None
+        if sys.argv[2] == "both":
+            b = pytracekit.Session([%r, "counter:top=0"], output_dir=sys.argv[3])
+            b.start()
+        a.start()
+        result = work()
+        a.stop()
+        if b is not None:
+            b.stop()
+            print("b failed", b.report())
+        print("a failed", a.report(), result)
+        """) % fail_nth("n=100,mode=python")
+    with Scratch("two") as s:
+        from ptk_loader_util import PYTHON, run
+        prog = s.write("prog.py", code)
+        alone = run([PYTHON, prog, s.join("alone"), "alone"], cwd=s.path)
+        check(alone.rc == 0 and alone.out == "a failed 0 OSError(\"the program's\")\n",
+              "alone", alone)
+        r = run([PYTHON, prog, s.join("a"), "both", s.join("b")], cwd=s.path)
+        check(r.rc == 0, "the program failed", r)
+        check(r.out == "b failed 1\na failed 0 OSError(\"the program's\")\n", "output", r)
+        failure_block(r, "fail_nth", "PTK_EPYTHON", ["RuntimeError: fail_nth raised on "],
+                      last=False)
+        # Python calls only: whether the C_RETURN of a.start() is seen
+        # depends on a hook being installed when the call began
+        def py_only(d):
+            return ({k: d["events"][k] for k in ("call", "return", "exception", "line")},
+                    [f for f in d["functions"] if '"kind": "python"' in f])
+        check(py_only(counter_data(s.join("a"), r)) == py_only(counter_data(s.join("alone"), alone)),
+              "the other session's counts changed", r)
+        load_json(s.join("b", "counter.json"), r)
+
+
 def module_session():
     """The same through the Python module: report() returns the number of
     failed plugins, the code in the with-block keeps its exceptions."""
@@ -259,7 +324,8 @@ def module_session():
 CASES = {f.__name__: f for f in [
     nth_error, nth_error_first, nth_error_call, nth_python, nth_python_first, nth_pycode,
     nth_leak, report_fails, unwind_python, unwind_leak, unwind_error, unwind_pycode,
-    exception_python, exception_leak, module_session]}
+    exception_python, exception_leak, c_exception_python, c_exception_error, two_sessions,
+    module_session]}
 
 if __name__ == "__main__":
     main(CASES)

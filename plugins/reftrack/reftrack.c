@@ -370,7 +370,16 @@ rt_release(rt_state *st, uint64_t val)
 static inline void
 rt_create(rt_state *st, PyObject *obj)
 {
-    uint32_t ti = rt_type_index(st, Py_TYPE(obj));
+    PyTypeObject *tp = Py_TYPE(obj);
+    /* A new type or code object at an address we know: the old one died
+     * without a DESTROY (see rt_destroy_is_missed); forget its entry. */
+    if (__builtin_expect(tp == &PyCode_Type, 0)) {
+        rt_forget_code(st, (PyCodeObject *)obj);
+    }
+    else if (__builtin_expect(PyType_FastSubclass(tp, Py_TPFLAGS_TYPE_SUBCLASS), 0)) {
+        rt_forget_type(st, (PyTypeObject *)obj);
+    }
+    uint32_t ti = rt_type_index(st, tp);
     if (ti == RT_NONE) {
         st->dropped++;
         return;

@@ -118,6 +118,30 @@ def case_preexisting():
     del fresh
 
 
+def _exec_many(keep, n):
+    for i in range(n):
+        code = compile("keep.append(Widget())", "<gen %d>" % i, "exec")
+        exec(code, {"keep": keep, "Widget": Widget})
+
+
+def case_code_reuse():
+    # Code objects that die (on 3.13.0 often without a DESTROY) and new ones
+    # at the same address: each site must keep its own file name.
+    n = 200
+    keep = []
+    s, out = session(["reftrack:top=0"])
+    s.start()
+    _exec_many(keep, n)
+    s.stop()
+    s.report()
+    rep = widgets_report(out)
+    found = sorted((g["file"], g["line"], g["function"], g["count"])
+                   for g in leaks_of(rep, LOCAL_WIDGET))
+    eq(found, sorted(("<gen %d>" % i, 1, "<module>", 1) for i in range(n)),
+       "one leak group per compiled code object")
+    del keep
+
+
 def _fifty():
     return [Widget() for _ in range(50)]  # STOP-LINE
 

@@ -253,20 +253,59 @@ def render(version, workload, mod_units, res, variants):
 
 # ---- profiling the hub -------------------------------------------------------------
 
-PTK_FUNCS = re.compile(r"(profile_fn|handle|ptk__|counter_|count_call|lookup|"
-                       r"PyFrame_GetCode|PyErr_Occurred|PyErr_Fetch|"
-                       r"PyErr_Restore|clock_gettime|__tls_get_addr|"
-                       r"push_c|match_c|pop_stale_c|PyThreadState_Get|"
-                       r"floor_profile|call_trace|_PyEval_|sys_profile|"
-                       r"call_profile_func|PyObject_Vectorcall)")
+# Functions worth naming in a profile of the hub: ours, the plugin's, and
+# what they call in libpython and libc on the hot path.
+PTK_FUNCS = re.compile(r"((^|/)lib/[a-z_]+\.[ch]:|(^|/)plugins/|floor_profile|"
+                       r"__tls_get_addr|PyErr_Occurred|PyErr_Fetch|"
+                       r"PyErr_Restore|PyFrame_GetCode|PyFrame_GetLasti|"
+                       r"clock_gettime|call_trace|sys_profile|"
+                       r"call_profile_func|_PyEval_SetProfile)")
 
 
-def annotate(out_file, limit=40):
-    p = subprocess.run(["callgrind_annotate", "--inclusive=yes",
-                        "--threshold=100", out_file],
-                       capture_output=True, text=True)
-    lines = [l for l in p.stdout.splitlines() if re.match(r"\s*[\d,]+ ", l)]
-    return "\n".join(lines[:limit])
+def annotate_costs(out_file, inclusive):
+    """{function: Ir} from callgrind_annotate (self, or inclusive)."""
+    p = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100",
+                        "--inclusive=" + ("yes" if inclusive else "no"),
+                        out_file], capture_output=True, text=True)
+    costs = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s*([\d,]+) \([ \d.%]+\)\s+(.*)", line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        name = re.sub(r"/tmp/python-build[^ ]*/Python-[\d.]+/", "", m.group(2))
+        name = re.sub(r" \[.*", "", name).replace(REPO + "/", "")
+        ir = int(m.group(1).replace(",", ""))
+        # the same function can be listed under two spellings of its file:
+        # self costs add up, inclusive ones are the same calls counted twice
+        costs[name] = max(costs.get(name, 0), ir) if inclusive else \
+            costs.get(name, 0) + ir
+    return costs
+
+
+def profile_table(files, nevents):
+    """Per-event self and inclusive Ir of the hot-path functions in the
+    floor, hub and hub4 runs."""
+    cols = [v for v in ("floor", "hub", "hub4") if v in files]
+    selfc = {v: annotate_costs(files[v], False) for v in cols}
+    incl = {v: annotate_costs(files[v], True) for v in cols}
+    names = set()
+    for v in cols:
+        names |= {k for k in selfc[v] if PTK_FUNCS.search(k)}
+    def key(k):
+        return -max(incl[v].get(k, 0) for v in cols)
+    rows = []
+    for k in sorted(names, key=key):
+        if max(selfc[v].get(k, 0) for v in cols) < nevents / 4:
+            continue
+        cells = [k]
+        for v in cols:
+            cells.append("%.1f" % (selfc[v].get(k, 0) / nevents))
+            cells.append("%.1f" % (incl[v].get(k, 0) / nevents))
+        rows.append(cells)
+    head = ["function"]
+    for v in cols:
+        head += ["%s self" % v, "%s incl" % v]
+    return table(rows, head, "l" + "r" * (2 * len(cols)))
 
 
 # ---- main -------------------------------------------------------------------------
@@ -282,6 +321,7 @@ def bench_one(python, build, args):
     import importlib
     out = []
     warnings = []
+    profile_events = {}
     for wl_name in args.workloads:
         wl = importlib.import_module(wl_name)
         n_wall = args.wall_n.get(wl_name, wl.WALL_N)
@@ -289,40 +329,51 @@ def bench_one(python, build, args):
         res = {v: {} for v in args.variants}
         res["_units_cg"] = wl.units(n_cg) if not args.no_callgrind else None
         res["_units_wall"] = wl.units(n_wall) if not args.no_wall else None
-        for v in args.variants:
-            if not args.no_callgrind:
-                prof = None
-                if args.profile and v in ("hub", "hub4", "floor"):
-                    prof = os.path.join(build, "bench",
-                                        "callgrind.%s.%s.out" % (wl_name, v))
-                log("bench %s %s/%s: callgrind n=%d" % (version, wl_name, v, n_cg))
-                instr, r = run_callgrind(python, env, wl_name, v, n_cg,
-                                         floor_dir, prof)
-                res[v]["instr"] = instr
-                w = check_events(wl_name, v, r, wl.units(n_cg))
-                if w:
+        for v in args.variants if not args.no_callgrind else []:
+            prof = None
+            if args.profile and v in ("hub", "hub4", "floor"):
+                prof = os.path.join(build, "bench",
+                                    "callgrind.%s.%s.out" % (wl_name, v))
+            log("bench %s %s/%s: callgrind n=%d" % (version, wl_name, v, n_cg))
+            instr, r = run_callgrind(python, env, wl_name, v, n_cg,
+                                     floor_dir, prof)
+            res[v]["instr"] = instr
+            if v == "hub" and r.get("events"):
+                profile_events[wl_name] = sum(r["events"].values())
+            w = check_events(wl_name, v, r, wl.units(n_cg))
+            if w:
+                warnings.append(w)
+        # Wall time: the variants take turns, so that a burst of load on
+        # the machine falls on all of them alike; the min of the runs is kept.
+        for i in range(args.reps if not args.no_wall else 0):
+            for v in args.variants:
+                r = run_wall(python, env, wl_name, v, n_wall, floor_dir)
+                prev = res[v].get("wall")
+                res[v]["wall"] = r["wall"] if prev is None else min(prev, r["wall"])
+                w = check_events(wl_name, v, r, wl.units(n_wall))
+                if w and i == 0:
                     warnings.append(w)
-            if not args.no_wall:
-                best = None
-                for i in range(args.reps):
-                    r = run_wall(python, env, wl_name, v, n_wall, floor_dir)
-                    best = r["wall"] if best is None else min(best, r["wall"])
-                    w = check_events(wl_name, v, r, wl.units(n_wall))
-                    if w and i == 0:
-                        warnings.append(w)
-                log("bench %s %s/%s: wall min of %d = %.3f s"
-                    % (version, wl_name, v, args.reps, best))
-                res[v]["wall"] = best
+            log("bench %s %s: wall round %d/%d: %s" % (
+                version, wl_name, i + 1, args.reps,
+                ", ".join("%s %.3f" % (v, res[v]["wall"]) for v in args.variants)))
         out.append(render(version, wl_name, wl.UNIT, res, args.variants))
     if warnings:
         out.append("Warnings:\n" + "\n".join("  " + w for w in warnings) + "\n")
     if args.profile and not args.no_callgrind:
         for wl_name in args.workloads:
+            files = {}
             for v in ("floor", "hub", "hub4"):
-                f = os.path.join(build, "bench", "callgrind.%s.%s.out" % (wl_name, v))
+                f = os.path.join(build, "bench",
+                                 "callgrind.%s.%s.out" % (wl_name, v))
                 if v in args.variants and os.path.exists(f):
-                    out.append("#### callgrind_annotate --inclusive=yes: %s/%s (%s)\n\n"
-                               "```\n%s\n```\n" % (wl_name, v, f, annotate(f)))
+                    files[v] = f
+            nev = profile_events.get(wl_name)
+            if files and nev:
+                out.append("#### Where the instructions go: %s, Python %s "
+                           "(Ir per profile event, %s events; files in %s)\n\n%s\n"
+                           % (wl_name, version, fmt_int(nev),
+                              os.path.join(build, "bench"),
+                              profile_table(files, nev)))
     return "\n".join(out)
 
 
@@ -338,9 +389,15 @@ def machine_note():
         pass
     vg = subprocess.run(["valgrind", "--version"], capture_output=True,
                         text=True).stdout.strip() if shutil.which("valgrind") else "no valgrind"
-    return "%s UTC; %s, %d CPUs, %s %s; %s" % (
+    try:
+        rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+    except OSError:
+        rev = ""
+    return "%s UTC; pytracekit %s; %s, %d CPUs, %s %s; %s" % (
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        cpu, os.cpu_count() or 0, platform.system(), platform.release(), vg)
+        rev or "?", cpu, os.cpu_count() or 0, platform.system(),
+        platform.release(), vg)
 
 
 def parse_sizes(items):

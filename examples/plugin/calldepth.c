@@ -172,8 +172,9 @@ cd_on_event(void *state, const ptk_event *ev)
     }
     if (ev->kind == PTK_EV_RETURN) {
         /* ev->depth is the depth before RETURN, i.e. that of the frame
-         * leaving: leaving the root frame ends the counted region. */
-        if (t->root_depth > 0 && ev->depth <= t->root_depth) {
+         * leaving (-1 for a frame that started before tracing did):
+         * leaving the root frame ends the counted region. */
+        if (t->root_depth > 0 && ev->depth > 0 && ev->depth <= t->root_depth) {
             t->root_depth = 0;
         }
         return PTK_OK;

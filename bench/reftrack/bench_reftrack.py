@@ -1,7 +1,11 @@
 """Overhead of reftrack on an allocation-heavy workload, next to
 tracemalloc, on one interpreter. Prints ratios to a bare run.
 
-    PYTHONPATH=BUILD/python python bench_reftrack.py [--n N] [--repeat R]
+    PYTHONPATH=BUILD/python PTK_TEST_PLUGIN_DIR=BUILD/tests/plugins \
+        python bench_reftrack.py [--n N] [--repeat R]
+
+The "hub only" row uses the test plugin rtbad (tests/reftrack/rtbad.c) as a
+subscriber that does nothing: the cost of the reference-event path itself.
 
 Each measurement runs in a fresh process of the same interpreter; the
 configurations are interleaved and the fastest of R runs is kept. Only the
@@ -16,6 +20,7 @@ import time
 
 CONFIGS = [
     ("bare", "no tracing"),
+    ("hub", "hub only: a REF subscriber doing nothing"),
     ("counts", "reftrack:sites=false (counts only)"),
     ("sites", "reftrack (counts + leak sites)"),
     ("tracemalloc", "tracemalloc.start() (1 frame)"),
@@ -44,11 +49,15 @@ def workload(n):
 def one(config, n):
     outdir = tempfile.mkdtemp(prefix="ptk-bench-reftrack-")
     stop = None
-    if config in ("counts", "sites"):
+    if config in ("counts", "sites", "hub"):
         import pytracekit
-        spec = "reftrack:sites=false" if config == "counts" else "reftrack"
+        spec = {"counts": "reftrack:sites=false", "sites": "reftrack",
+                # the test-only rule breaker, set never to misbehave
+                "hub": "rtbad:after=1000000000000"}[config]
         s = pytracekit.Session(plugins=[spec], output_dir=outdir,
-                               threads="current")
+                               threads="current",
+                               plugin_path=os.path.abspath(
+                                   os.environ.get("PTK_TEST_PLUGIN_DIR", ".")))
         s.start()
         stop = s.stop
     elif config == "tracemalloc":

@@ -6,9 +6,10 @@
 #
 #   analyze(code, want_arcs) -> (lines, funcs, branches)
 #     lines    sorted line numbers that can produce a LINE event
-#     funcs    [(code, qualname, firstlineno, start_offset), ...], the root
-#              first; start_offset is the byte offset of the code's first
-#              RESUME (a frame whose f_lasti is <= it has not run yet)
+#     funcs    [(code, qualname, firstlineno, start_offset, own_lines), ...],
+#              the root first; start_offset is the byte offset of the code's
+#              first RESUME (a frame whose f_lasti is <= it has not run yet);
+#              own_lines the lines of that code object alone
 #     branches {line: [destination line, ...]} for lines with a conditional
 #              jump and at least two destinations; a negative destination
 #              -N is "leaves the code object whose first line is N" (the
@@ -142,8 +143,9 @@ def analyze(code, want_arcs):
     branches = {}
     for c in _walk(code):
         start = _start_offset(c)
-        lines |= _code_lines(c, start)
-        funcs.append((c, c.co_qualname, c.co_firstlineno, start))
+        own = _code_lines(c, start)
+        lines |= own
+        funcs.append((c, c.co_qualname, c.co_firstlineno, start, sorted(own)))
         if want_arcs:
             for line, dests in _branches(c).items():
                 have = branches.setdefault(line, [])

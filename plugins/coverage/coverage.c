@@ -34,6 +34,8 @@ typedef struct cov_func {
     char *qualname;
     int32_t line;
     uint64_t calls;
+    int32_t *own;    /* the code object's own lines (for calls=false) */
+    int32_t nown;
 } cov_func;
 
 typedef struct cov_arc {
@@ -85,6 +87,7 @@ typedef struct cov_state {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
     int branch;
+    int calls;           /* count calls (CALL events); else ran = a line ran */
     cov_match *match;
 
     cov_code *codes;     /* open addressing on the code pointer */
@@ -113,6 +116,9 @@ static const ptk_option_spec cov_options[] = {
      "globs of absolute file paths to measure (',' or ';' separated)", NULL},
     {"exclude", PTK_OPT_LIST, NULL,
      "globs of absolute file paths not to measure", NULL},
+    {"calls", PTK_OPT_BOOL, "true",
+     "count calls per function (CALL events); false: only whether it ran, from its lines",
+     NULL},
     {"source", PTK_OPT_STRING, NULL,
      "measure only files under this directory; report its unexecuted .py files too", NULL},
     {NULL, 0, NULL, NULL, NULL}};
@@ -274,6 +280,7 @@ file_free(cov_file *f)
     free(f->hits);
     for (size_t i = 0; i < f->nfuncs; i++) {
         free(f->funcs[i].qualname);
+        free(f->funcs[i].own);
     }
     free(f->funcs);
     free(f->arcs);
@@ -309,6 +316,8 @@ file_func(cov_file *f, const char *qualname, int32_t line)
     f->funcs[f->nfuncs].qualname = name;
     f->funcs[f->nfuncs].line = line;
     f->funcs[f->nfuncs].calls = 0;
+    f->funcs[f->nfuncs].own = NULL;
+    f->funcs[f->nfuncs].nown = 0;
     return (int32_t)f->nfuncs++;
 }
 
@@ -406,17 +415,32 @@ file_analyze(cov_state *st, cov_file *f, PyObject *root)
         f->possible[line] = 1;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(funcs); i++) {
-        PyObject *code;
+        PyObject *code, *own;
         const char *qualname;
         int line, start;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(funcs, i), "O!sii", &PyCode_Type, &code,
-                              &qualname, &line, &start)) {
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(funcs, i), "O!siiO!", &PyCode_Type, &code,
+                              &qualname, &line, &start, &PyList_Type, &own)) {
             goto done;
         }
         int32_t fi = file_func(f, qualname, line);
         if (fi < 0) {
             PyErr_NoMemory();
             goto done;
+        }
+        cov_func *fn = &f->funcs[fi];
+        if (!fn->own && PyList_GET_SIZE(own) > 0) {
+            fn->own = malloc((size_t)PyList_GET_SIZE(own) * sizeof(int32_t));
+            if (!fn->own) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(own); j++) {
+                fn->own[j] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(own, j));
+            }
+            fn->nown = (int32_t)PyList_GET_SIZE(own);
+            if (PyErr_Occurred()) {
+                goto done;
+            }
         }
         cov_code *c = code_find(st, (PyCodeObject *)code);
         if (!c && !(c = code_add(st, (PyCodeObject *)code))) {
@@ -870,7 +894,15 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     const ptk_option_value *include = host->option(args, "include");
     const ptk_option_value *exclude = host->option(args, "exclude");
     const ptk_option_value *source = host->option(args, "source");
+    const ptk_option_value *calls = host->option(args, "calls");
     st->branch = branch && branch->is_set && branch->i;
+    st->calls = !calls || !calls->is_set || calls->i;
+    if (st->branch && !st->calls) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "calls=false needs branch=false (branch coverage follows every call)");
+        free(st);
+        return PTK_EINVAL;
+    }
 
     int rc = PTK_EPYTHON;
     PyObject *dirs = library_dirs();
@@ -910,7 +942,10 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     }
     free(dirv);
     Py_DECREF(dirs);
-    *events = PTK_MASK(PTK_EV_LINE) | PTK_MASK(PTK_EV_CALL);
+    *events = PTK_MASK(PTK_EV_LINE);
+    if (st->calls) {
+        *events |= PTK_MASK(PTK_EV_CALL);
+    }
     if (st->branch) {
         *events |= PTK_MASK(PTK_EV_RETURN);
     }
@@ -1061,9 +1096,17 @@ file_data(const cov_state *st, const cov_file *f)
         }
     }
     for (size_t i = 0; i < f->nfuncs; i++) {
-        if (list_append_new(funcs, Py_BuildValue("[siK]", f->funcs[i].qualname,
-                                                 f->funcs[i].line,
-                                                 (unsigned long long)f->funcs[i].calls)) < 0) {
+        const cov_func *fn = &f->funcs[i];
+        uint64_t calls = fn->calls;
+        if (!st->calls) {
+            /* Not counted: 1 if one of its own lines ran. */
+            calls = 0;
+            for (int32_t j = 0; j < fn->nown && !calls; j++) {
+                calls = fn->own[j] <= f->maxline && f->hits[fn->own[j]] ? 1 : 0;
+            }
+        }
+        if (list_append_new(funcs, Py_BuildValue("[siK]", fn->qualname, fn->line,
+                                                 (unsigned long long)calls)) < 0) {
             goto fail;
         }
     }

@@ -557,6 +557,10 @@ file_open(cov_state *st, const char *path, PyCodeObject *code)
 static Py_ssize_t
 file_lookup(cov_state *st, PyObject *filename, PyCodeObject *code)
 {
+    if (!st->file_index) {
+        PyErr_SetString(PyExc_RuntimeError, "coverage: an event after the report");
+        return -2;
+    }
     PyObject *idx = PyDict_GetItemWithError(st->file_index, filename);
     if (idx) {
         return PyLong_AsSsize_t(idx);

@@ -1,0 +1,53 @@
+"""Measures whether the hub's f_trace_lines switch-off fires: once the
+coverage plugin has disabled (PTK_DISABLE) every line of a code object, new
+frames of it must run with LINE tracing off.
+
+Each probe in corpus/switchoff.py runs all its lines on its first call and
+returns its frame's f_trace_lines; the second call must see False. On
+failure the lines of the probe that never produced a LINE event are printed
+(what the hub's line set has too many), with the Python version.
+"""
+import json
+import os
+
+import ptk_coverage_util as u
+
+
+def main():
+    wd = u.workdir("switchoff")
+    u.copy_corpus(wd, "switchoff.py")
+    script = os.path.join(wd, "switchoff.py")
+    p, data = u.run_ptk(wd, [script])
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    rec = data["files"][script]
+    hits = {n for n, c in rec["hits"]}
+    never = sorted(set(rec["lines"]) - hits)
+    funcs = sorted(rec["functions"], key=lambda f: f[1])
+    bad = []
+    for name, seen in sorted(result.items()):
+        if len(seen) != 2:
+            u.fail("%s: recorded %r" % (name, seen))
+        first, second = seen
+        if not first:
+            u.fail("%s: LINE tracing was already off on the first call" % name)
+        if second:
+            bad.append(name)
+    version = u.python_version()
+    if bad:
+        lines = open(script).read().splitlines()
+        detail = []
+        for name in bad:
+            start = [f[1] for f in funcs if f[0] == name][0]
+            ends = [f[1] for f in funcs if f[1] > start]
+            end = min(ends) if ends else len(lines) + 1
+            missing = [n for n in never if start <= n < end]
+            detail.append("%s (line %d): lines never reported: %s" % (
+                name, start, ", ".join("%d %r" % (n, lines[n - 1].strip()) for n in missing)
+                or "none (all ran)"))
+        u.fail("Python %s: LINE events not switched off for: %s\n  %s"
+               % (version, ", ".join(bad), "\n  ".join(detail)))
+    print("ok: Python %s: f_trace_lines switched off on the second call of all %d probes"
+          % (version, len(result)))
+
+
+main()

@@ -85,6 +85,17 @@ def pkg_config(*args, env=None):
     return sh(["pkg-config", *args, "pytracekit"], env or build_env()).stdout.strip()
 
 
+class Skip(Exception):
+    pass
+
+
+def need(*tools):
+    """Skips the step (exit 77) when a tool it runs is not installed."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        raise Skip(f"needs {', '.join(missing)}, not found on PATH")
+
+
 def fresh_dir(name):
     path = os.path.join(WORK, name)
     shutil.rmtree(path, ignore_errors=True)
@@ -128,6 +139,7 @@ def step_stage():
 
 
 def step_layout():
+    need("readelf", "ldd")
     def exists(rel):
         check(os.path.exists(os.path.join(STAGE, rel)), f"missing {rel}")
         print("ok", rel)
@@ -207,6 +219,7 @@ def _listed(path, pattern):
 
 
 def step_exports():
+    need("nm")
     headers = _header_api()
     listed = _listed(os.path.join(SOURCE, "lib", "exports.txt"), r"^(ptk_\w+)\s*$")
     mapped = _listed(os.path.join(SOURCE, "lib", "pytracekit.map"), r"^\s*(ptk_\w+);")
@@ -241,6 +254,7 @@ def step_exports():
 
 
 def step_pkgconfig():
+    need("pkg-config")
     env = build_env()
     check(pkg_config("--modversion", env=env) == VERSION, "--modversion")
     cflags = pkg_config("--cflags", env=env).split()
@@ -288,6 +302,12 @@ def step_pkgconfig():
         f"-Wl,-rpath,{os.path.join(moved, 'lib')}"], menv)
     out = sh([exe], run_env()).stdout.strip()
     check(out == VERSION, f"moved program printed {out!r}")
+    # ... and the moved command finds the moved library and its plugins.
+    listing = sh([os.path.join(moved, "bin", "pytracekit"), "--list-plugins"], run_env()).stdout
+    files = re.findall(r"^\s*file: (\S+)", listing, re.M)
+    check(files and all(os.path.realpath(f).startswith(os.path.realpath(moved) + os.sep)
+                        for f in files), f"moved command lists plugins {files}")
+    check(any(f.endswith("/counter.so") for f in files), "moved command does not find counter")
 
 
 def step_cmake_package():
@@ -311,6 +331,7 @@ def step_cmake_package():
 
 
 def step_plugin():
+    need("make", "pkg-config")
     src = os.path.join(EXAMPLES, "plugin")
     wdir = fresh_dir("plugin")
     for f in ("Makefile", "calldepth.c", "demo.py"):
@@ -389,6 +410,37 @@ def step_workload():
     print(f"ok: {len(oracle)} workload functions counted as sys.setprofile counts them")
 
 
+def step_python_module():
+    import glob
+    sites = glob.glob(os.path.join(STAGE, "lib", "python3.*", "site-packages"))
+    check(len(sites) == 1, f"expected one lib/python3.X/site-packages, found {sites}")
+    pkg = os.path.join(sites[0], "pytracekit")
+    check(os.path.isfile(os.path.join(pkg, "__init__.py")), "no pytracekit/__init__.py")
+    check(glob.glob(os.path.join(pkg, "_pytracekit*.so")), "no _pytracekit extension")
+    out = fresh_dir("python-module")
+    code = f"""
+import json, os, pytracekit
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+assert os.path.realpath(pytracekit.__file__).startswith(os.path.realpath({STAGE!r}))
+with pytracekit.Session(["counter"], output_dir={out!r}):
+    fib(10)
+with open(os.path.join({out!r}, "counter.json")) as f:
+    calls = {{fn["qualname"]: fn["calls"] for fn in json.load(f)["functions"]}}
+assert calls["fib"] == 177, calls
+print("pytracekit", pytracekit.__version__, "from", os.path.dirname(pytracekit.__file__))
+"""
+    p = sh([PYTHON, "-c", code], run_env(PYTHONPATH=sites[0]), cwd=out)
+    check(p.stdout.startswith("pytracekit " + VERSION), "the staged module did not run")
+    # python -m pytracekit runs a script under the counter, like the command.
+    wl = os.path.join(EXAMPLES, "workload", "main.py")
+    with open(os.path.join(EXAMPLES, "workload", "expected-output.txt")) as f:
+        want = f.read()
+    p = sh([PYTHON, "-m", "pytracekit", "-o", out, "-p", "counter", wl],
+           run_env(PYTHONPATH=sites[0]), cwd=out)
+    check(p.stdout == want, "python -m pytracekit changed the program's output")
+
+
 STEPS = {
     "stage": step_stage,
     "layout": step_layout,
@@ -399,6 +451,7 @@ STEPS = {
     "extension": step_extension,
     "embed": step_embed,
     "workload": step_workload,
+    "python-module": step_python_module,
 }
 
 
@@ -412,6 +465,9 @@ def main():
     except Failure as exc:
         print(f"FAIL: {exc}", file=sys.stderr)
         return 1
+    except Skip as exc:
+        print(f"SKIP: {exc}")
+        return SKIP
     print("PASS")
     return 0
 

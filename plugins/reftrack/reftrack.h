@@ -98,6 +98,7 @@ typedef struct rt_state {
     uint64_t missed_at_stop;    /* class instances the GC no longer has */
     uint64_t dropped;           /* not counted at all: out of memory */
     uint64_t first_event_ns;
+    uint64_t last_event_ns;     /* clock at every 1024th event */
     int chained;                /* the hub forwarded to an earlier tracer */
     int destroy_missed;         /* this CPython skips DESTROY sometimes */
     PyObject *s_module;         /* "__module__", made at init */

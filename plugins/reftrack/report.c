@@ -291,12 +291,16 @@ summary(const rt_state *st, FILE *out, PyObject *leaks, Py_ssize_t shown,
         double at = st->first_event_ns && rs->evicted_at_ns > st->first_event_ns
                         ? (double)(rs->evicted_at_ns - st->first_event_ns) / 1e9
                         : 0.0;
+        double last = st->events > 0 ? (double)(st->last_event_ns -
+                                                 st->first_event_ns) / 1e9
+                                      : 0.0;
         fprintf(out,
                 "reftrack: WARNING: another tool replaced the reference "
                 "tracer (tracemalloc.start() does): no events after the "
-                "%llu-th; noticed %.3f s after tracing started. Counts are "
+                "%llu-th, from about %.3f s after tracing started (within "
+                "1024 events of that), noticed at %.3f s. Counts are "
                 "incomplete and objects destroyed after that look alive\n",
-                (unsigned long long)st->events, at);
+                (unsigned long long)st->events, last, at);
     }
 }
 
@@ -432,6 +436,11 @@ rt_report(rt_state *st, const ptk_report_args *args)
                 evicted_after >= 0 ? PyFloat_FromDouble(evicted_after)
                                    : Py_NewRef(Py_None)) < 0 ||
         set_u64(root, "events_before_eviction", rs.evicted ? st->events : 0) < 0 ||
+        set_new(root, "last_event_s",
+                rs.evicted && st->events > 0
+                    ? PyFloat_FromDouble((double)(st->last_event_ns -
+                                                  st->first_event_ns) / 1e9)
+                    : Py_NewRef(Py_None)) < 0 ||
         set_new(root, "chained", PyBool_FromLong(st->chained)) < 0 ||
         set_u64(root, "overflow", st->overflow) < 0 ||
         set_u64(root, "max_tracked", st->max_tracked) < 0 ||

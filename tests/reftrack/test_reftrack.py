@@ -377,6 +377,10 @@ def case_tracemalloc_inside():
     check(isinstance(rep["evicted_after_s"], float) and rep["evicted_after_s"] >= 0,
           "evicted_after_s %r" % rep["evicted_after_s"])
     check(rep["events_before_eviction"] > 0, "events before eviction")
+    check(isinstance(rep["last_event_s"], float)
+          and 0 <= rep["last_event_s"] <= rep["evicted_after_s"],
+          "last event %r before the eviction was noticed %r"
+          % (rep["last_event_s"], rep["evicted_after_s"]))
     eq(row(rep, LOCAL_WIDGET)["created"], 10, "Widgets seen before eviction")
     tracemalloc.stop()
     eq(P.slot(), tm, "tracemalloc.stop() leaves its idle tracer in the slot")

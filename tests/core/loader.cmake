@@ -5,7 +5,7 @@ foreach(case enoent_path enoent_name enoent_empty_options notso_path notso_name
              struct_size struct_size_tiny mask_no_on_event mask_ref_no_on_ref
              ref_unavailable mask_unknown_bit no_name option_unknown option_int
              option_int_no_value option_bool option_choice option_double
-             option_quote options_valid option_value_with_slash init_fails init_raises init_widens_mask
+             option_quote option_after_quote options_valid option_value_with_slash init_fails init_raises init_widens_mask
              second_plugin_rejected module_codes)
   ptk_add_python_test(NAME core.loader.reject.${case} SCRIPT loader/test_reject.py ARGS ${case})
 endforeach()
@@ -21,6 +21,7 @@ foreach(case nth_error nth_error_first nth_error_call nth_python nth_python_firs
 endforeach()
 foreach(case exit_status exit_message uncaught uncaught_in_code keyboard_interrupt_raised
              keyboard_interrupt_signal script_form script_elsewhere script_after_dashdash
+             script_named_like_option
              module_form package_main_form code_form stdin_form missing_script
              missing_module program_output_unchanged hub_work_not_traced)
   ptk_add_python_test(NAME core.loader.program.${case} SCRIPT loader/test_program.py ARGS ${case})
@@ -42,4 +43,5 @@ set_tests_properties(
   core.loader.outdir.is_a_file               # lib/session.c: -o FILE is not rejected as a non-directory
   core.loader.outdir.report_mode             # lib/host.c: reports keep mkstemp's 0600
   core.loader.reject.option_value_with_slash # lib/session.c: a '/' in an option value makes the spec a path
+  core.loader.program.script_named_like_option # tools/pytracekit.c: `-- -x.py` is parsed as python options
   PROPERTIES DISABLED TRUE)

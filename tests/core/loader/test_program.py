@@ -200,6 +200,20 @@ def script_after_dashdash():
               "differs from python:\n" + py.out, tk)
 
 
+def script_named_like_option():
+    """`pytracekit -- -name.py`: a script whose name starts with '-' runs
+    as `python -- -name.py` runs it (not parsed as interpreter options)."""
+    with Scratch("argv-dashname") as s:
+        s.write("-prog.py", SHOW)
+        py = run([PYTHON, "--", "-prog.py", "x"], cwd=s.path)
+        check(py.rc == 0, "plain python failed", py)
+        tk = cli(["-o", s.join("out"), "--", "-prog.py", "x"], cwd=s.path)
+        check(tk.rc == 0, "pytracekit failed", tk)
+        a, b = json.loads(py.out), json.loads(tk.out)
+        a.pop("orig_argv"), b.pop("orig_argv")
+        check(a == b, "differs from python:\n" + py.out, tk)
+
+
 def module_form():
     with Scratch("argv-module") as s:
         s.write("pkg/__init__.py", "")
@@ -280,6 +294,7 @@ def hub_work_not_traced():
 CASES = {f.__name__: f for f in [
     exit_status, exit_message, uncaught, uncaught_in_code, keyboard_interrupt_raised,
     keyboard_interrupt_signal, script_form, script_elsewhere, script_after_dashdash,
+    script_named_like_option,
     module_form, package_main_form, code_form, stdin_form, missing_script, missing_module,
     program_output_unchanged, hub_work_not_traced]}
 

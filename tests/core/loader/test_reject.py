@@ -243,6 +243,15 @@ def option_quote():
                         ["plugin 'bad_opts': option 'label' has an unterminated quote"])
 
 
+def option_after_quote():
+    """Text after a closing quote, before the next ','."""
+    with Scratch("opt-afterquote") as s:
+        expect_rejected(s, ["-p", opts("label='a'b,n=1")],
+                        ["plugin 'bad_opts': expected ',' after option 'label'"])
+        expect_rejected(s, ["-p", opts('label="a"=b')],
+                        ["plugin 'bad_opts': expected ',' after option 'label'"])
+
+
 def options_valid():
     """The same plugin with good values of every type runs: the rejections
     above are about the values, nothing else."""
@@ -346,7 +355,7 @@ CASES = {f.__name__: f for f in [
     notso_dir, noentry, null_entry, abi_major, abi_minor, struct_size, struct_size_tiny,
     mask_no_on_event, mask_ref_no_on_ref, ref_unavailable, mask_unknown_bit, no_name,
     option_unknown, option_int, option_int_no_value, option_bool, option_choice,
-    option_double, option_quote, options_valid, option_value_with_slash, init_fails, init_raises, init_widens_mask,
+    option_double, option_quote, option_after_quote, options_valid, option_value_with_slash, init_fails, init_raises, init_widens_mask,
     second_plugin_rejected, module_codes]}
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ endforeach()
 foreach(case nth_error nth_error_first nth_error_call nth_python nth_python_first
              nth_pycode nth_leak report_fails unwind_python unwind_leak unwind_error
              unwind_pycode exception_python exception_leak c_exception_python
-             c_exception_error two_sessions module_session)
+             c_exception_error in_a_thread two_sessions module_session)
   ptk_add_python_test(NAME core.loader.fail.${case} SCRIPT loader/test_fail.py ARGS ${case})
 endforeach()
 foreach(case exit_status exit_message uncaught uncaught_in_code keyboard_interrupt_raised

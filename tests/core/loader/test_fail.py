@@ -246,6 +246,39 @@ def c_exception_error():
     pending("c_exception", "error", "PTK_EIO", ["fail_nth failed on c_exception event N as asked"])
 
 
+def in_a_thread():
+    """The failure happens in a worker thread (--threads all): the thread
+    and the program finish normally; the failure is reported at the end."""
+    prog = textwrap.dedent("""\
+        import sys, threading
+        out = []
+        def fib(n):
+            return n if n < 2 else fib(n - 1) + fib(n - 2)
+        def worker():
+            try:
+                raise KeyError("in the thread")
+            except KeyError as e:
+                out.append(repr(e))
+            out.append(fib(15))
+        t = threading.Thread(target=worker, name="the-worker")
+        t.start()
+        t.join()
+        print(out)
+        sys.exit(6)
+        """)
+    with Scratch("thread") as s:
+        ref, ref_out = run_prog(s, "ref", prog, ["counter:top=0", fail_nth("n=0,file=prog.py")])
+        check(ref.rc == 6 and ref.out == "[\"KeyError('in the thread')\", 610]\n", "reference", ref)
+        for mode, code in (("python", "PTK_EPYTHON"), ("error", "PTK_EIO"), ("leak", "PTK_EPYTHON")):
+            r, out = run_prog(s, "run-" + mode, prog,
+                              ["counter:top=0", fail_nth("n=50,kind=call,file=prog.py,mode=" + mode)])
+            check(r.rc == 6 and r.out == ref.out, "the program changed", r)
+            failure_block(r, "fail_nth", code, ["call event 50"])
+            check(counter_data(out, r) == counter_data(ref_out, ref), "counter's counts differ", r)
+            names = [t["name"] for t in load_json(os.path.join(out, "counter.json"))["threads"]]
+            check("the-worker" in names, "the worker's events: %r" % names, r)
+
+
 def two_sessions():
     """A plugin failing in one session leaves another session's plugins
     alone: its counts equal those of the same session run by itself."""
@@ -324,7 +357,8 @@ def module_session():
 CASES = {f.__name__: f for f in [
     nth_error, nth_error_first, nth_error_call, nth_python, nth_python_first, nth_pycode,
     nth_leak, report_fails, unwind_python, unwind_leak, unwind_error, unwind_pycode,
-    exception_python, exception_leak, c_exception_python, c_exception_error, two_sessions,
+    exception_python, exception_leak, c_exception_python, c_exception_error, in_a_thread,
+    two_sessions,
     module_session]}
 
 if __name__ == "__main__":

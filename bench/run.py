@@ -69,16 +69,41 @@ def interp_info(python):
     return json.loads(out)
 
 
-def cache_python(build):
+def cache_value(build, name):
     cache = os.path.join(build, "CMakeCache.txt")
     if not os.path.exists(cache):
         return None
     with open(cache) as f:
         for line in f:
-            m = re.match(r"Python3_EXECUTABLE:[A-Z]+=(.*)", line.strip())
+            m = re.match(re.escape(name) + r":[A-Z]+=(.*)", line.strip())
             if m:
                 return m.group(1)
     return None
+
+
+def cache_python(build):
+    return cache_value(build, "Python3_EXECUTABLE")
+
+
+def git_rev(src):
+    """The commit a source tree is at ("abc1234", "+ changes" if dirty), or
+    what a .rev file next to an exported tree says."""
+    try:
+        p = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True)
+        if p.returncode == 0:
+            rev = p.stdout.strip()
+            d = subprocess.run(["git", "-C", src, "status", "--porcelain",
+                                "--", "lib", "include", "plugins/counter",
+                                "python"], capture_output=True, text=True)
+            return rev + (" + uncommitted changes" if d.stdout.strip() else "")
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(src, ".rev")) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def find_python(minor):
@@ -210,10 +235,12 @@ def table(rows, headers, align):
 def render(version, workload, mod_units, res, variants):
     instr = {v: res[v].get("instr") for v in variants}
     wall = {v: res[v].get("wall") for v in variants}
+    cpu = {v: res[v].get("cpu") for v in variants}
     units_cg = res.get("_units_cg")
     units_wall = res.get("_units_wall")
     b_i, f_i = instr.get("bare"), instr.get("floor")
     b_w, f_w = wall.get("bare"), wall.get("floor")
+    b_c, f_c = cpu.get("bare"), cpu.get("floor")
     rows = []
     for v in variants:
         per = None
@@ -221,23 +248,27 @@ def render(version, workload, mod_units, res, variants):
             per = (instr[v] - b_i) / units_cg
         oi = overhead(instr[v], b_i, f_i)
         ow = overhead(wall[v], b_w, f_w)
+        oc = overhead(cpu[v], b_c, f_c)
         rows.append([
             VARIANT_LABEL[v],
             fmt_int(instr[v]),
             fmt_ratio(ratio(instr[v], b_i)),
             "%.0f" % per if per is not None else "-",
+            fmt_ratio(oi) if v != "bare" else "-",
             "%.3f" % wall[v] if wall[v] is not None else "-",
             fmt_ratio(ratio(wall[v], b_w)),
-            fmt_ratio(oi) if v not in ("bare",) else "-",
-            fmt_ratio(ow) if v not in ("bare",) else "-",
+            fmt_ratio(ow) if v != "bare" else "-",
+            fmt_ratio(ratio(cpu[v], b_c)),
+            fmt_ratio(oc) if v != "bare" else "-",
         ])
     head = ["variant", "instr", "instr×bare",
-            "instr/%s above bare" % mod_units, "wall s", "wall×bare",
-            "overhead vs floor (instr)", "overhead vs floor (wall)"]
+            "instr/%s above bare" % mod_units, "overhead vs floor (instr)",
+            "wall s", "wall×bare", "overhead vs floor (wall)",
+            "cpu×bare", "overhead vs floor (cpu)"]
     text = ["### Python %s, %s (callgrind: %s %ss; wall: %s %ss)"
             % (version, workload, fmt_int(units_cg), mod_units,
                fmt_int(units_wall), mod_units), "",
-            table(rows, head, "lrrrrrrr"), ""]
+            table(rows, head, "lrrrrrrrrr"), ""]
     verdicts = []
     for v, target in TARGETS.items():
         if v in variants:
@@ -317,9 +348,12 @@ def bench_one(python, build, args):
     floor_dir = build_floor(info, python, build)
     env = env_for(build)
     version = info["version"]
+    src = cache_value(build, "CMAKE_HOME_DIRECTORY") or REPO
+    rev = git_rev(src)
     sys.path.insert(0, os.path.join(HERE, "workloads"))
     import importlib
-    out = []
+    out = ["Python %s (%s); build %s from %s%s.\n"
+           % (version, python, build, src, " at " + rev if rev else "")]
     warnings = []
     profile_events = {}
     for wl_name in args.workloads:
@@ -348,14 +382,16 @@ def bench_one(python, build, args):
         for i in range(args.reps if not args.no_wall else 0):
             for v in args.variants:
                 r = run_wall(python, env, wl_name, v, n_wall, floor_dir)
-                prev = res[v].get("wall")
-                res[v]["wall"] = r["wall"] if prev is None else min(prev, r["wall"])
+                for k in ("wall", "cpu"):
+                    prev = res[v].get(k)
+                    res[v][k] = r[k] if prev is None else min(prev, r[k])
                 w = check_events(wl_name, v, r, wl.units(n_wall))
                 if w and i == 0:
                     warnings.append(w)
             log("bench %s %s: wall round %d/%d: %s" % (
                 version, wl_name, i + 1, args.reps,
-                ", ".join("%s %.3f" % (v, res[v]["wall"]) for v in args.variants)))
+                ", ".join("%s %.3f/%.3f" % (v, res[v]["wall"], res[v]["cpu"])
+                          for v in args.variants)))
         out.append(render(version, wl_name, wl.UNIT, res, args.variants))
     if warnings:
         out.append("Warnings:\n" + "\n".join("  " + w for w in warnings) + "\n")
@@ -389,15 +425,9 @@ def machine_note():
         pass
     vg = subprocess.run(["valgrind", "--version"], capture_output=True,
                         text=True).stdout.strip() if shutil.which("valgrind") else "no valgrind"
-    try:
-        rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True).stdout.strip()
-    except OSError:
-        rev = ""
-    return "%s UTC; pytracekit %s; %s, %d CPUs, %s %s; %s" % (
+    return "%s UTC; %s, %d CPUs, %s %s; %s" % (
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        rev or "?", cpu, os.cpu_count() or 0, platform.system(),
-        platform.release(), vg)
+        cpu, os.cpu_count() or 0, platform.system(), platform.release(), vg)
 
 
 def parse_sizes(items):
@@ -413,8 +443,11 @@ def parse_sizes(items):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", help="interpreter under test")
-    ap.add_argument("--build", help="build directory for that interpreter "
-                    "(configured and built if it has no module yet)")
+    ap.add_argument("--build", action="append",
+                    help="build directory for that interpreter (configured "
+                    "and built if it has no module yet); may be repeated, "
+                    "each build then runs with the Python it was configured "
+                    "for")
     ap.add_argument("--all", action="store_true",
                     help="run for 3.11, 3.12, 3.13 in build/bench-311 … "
                     "(built with pyenv's interpreters if missing)")
@@ -458,19 +491,24 @@ def main():
                 continue
             targets.append((python, build))
     else:
-        python = args.python or (cache_python(args.build) if args.build else None)
-        if python is None:
-            ap.error("give --python (and --build), or --all")
-        if args.build is None:
-            info = interp_info(python)
-            v = "".join(info["version"].split(".")[:2])
-            args.build = os.path.join(REPO, "build", "bench-" + v)
-        targets.append((python, args.build))
+        builds = args.build or [None]
+        if len(builds) > 1 and args.python:
+            ap.error("--python goes with one --build")
+        for build in builds:
+            python = args.python or (cache_python(build) if build else None)
+            if python is None:
+                ap.error("give --python (and --build), or --all")
+            if build is None:
+                info = interp_info(python)
+                v = "".join(info["version"].split(".")[:2])
+                build = os.path.join(REPO, "build", "bench-" + v)
+            targets.append((python, build))
 
     print("## pytracekit overhead benchmark\n\n%s\n" % machine_note())
     print("Ratios are to the bare run; overhead vs floor = (variant − bare) / "
           "(floor − bare). Instructions count only the workload call "
-          "(callgrind --toggle-collect); wall time is the min of %d runs.\n"
+          "(callgrind --toggle-collect); wall and cpu (process) time are the "
+          "min of %d runs of the workload call, the variants taking turns.\n"
           % args.reps, flush=True)
     for python, build in targets:
         print(bench_one(python, build, args), flush=True)

@@ -1,5 +1,5 @@
 """Runs one workload under one variant, once, in this process, and prints
-one JSON line: {"wall": seconds, "result": ..., "events": {...}}.
+one JSON line: {"wall": s, "cpu": s, "result": ..., "events": {...}}.
 
     python driver.py WORKLOAD VARIANT N FLOOR_DIR OUT_DIR
 
@@ -53,9 +53,11 @@ def main():
     else:
         raise SystemExit("driver: unknown variant %r" % variant)
 
+    c0 = time.process_time()
     t0 = time.perf_counter()
     result = _ptkfloor.run(work)
     t1 = time.perf_counter()
+    c1 = time.process_time()
 
     if variant == "floor":
         _ptkfloor.uninstall()
@@ -68,7 +70,8 @@ def main():
         sys.setprofile(None)
         events = dict(py_counts)
 
-    print(json.dumps({"wall": t1 - t0, "result": result, "events": events,
+    print(json.dumps({"wall": t1 - t0, "cpu": c1 - c0, "result": result,
+                      "events": events,
                       "units": wl.units(n)}))
 
 

@@ -188,6 +188,9 @@ rt_type_index_slow(rt_state *st, PyTypeObject *tp)
         ti = (uint32_t)s->val;
     }
     else {
+        if (st->ntypes >= RT_MAX_TYPES) {
+            return RT_NONE;
+        }
         if (st->ntypes == st->types_cap) {
             uint32_t ncap = st->types_cap ? st->types_cap * 2 : 256;
             rt_type *n = realloc(st->types, (size_t)ncap * sizeof *n);
@@ -253,6 +256,9 @@ rt_code_index(rt_state *st, PyCodeObject *code)
         ci = (uint32_t)s->val;
     }
     else {
+        if (st->ncodes >= RT_MAX_CODES) {
+            return RT_NONE;
+        }
         if (st->ncodes == st->codes_cap) {
             uint32_t ncap = st->codes_cap ? st->codes_cap * 2 : 256;
             rt_code *n = realloc(st->codes, (size_t)ncap * sizeof *n);
@@ -308,6 +314,7 @@ rt_site_here(rt_state *st)
     }
     uint32_t ci = rt_code_index(st, e->code);
     if (ci == RT_NONE) {
+        st->sites_dropped++;
         return 0;
     }
     int lasti = e->frame != NULL ? PyFrame_GetLasti(e->frame) : -1;
@@ -324,25 +331,31 @@ rt_site_here(rt_state *st)
         site = (uint32_t)l->val;
     }
     else {
-        if (st->nsites == st->sites_cap || st->nsites >= (UINT32_C(1) << 30)) {
+        if (st->nsites >= RT_MAX_SITES) {
+            st->sites_dropped++;
+            return 0;
+        }
+        if (st->nsites == st->sites_cap) {
             uint32_t ncap = st->sites_cap * 2;
-            rt_site *n = st->nsites < (UINT32_C(1) << 30)
-                             ? realloc(st->site_tab, (size_t)ncap * sizeof *n)
-                             : NULL;
+            rt_site *n = realloc(st->site_tab, (size_t)ncap * sizeof *n);
             if (n == NULL) {
+                st->sites_dropped++;
                 return 0;
             }
             st->site_tab = n;
             st->sites_cap = ncap;
         }
         if (rt_map_put(&st->line_map, lkey, st->nsites) < 0) {
+            st->sites_dropped++;
             return 0;
         }
         site = st->nsites++;
         st->site_tab[site].code = ci;
         st->site_tab[site].line = line;
     }
-    (void)rt_map_put(&st->addr_map, akey, site);
+    if (st->addr_map.n < (uint64_t)RT_MAX_SITES * 4) { /* a cache: bounded */
+        (void)rt_map_put(&st->addr_map, akey, site);
+    }
     return site;
 }
 

@@ -37,6 +37,12 @@ typedef struct rt_map {
  * and other tracers' own objects). */
 enum { RT_PROGRAM = 0, RT_TRACING = 1 };
 
+/* Bounds of the name tables, so that a program that makes types or code
+ * objects without end (exec in a loop) cannot grow reftrack without end. */
+#define RT_MAX_TYPES (UINT32_C(1) << 20)
+#define RT_MAX_CODES (UINT32_C(1) << 20)
+#define RT_MAX_SITES (UINT32_C(1) << 22)
+
 typedef struct rt_stats {
     uint64_t created;   /* created while tracing */
     uint64_t destroyed; /* of those, destroyed while tracing */
@@ -96,7 +102,10 @@ typedef struct rt_state {
     uint64_t overflow;          /* CREATEs not tracked: live table full */
     uint64_t missed_destroy;    /* address reused with no DESTROY seen */
     uint64_t missed_at_stop;    /* class instances the GC no longer has */
-    uint64_t dropped;           /* not counted at all: out of memory */
+    uint64_t dropped;           /* not counted at all: out of memory, or
+                                   more than RT_MAX_TYPES types */
+    uint64_t sites_dropped;     /* no site recorded: out of memory, or more
+                                   than RT_MAX_CODES / RT_MAX_SITES */
     uint64_t first_event_ns;
     uint64_t last_event_ns;     /* clock at every 1024th event */
     int chained;                /* the hub forwarded to an earlier tracer */

@@ -280,8 +280,15 @@ summary(const rt_state *st, FILE *out, PyObject *leaks, Py_ssize_t shown,
                 (unsigned long long)(st->missed_destroy + st->missed_at_stop));
     }
     if (st->dropped > 0) {
-        fprintf(out, "reftrack: %llu events not counted: out of memory\n",
-                (unsigned long long)st->dropped);
+        fprintf(out, "reftrack: %llu events not counted: out of memory or "
+                "more than %lu types\n", (unsigned long long)st->dropped,
+                (unsigned long)RT_MAX_TYPES);
+    }
+    if (st->sites_dropped > 0) {
+        fprintf(out, "reftrack: %llu objects got no creation site: out of "
+                "memory or more than %lu code objects / %lu sites\n",
+                (unsigned long long)st->sites_dropped,
+                (unsigned long)RT_MAX_CODES, (unsigned long)RT_MAX_SITES);
     }
     if (st->chained) {
         fprintf(out, "reftrack: the reference tracer installed before "
@@ -446,6 +453,7 @@ rt_report(rt_state *st, const ptk_report_args *args)
         set_u64(root, "max_tracked", st->max_tracked) < 0 ||
         set_u64(root, "missed_destroy", st->missed_destroy + st->missed_at_stop) < 0 ||
         set_u64(root, "dropped", st->dropped) < 0 ||
+        set_u64(root, "sites_dropped", st->sites_dropped) < 0 ||
         set_new(root, "sites", PyBool_FromLong(st->sites)) < 0 ||
         set_u64(root, "events", st->events) < 0 ||
         set_new(root, "destroy_events_reliable",

@@ -97,6 +97,21 @@ if(TARGET ptk_python)
     FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 endif()
 
+# Where the installed plugins are, relative to the directories of the
+# installed command and Python extension: with a static library, the code
+# that looks for plugins lives in those (bin/, site-packages/pytracekit/),
+# not in lib/, so "<its directory>/pytracekit/plugins" misses them.
+# lib/loader.c searches these as well (relative paths only: never the cwd).
+file(RELATIVE_PATH _ptk_bin_to_plugins
+  "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}"
+  "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PLUGINDIR}")
+file(RELATIVE_PATH _ptk_py_to_plugins
+  "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PYTHONDIR}/pytracekit"
+  "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PLUGINDIR}")
+target_compile_definitions(pytracekit PRIVATE
+  PTK_PLUGINDIR_FROM_BINDIR="${_ptk_bin_to_plugins}"
+  PTK_PLUGINDIR_FROM_PYTHONDIR="${_ptk_py_to_plugins}")
+
 # Shipped plugins install themselves (plugins/CMakeLists.txt,
 # ${PTK_INSTALL_PLUGINDIR}); they link nothing of ours and need no RPATH.
 

@@ -66,6 +66,9 @@ traced_run(const char *output_dir, const char *spec)
 {
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.output_dir = output_dir;
+#ifdef EMBED_PLUGIN_DIR
+    cfg.plugin_path = EMBED_PLUGIN_DIR; /* see CMakeLists.txt */
+#endif
     ptk_session *s = NULL;
     char *err = NULL;
     int rc = ptk_session_new(&cfg, &s, &err);

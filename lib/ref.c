@@ -309,13 +309,13 @@ ptk__ref_tracer(PyObject *obj, PyRefTracerEvent event, void *data)
         return 0;
     }
 #endif
-    if (event != PyRefTracer_CREATE && event != PyRefTracer_DESTROY) {
-        return 0; /* a kind of event newer than this code */
-    }
-    ptk__ref.events++;
     if (ptk__ref.chain_fn != NULL) {
         (void)ptk__ref.chain_fn(obj, event, ptk__ref.chain_data);
     }
+    if (event != PyRefTracer_CREATE && event != PyRefTracer_DESTROY) {
+        return 0; /* a kind of event newer than this code: forwarded only */
+    }
+    ptk__ref.events++;
     ptk_event_kind kind =
         event == PyRefTracer_CREATE ? PTK_EV_REF_CREATE : PTK_EV_REF_DESTROY;
     if (kind == PTK_EV_REF_CREATE && ptk__ref.calls != NULL) {

@@ -29,7 +29,7 @@ def main():
     main_ct = U.one(stats, "main", script)[3]
     spin = U.one(stats, "spin", script)
     caller = U.one(stats, "caller", script)
-    U.check(spin[1] == 20, "spin called %d times, expected 20" % spin[1])
+    U.check(spin[1] == 60, "spin called %d times, expected 60" % spin[1])
     # caller's inclusive time is its own plus its callees'.
     U.check(abs(caller[3] - (caller[2] + spin[3])) <= 1e-6,
             "caller inclusive %.9f != own %.9f + spin %.9f" % (caller[3], caller[2], spin[3]))
@@ -42,7 +42,7 @@ def main():
         ref = own_measure["main_wall_s"]
         # main's frame encloses the program's own perf_counter() pair.
         U.check(main_ct >= ref * 0.999, "main %.6f s < its own measure %.6f s" % (main_ct, ref))
-        U.check(main_ct <= ref * 1.05 + 0.005, "main %.6f s >> its own measure %.6f s" % (main_ct, ref))
+        U.check(main_ct <= ref * 1.05 + 0.05, "main %.6f s >> its own measure %.6f s" % (main_ct, ref))
         # Everything the session timed is in some frame: the sum of own
         # times is the traced wall time, less the moments outside any frame.
         elapsed = meta["elapsed_s"]

@@ -25,7 +25,7 @@ def main():
     t0 = time.perf_counter()
     c0 = time.thread_time()
     sleeper()
-    caller(20, 20000)
+    caller(60, 20000)
     c1 = time.thread_time()
     t1 = time.perf_counter()
     return t1 - t0, c1 - c0

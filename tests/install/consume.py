@@ -312,22 +312,24 @@ def step_pkgconfig():
 
 def step_cmake_package():
     probe = os.path.join(SOURCE, "tests", "install", "cmake-probe")
-    for want, ok in ((VERSION, True), (".".join(VERSION.split(".")[:2]), True),
-                     ("99.0", False)):
+    minor = ".".join(VERSION.split(".")[:2])
+    for want, more, ok in ((VERSION, "", True), (minor, "", True),
+                           ("99.0", "", False), (minor, "no_such_component", False)):
         bdir = fresh_dir("cmake-probe")
         p = sh([CMAKE, "-S", probe, "-B", bdir, f"-DCMAKE_PREFIX_PATH={STAGE}",
                 f"-DPROBE_VERSION={want}", f"-DPROBE_STAGE={STAGE}",
+                f"-DPROBE_MORE_COMPONENTS={more}",
                 f"-DCMAKE_C_FLAGS={SAN_FLAGS}", f"-DCMAKE_EXE_LINKER_FLAGS={SAN_FLAGS}"],
                build_env(), expect=None)
+        what = f"find_package(pytracekit {want} COMPONENTS embed {more})"
         if ok:
-            check(p.returncode == 0, f"find_package(pytracekit {want}) failed")
+            check(p.returncode == 0, f"{what} failed")
             sh([CMAKE, "--build", bdir], build_env())
             out = sh([os.path.join(bdir, "probe")], run_env()).stdout.strip()
             check(out == VERSION, f"probe printed {out!r}")
         else:
-            check(p.returncode != 0 and "pytracekit" in p.stderr,
-                  f"find_package(pytracekit {want}) should fail")
-            print(f"ok: find_package(pytracekit {want}) rejected")
+            check(p.returncode != 0 and "pytracekit" in p.stderr, f"{what} should fail")
+            print(f"ok: {what} rejected")
 
 
 def step_plugin():

@@ -436,9 +436,18 @@ ptk__ref_status(ptk_ref_status *out)
 int
 ptk__ref_check_available(const char *plugin, char **errmsg)
 {
+#ifdef Py_GIL_DISABLED
+    /* The reference path relies on the GIL (one tracer call at a time). */
+    return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                    "plugin '%s' subscribes to reference events, which "
+                    "pytracekit does not support on a free-threaded build "
+                    "(this is Python %s)",
+                    plugin != NULL ? plugin : "?", ptk__python_version());
+#else
     (void)plugin;
     (void)errmsg;
     return PTK_OK;
+#endif
 }
 
 #else /* !PTK_HAVE_REFTRACER */

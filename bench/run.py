@@ -293,7 +293,7 @@ PTK_FUNCS = re.compile(r"((^|/)lib/[a-z_]+\.[ch]:|(^|/)plugins/|floor_profile|"
                        r"call_profile_func|_PyEval_SetProfile)")
 
 
-def annotate_costs(out_file, inclusive):
+def annotate_costs(out_file, inclusive, src=REPO):
     """{function: Ir} from callgrind_annotate (self, or inclusive)."""
     p = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100",
                         "--inclusive=" + ("yes" if inclusive else "no"),
@@ -304,7 +304,7 @@ def annotate_costs(out_file, inclusive):
         if not m or "PROGRAM TOTALS" in line:
             continue
         name = re.sub(r"/tmp/python-build[^ ]*/Python-[\d.]+/", "", m.group(2))
-        name = re.sub(r" \[.*", "", name).replace(REPO + "/", "")
+        name = re.sub(r" \[.*", "", name).replace(src + "/", "")
         ir = int(m.group(1).replace(",", ""))
         # the same function can be listed under two spellings of its file:
         # self costs add up, inclusive ones are the same calls counted twice
@@ -313,12 +313,12 @@ def annotate_costs(out_file, inclusive):
     return costs
 
 
-def profile_table(files, nevents):
+def profile_table(files, nevents, src=REPO):
     """Per-event self and inclusive Ir of the hot-path functions in the
     floor, hub and hub4 runs."""
     cols = [v for v in ("floor", "hub", "hub4") if v in files]
-    selfc = {v: annotate_costs(files[v], False) for v in cols}
-    incl = {v: annotate_costs(files[v], True) for v in cols}
+    selfc = {v: annotate_costs(files[v], False, src) for v in cols}
+    incl = {v: annotate_costs(files[v], True, src) for v in cols}
     names = set()
     for v in cols:
         names |= {k for k in selfc[v] if PTK_FUNCS.search(k)}
@@ -409,7 +409,7 @@ def bench_one(python, build, args):
                            "(Ir per profile event, %s events; files in %s)\n\n%s\n"
                            % (wl_name, version, fmt_int(nev),
                               os.path.join(build, "bench"),
-                              profile_table(files, nev)))
+                              profile_table(files, nev, src)))
     return "\n".join(out)
 
 

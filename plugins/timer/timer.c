@@ -254,10 +254,9 @@ tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
 /* The tree node and a stack slot for a call, when the cache missed or the
  * stack is full. NULL after recording the failure. */
 TM_COLD tm_frame *
-tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
-              PyObject *obj, int is_c, tm_node **out)
+tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
+              const void *key, PyObject *obj, int is_c, tm_node **out)
 {
-    tm_node *n = parent->last_child;
     if (n == NULL || n->key != key) {
         n = tm_node_find(st, th, parent, key, obj, is_c);
         if (n == NULL) {
@@ -267,7 +266,6 @@ tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
             st->host->fail(st->ctx, PTK_ENOMEM, "out of memory recording a call");
             return NULL;
         }
-        parent->last_child = n;
     }
     if (th->sp == th->cap) {
         size_t cap = th->cap ? th->cap * 2 : 128;
@@ -289,17 +287,24 @@ tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
          int is_c, uint64_t now)
 {
     tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
-    tm_node *n = parent->last_child;
+    /* Guess the node: the call that followed the sibling that just
+     * returned last time, else the first call made from the parent. */
+    tm_node *prev = th->last_left;
+    tm_node **slot = prev != NULL && prev->parent == parent ? &prev->after
+                                                           : &parent->last_child;
+    tm_node *n = *slot;
     tm_frame *f;
     if (n != NULL && n->key == key && th->sp < th->cap) {
         f = &th->stack[th->sp];
     }
     else {
-        f = tm_enter_slow(st, th, parent, key, obj, is_c, &n);
+        f = tm_enter_slow(st, th, parent, n, key, obj, is_c, &n);
         if (f == NULL) {
             return PTK_ENOMEM;
         }
+        *slot = n;
     }
+    th->last_left = NULL;
     th->sp++;
     f->node = n;
     f->t0 = now;
@@ -320,6 +325,7 @@ tm_leave(tm_thread *th, uint64_t now)
         th->stack[th->sp - 1].subt += tt;
     }
     tm_node *n = f->node;
+    th->last_left = n;
     n->self_ns += it;
     tm_fig_leave(&n->stat->fig, tt, it);
     tm_fig_leave(&n->edge->fig, tt, it);

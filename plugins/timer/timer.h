@@ -90,7 +90,9 @@ typedef struct tm_node {
     tm_stat *stat;              /* NULL for the root */
     tm_edge *edge;              /* NULL for the root; tm_thread::root_edge
                                    for its children */
-    struct tm_node *last_child; /* one-entry lookup cache */
+    struct tm_node *last_child; /* lookup cache: the first call made here */
+    struct tm_node *after;      /* lookup cache: the sibling called after
+                                   this one returned, last time */
     struct tm_node *first_child;
     struct tm_node *next_sibling;
     uint64_t self_ns;
@@ -112,6 +114,7 @@ typedef struct tm_thread {
     size_t sp, cap;
     size_t max_depth;  /* of the calling-context tree, set by the report */
     uint64_t last_ns;  /* clock of the latest event on this thread */
+    tm_node *last_left; /* the node whose frame returned last */
     tm_node root;
     tm_edge root_edge; /* the edge of the root's children: not reported */
     tm_map stats;      /* (key, NULL) -> tm_stat */

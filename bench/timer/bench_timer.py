@@ -208,7 +208,12 @@ def main():
                 pythons.append(p)
     else:
         pythons.append(args.python)
-    print("# timer overhead (%s)\n" % R.machine_note())
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    print("# timer overhead (%s%s)\n" % (
+        R.machine_note(),
+        "; load average %.1f at start: wall times are only as good as the "
+        "machine is quiet, instructions do not depend on it" % load
+        if load is not None else ""))
     for py in pythons:
         info = R.interp_info(py)
         ver = "".join(info["version"].split(".")[:2])

@@ -363,8 +363,9 @@ rt_site_here(rt_state *st)
 
 /* The calling thread's state, for `tracing` only. The thread state bound to
  * this OS thread for the PyGILState API is found through pthread TLS, which
- * here costs much less than PyThreadState_GetUnchecked()'s dynamic TLS
- * (bench/reftrack: about 0.2x of a bare run on an allocation-heavy loop).
+ * avoids PyThreadState_GetUnchecked()'s dynamic-TLS call (__tls_get_addr);
+ * interleaved runs of bench/reftrack here found it cheaper, by up to 0.25x
+ * of a bare run, though the shared machine was too noisy to say how much.
  * It is the current one unless the thread switches between several thread
  * states (sub-interpreters); then the category of an object may be wrong,
  * nothing worse. */

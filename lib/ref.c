@@ -284,6 +284,11 @@ ptk__ref_deliver(const ptk__table *t, PyObject *obj, ptk_event_kind kind)
         if (__builtin_expect(call.created > 0 || changed, 0)) {
             ptk__ref_broken(ctx, &call, changed, exc0);
         }
+        if (__builtin_expect(ptk__current != t, 0)) {
+            /* The table was swapped under us (an on_ref that called into
+             * Python stopped a session): t may be freed, stop reading it. */
+            break;
+        }
     }
     if (exc0 != NULL) {
         Py_DECREF(exc0);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 PyFrameObject *ptk__event_frame(const ptk_event *ev);
@@ -144,6 +145,13 @@ host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
     rf->tmp = ptk__asprintf("%s/.%s.XXXXXX", dir, filename);
     rf->ctx = ctx;
     int fd = rf->tmp ? mkstemp(rf->tmp) : -1;
+    if (fd >= 0) {
+        /* mkstemp makes the file 0600; a report gets the mode any new
+         * file gets (0666 less the umask). */
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
+    }
     if (fd < 0 || (rf->fp = fdopen(fd, "w")) == NULL) {
         host_fail(ctx, PTK_EIO, "cannot write report %s: %s",
                   rf->final ? rf->final : filename, strerror(errno));

@@ -483,8 +483,54 @@ prime_opcodes(void)
     opcode_primed = 1;
 }
 
+/* The shadow stack of the thread that starts a session starts with the
+ * frames already running there (outermost first), so that depth and the
+ * innermost function are right from the first event; their CALL was never
+ * delivered. */
+static void
+seed_stack(void)
+{
+    ptk__thread *th = ptk__thread_get();
+    if (th == NULL || th->pub.depth > 0) {
+        return;
+    }
+    PyFrameObject *chain[256];
+    int n = 0;
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(f);
+    while (f != NULL && n < 256) {
+        chain[n++] = f;
+        f = PyFrame_GetBack(f);
+    }
+    Py_XDECREF(f);
+    for (int i = n - 1; i >= 0; i--) {
+        PyCodeObject *code = PyFrame_GetCode(chain[i]);
+        ptk__stack_push(th, code, chain[i]);
+        Py_DECREF(code);   /* the running frame keeps both alive */
+        Py_DECREF(chain[i]);
+    }
+}
+
+static int
+sync_hooks(const ptk__table *t, int install_here, char **errmsg);
+
 int
 ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg)
+{
+    /* What the hub itself runs here (import threading, its set/get hook
+     * calls) must not reach the plugins as the program's events. */
+    PyThreadState *me = PyThreadState_Get();
+    if (install_here && (t->need_profile || t->need_trace)) {
+        seed_stack();
+    }
+    PyThreadState_EnterTracing(me);
+    int rc = sync_hooks(t, install_here, errmsg);
+    PyThreadState_LeaveTracing(me);
+    return rc;
+}
+
+static int
+sync_hooks(const ptk__table *t, int install_here, char **errmsg)
 {
     int rc = PTK_OK;
     PyThreadState *me = PyThreadState_Get();

@@ -207,11 +207,12 @@ ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
                     *w++ = *p++;
                 }
                 if (*p != q) {
-                    ptk__options_free(out);
-                    return ptk__err(errmsg, PTK_EINVAL,
-                                    "plugin '%s': option '%s' has an "
-                                    "unterminated quote",
-                                    plugin, key);
+                    rc = ptk__err(errmsg, PTK_EINVAL,
+                                  "plugin '%s': option '%s' has an "
+                                  "unterminated quote",
+                                  plugin, key);
+                    ptk__options_free(out); /* key lives in the storage */
+                    return rc;
                 }
                 p++;
             }
@@ -241,10 +242,11 @@ ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
             p++;
         }
         else if (*p) {
+            rc = ptk__err(errmsg, PTK_EINVAL,
+                          "plugin '%s': expected ',' after option '%s'",
+                          plugin, key);
             ptk__options_free(out);
-            return ptk__err(errmsg, PTK_EINVAL,
-                            "plugin '%s': expected ',' after option '%s'",
-                            plugin, key);
+            return rc;
         }
         if (val == NULL) {
             if (desc->options[i].type != PTK_OPT_BOOL) {

@@ -10,6 +10,49 @@
 
 void ptk__hub_forget(struct ptk_plugin_ctx *c);
 
+/* A ':'-list with relative entries made absolute against the current
+ * directory now (the search itself never looks at the current directory). */
+static char *
+absolute_path_list(const char *list)
+{
+    if (list == NULL) {
+        return NULL;
+    }
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) == NULL) {
+        cwd[0] = '\0';
+    }
+    size_t cap = 1;
+    for (const char *p = list; *p; p++) {
+        cap += *p == ':' ? strlen(cwd) + 2 : 1;
+    }
+    cap += strlen(cwd) + 2;
+    char *out = calloc(1, cap);
+    if (out == NULL) {
+        return NULL;
+    }
+    const char *p = list;
+    while (1) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > 0) {
+            if (out[0]) {
+                strcat(out, ":");
+            }
+            if (p[0] != '/' && cwd[0]) {
+                strcat(out, cwd);
+                strcat(out, "/");
+            }
+            strncat(out, p, n);
+        }
+        if (e == NULL) {
+            break;
+        }
+        p = e + 1;
+    }
+    return out;
+}
+
 int
 ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
                 char **errmsg)
@@ -42,7 +85,7 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     }
     s->output_dir = ptk__strdup(cfg->output_dir ? cfg->output_dir
                                                 : "pytracekit-out");
-    s->plugin_path = cfg->plugin_path ? ptk__strdup(cfg->plugin_path) : NULL;
+    s->plugin_path = absolute_path_list(cfg->plugin_path);
     s->threads = cfg->threads;
     s->backend = cfg->backend;
     s->summary = cfg->summary ? cfg->summary : stderr;
@@ -155,10 +198,22 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
     if (s == NULL || spec == NULL || spec[0] == '\0') {
         return ptk__err(errmsg, PTK_EINVAL, "empty plugin specification");
     }
-    /* NAME[:OPTIONS] or PATH[:OPTIONS]; a path's options start at the
-     * first ':' after its last '/'. */
-    const char *slash = strrchr(spec, '/');
-    const char *colon = strchr(slash ? slash : spec, ':');
+    /* NAME[:OPTIONS] or PATH[:OPTIONS]. Text before the first ':' with no
+     * '/' is a NAME and the options follow that ':'. Otherwise it is a
+     * PATH, whose options start at the first ':' after the last '/' that
+     * comes before the first '=' (option values may hold '/' and ':'). */
+    const char *colon = strchr(spec, ':');
+    size_t head = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (memchr(spec, '/', head) != NULL) {
+        const char *eq = strchr(spec, '=');
+        const char *slash = NULL;
+        for (const char *q = spec; *q && (eq == NULL || q < eq); q++) {
+            if (*q == '/') {
+                slash = q;
+            }
+        }
+        colon = strchr(slash ? slash : spec, ':');
+    }
     size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
     char *name = malloc(n + 1);
     if (name == NULL) {
@@ -232,6 +287,12 @@ ptk_session_start(ptk_session *s, char **errmsg)
     if (mkdirs(s->output_dir) != 0) {
         return ptk__err(errmsg, PTK_EIO, "cannot create output directory %s: %s",
                         s->output_dir, strerror(errno));
+    }
+    struct stat st;
+    if (stat(s->output_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return ptk__err(errmsg, PTK_EIO,
+                        "output directory %s exists and is not a directory",
+                        s->output_dir);
     }
     char *abs = realpath(s->output_dir, NULL);
     if (abs == NULL || access(abs, W_OK | X_OK) != 0) {

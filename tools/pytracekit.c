@@ -234,6 +234,9 @@ main(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
+    else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+        pargv[pargc++] = (char *)"--"; /* a script named like an option */
+    }
     for (; i < argc; i++) {
         pargv[pargc++] = argv[i];
     }

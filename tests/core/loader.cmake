@@ -35,13 +35,3 @@ foreach(case under_a_file in_proc is_a_file read_only_dir nested_created
   ptk_add_python_test(NAME core.loader.outdir.${case} SCRIPT loader/test_outdir.py ARGS ${case})
 endforeach()
 
-# Known bugs, each described with a fix in the project's request notes; the
-# test is there, switched off until the library is fixed. Remove a line to
-# switch its test on.
-set_tests_properties(
-  core.loader.program.hub_work_not_traced    # lib/legacy.c: the hub's own imports are traced
-  core.loader.outdir.is_a_file               # lib/session.c: -o FILE is not rejected as a non-directory
-  core.loader.outdir.report_mode             # lib/host.c: reports keep mkstemp's 0600
-  core.loader.reject.option_value_with_slash # lib/session.c: a '/' in an option value makes the spec a path
-  core.loader.program.script_named_like_option # tools/pytracekit.c: `-- -x.py` is parsed as python options
-  PROPERTIES DISABLED TRUE)

@@ -271,7 +271,8 @@ def option_value_with_slash():
         check_in("bad_opts: nothing to report", r.err, "summary", r)
         r = expect_ran(s, ["-p", opts("label=/x/y,items=*/a.py;/b")])
         check_in("bad_opts: nothing to report", r.err, "summary", r)
-        # and a rejection in such a spec is about the option, not a file
+    # and a rejection in such a spec is about the option, not a file
+    with Scratch("opt-slash-reject") as s:
         expect_rejected(s, ["-p", "counter:top=/3"],
                         ["option 'top' of plugin 'counter' expects an integer, found '/3'"])
 

@@ -65,7 +65,7 @@ def build_null(info, tmp):
     return tmp
 
 
-def ensure_build(python, info, build):
+def ensure_build(python, info, build, rebuild=True):
     if build is None:
         build = os.path.join(REPO, "build", "cov-rel-" + info["version"])
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
@@ -73,8 +73,9 @@ def ensure_build(python, info, build):
         subprocess.run(["cmake", "-S", REPO, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
                         "-DPTK_WERROR=ON", "-DPython3_EXECUTABLE=" + python],
                        check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", build, "-j2", "--target", "ptk_python",
-                    "ptk_plugin_coverage"], check=True, stdout=subprocess.DEVNULL)
+    if rebuild:
+        subprocess.run(["cmake", "--build", build, "-j2", "--target", "ptk_python",
+                        "ptk_plugin_coverage"], check=True, stdout=subprocess.DEVNULL)
     return build
 
 
@@ -107,9 +108,10 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--no-build", action="store_true", help="use the build as it is")
     args = ap.parse_args()
     info = interp(args.python)
-    build = ensure_build(args.python, info, args.build)
+    build = ensure_build(args.python, info, args.build, not args.no_build)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(build, "python")
     env["PYTRACEKIT_PLUGIN_PATH"] = os.path.join(build, "plugins")

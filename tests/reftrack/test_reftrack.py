@@ -143,6 +143,32 @@ def case_code_reuse():
     del keep
 
 
+def _short_lived_classes(n):
+    for i in range(n):
+        ns = {"__name__": "tmpmod"}
+        exec("class T%d:\n    pass\n" % i, ns)
+        objs = [ns["T%d" % i]() for _ in range(3)]
+        objs.clear()
+        ns.clear()
+        gc.collect()     # the class dies; the next may take its address
+
+
+def case_dead_types():
+    # Classes made and destroyed while tracing: each keeps its own row, under
+    # the name it had, even when a later class reuses its address.
+    n = 40
+    s, out = session(["reftrack"])
+    s.start()
+    _short_lived_classes(n)
+    s.stop()
+    s.report()
+    rep = widgets_report(out)
+    for i in range(n):
+        r = row(rep, "tmpmod.T%d" % i)
+        eq((r["created"], r["destroyed"], r["alive"]), (3, 3, 0),
+           "tmpmod.T%d created/destroyed/alive" % i)
+
+
 def _fifty():
     return [Widget() for _ in range(50)]  # STOP-LINE
 

@@ -54,8 +54,12 @@ def oracle():
 
 
 def main():
+    with tempfile.TemporaryDirectory(prefix="callcount-") as out:
+        return check(out)
+
+
+def check(out):
     expected = oracle()
-    out = tempfile.mkdtemp(prefix="callcount-")
     callcount.start(output_dir=out)
     assert callcount.running()
     program()

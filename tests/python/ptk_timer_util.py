@@ -1,10 +1,12 @@
 """Helpers for the timer plugin tests: run a program under the timer and
 under cProfile on the same interpreter, load and compare the results."""
 
+import atexit
 import json
 import marshal
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +16,23 @@ PYTHON = os.environ.get("PTK_PYTHON", sys.executable)
 PLUGIN_DIR = os.environ.get("PTK_PLUGIN_DIR")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(os.path.dirname(HERE), "timer", "programs")
+
+
+_made = []
+
+
+@atexit.register
+def _cleanup():
+    """Removes the report directories made here, unless PTK_KEEP is set."""
+    if not os.environ.get("PTK_KEEP"):
+        for d in _made:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def tempdir(prefix="ptk-timer-"):
+    d = tempfile.mkdtemp(prefix=prefix)
+    _made.append(d)
+    return d
 
 
 def skip(why):
@@ -47,7 +66,7 @@ def run_timer(script, opts="", args=(), threads=None, check_rc=True,
     """Runs SCRIPT under `pytracekit -p timer:OPTS`. Returns (outdir, proc)."""
     need_cli()
     if outdir is None:
-        outdir = tempfile.mkdtemp(prefix="ptk-timer-")
+        outdir = tempdir()
     spec = "timer" + (":" + opts if opts else "")
     cmd = [CLI, "-p", spec, "-o", outdir]
     if PLUGIN_DIR:

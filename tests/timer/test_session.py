@@ -4,7 +4,6 @@ ignored (counted in json unmatched_returns), and leave the figures of the
 functions called while tracing exact and consistent."""
 import os
 import sys
-import tempfile
 
 import ptk_timer_util as U
 
@@ -32,7 +31,7 @@ def level2(out):
 
 
 def main():
-    out = tempfile.mkdtemp(prefix="ptk-timer-session-")
+    out = U.tempdir("ptk-timer-session-")
     s = level2(out)
     inner()
     s.stop()

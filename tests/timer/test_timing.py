@@ -7,7 +7,6 @@ usage: test_timing.py wall|cpu"""
 import json
 import os
 import sys
-import tempfile
 
 import ptk_timer_util as U
 
@@ -15,8 +14,7 @@ import ptk_timer_util as U
 def main():
     clock = sys.argv[1]
     script = U.program("timing.py")
-    fd, measure = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
+    measure = os.path.join(U.tempdir(), "measure.json")
     outdir, _ = U.run_timer(script, "clock=" + clock, args=[measure])
     with open(measure) as f:
         own_measure = json.load(f)

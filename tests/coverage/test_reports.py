@@ -222,7 +222,27 @@ def case_combine_errors():
     print("ok: bad input is refused with a message")
 
 
-CASES = {"genhtml": case_genhtml, "lcov-summary": case_lcov_summary,
+def case_program_fails():
+    """Reports are written when the program raises or calls sys.exit()."""
+    wd = u.workdir("program-fails")
+    for name, body, status in (("raises.py", "def f():\n    raise ValueError(1)\n\nx = 1\nf()\ny = 2\n", 1),
+                               ("exits.py", "import sys\nx = 1\nsys.exit(3)\ny = 2\n", 3)):
+        path = os.path.join(wd, name)
+        with open(path, "w") as f:
+            f.write(body)
+        p, data = u.run_ptk(wd, [path], outdir="out-" + name, expect=status)
+        if data is None:
+            u.fail("%s: no coverage.json after exit status %d" % (name, status))
+        oracle = u.run_oracle(wd, [path])
+        u.compare_sets("executed lines", u.executed(data), u.oracle_lines(oracle, [path]),
+                       "oracle")
+        for other in ("coverage.lcov", "coverage.xml"):
+            if not os.path.exists(os.path.join(wd, "out-" + name, other)):
+                u.fail("%s: no %s" % (name, other))
+    print("ok: reports written on an exception and on sys.exit")
+
+
+CASES = {"program-fails": case_program_fails, "genhtml": case_genhtml, "lcov-summary": case_lcov_summary,
          "cobertura": case_cobertura, "summary": case_summary, "combine": case_combine,
          "combine-errors": case_combine_errors}
 

@@ -1,0 +1,2 @@
+"""A small package: main.py picks a path from its argument."""
+VERSION = "1.0"

@@ -1,0 +1,6 @@
+def f():
+    raise ValueError(1)
+
+x = 1
+f()
+y = 2

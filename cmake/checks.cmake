@@ -18,6 +18,7 @@ ptk_check(PTK_HAVE_REFTRACER_TRACKER_REMOVED "int e = PyRefTracer_TRACKER_REMOVE
 ptk_check(PTK_HAVE_UNSTABLE_CODE_EXTRA "void *x; PyUnstable_Eval_RequestCodeExtraIndex(NULL); PyUnstable_Code_GetExtra(NULL, 0, &x)")
 ptk_check(PTK_HAVE_ENTER_TRACING "PyThreadState_EnterTracing(NULL); PyThreadState_LeaveTracing(NULL)")
 ptk_check(PTK_HAVE_GETEXCEPTION "PyObject *e = PyErr_GetRaisedException(); PyErr_SetRaisedException(e)")
+ptk_check(PTK_HAVE_TSTATE_CURRENT_EXCEPTION "PyThreadState *t = PyThreadState_Get(); (void)t->current_exception")
 ptk_check(PTK_HAVE_MONITORING_TOOLS "(void)PY_MONITORING_DEBUGGER_ID")
 
 unset(CMAKE_REQUIRED_INCLUDES)

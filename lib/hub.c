@@ -11,7 +11,9 @@ ptk__table *ptk__current = &empty_table;
 struct ptk_session *ptk__active_sessions;
 
 static ptk__table *retired;     /* tables that a dispatch may still read */
-static int dispatch_depth;      /* dispatches in progress (all threads; GIL) */
+int ptk__dispatch_depth;
+int ptk__dispatch_slow;
+int ptk__dispatch_cleanup;
 static int rebuild_pending;     /* a subscriber failed during a dispatch */
 static uint64_t slots_used;     /* subscriber slots (for DISABLE records) */
 static int hub_ready;
@@ -193,6 +195,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     }
     ptk__current = t;
     rebuild_pending = 0;
+    ptk__dispatch_slow = ptk__disable_records;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */
     int rc_hooks = ptk__legacy_sync(t, install_here, errmsg);
     int rc_ref = ptk__ref_sync(t, rc_hooks < 0 ? NULL : errmsg);
@@ -200,9 +203,10 @@ ptk__hub_rebuild(int install_here, char **errmsg)
         old->retired_next = retired;
         retired = old;
     }
-    if (dispatch_depth == 0) {
+    if (ptk__dispatch_depth == 0) {
         free_retired();
     }
+    ptk__dispatch_cleanup = retired != NULL;
     return rc_hooks < 0 ? rc_hooks : rc_ref;
 }
 
@@ -232,12 +236,14 @@ ptk__plugin_fail(struct ptk_plugin_ctx *c, int code, int py_error)
         c->fail_msg = msg;
     }
     rebuild_pending = 1;
+    ptk__dispatch_slow = 1;
+    ptk__dispatch_cleanup = 1;
 }
 
-static void
-after_dispatch(void)
+void
+ptk__after_dispatch(void)
 {
-    if (--dispatch_depth == 0) {
+    if (ptk__dispatch_depth == 0) {
         if (rebuild_pending) {
             /* Detach failed instances now that no dispatch reads the table. */
             PyObject *et, *ev, *tb;
@@ -260,7 +266,30 @@ after_dispatch(void)
         if (retired != NULL) {
             free_retired();
         }
+        ptk__dispatch_cleanup = rebuild_pending || retired != NULL;
     }
+}
+
+/* A subscriber answered something other than PTK_OK, or left an exception
+ * set: record a DISABLE, or detach it after a failure. */
+int
+ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc)
+{
+    int exc = ptk__exc_pending(th->tstate);
+    if (rc == PTK_DISABLE && !exc) {
+        int off = ptk__code_disable(ev->code, s->slot, ev->kind, ev->line,
+                                    ev->frame_ ? PyFrame_GetLasti(ev->frame_)
+                                               : -1);
+        ptk__dispatch_slow = 1; /* from now on, DISABLE records are checked */
+        return off;
+    }
+    if (rc == PTK_OK || rc >= 0) {
+        /* success with an exception set, or a status that is not one */
+        rc = exc ? PTK_EPYTHON : PTK_EINVAL;
+    }
+    ptk__plugin_fail(s->ctx, rc, 1);
+    PyErr_Clear();
+    return 0;
 }
 
 int
@@ -269,16 +298,16 @@ ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
     int kind = ev->kind;
     int n = t->nsub[kind];
     ptk__sub *s = t->subs[kind];
-    int delivered = 0, lines_off = 0;
+    int lines_off = 0;
     PyObject *et = NULL, *evv = NULL, *etb = NULL;
-    int saved = PyErr_Occurred() != NULL;
+    int saved = ptk__exc_pending(th->tstate);
     if (saved) {
         PyErr_Fetch(&et, &evv, &etb);
     }
     if (t->clock_mask & PTK_MASK(kind)) {
         ev->time_ns = ptk__clock_ns();
     }
-    dispatch_depth++;
+    ptk__dispatch_depth++;
     for (int i = 0; i < n; i++) {
         if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
             continue;
@@ -292,28 +321,16 @@ ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
                                              : -1)) {
             continue;
         }
-        delivered++;
         int rc = s[i].on_event(s[i].state, ev);
-        if (rc == PTK_OK && !PyErr_Occurred()) {
-            continue;
+        if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
+            lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
         }
-        if (rc == PTK_DISABLE && !PyErr_Occurred()) {
-            lines_off |= ptk__code_disable(
-                ev->code, s[i].slot, ev->kind, ev->line,
-                ev->frame_ ? PyFrame_GetLasti(ev->frame_) : -1);
-            continue;
-        }
-        if (rc >= 0) {
-            /* success with an exception set, or a status that is not one */
-            rc = PyErr_Occurred() ? PTK_EPYTHON : PTK_EINVAL;
-        }
-        ptk__plugin_fail(s[i].ctx, rc, 1);
-        PyErr_Clear();
     }
-    after_dispatch();
+    if (--ptk__dispatch_depth == 0 && ptk__dispatch_cleanup) {
+        ptk__after_dispatch();
+    }
     if (saved) {
         PyErr_Restore(et, evv, etb);
     }
-    (void)delivered;
     return lines_off;
 }

@@ -63,12 +63,15 @@ typedef struct ptk__thread {
      * that the C hook installed meanwhile may deliver again. */
     PyFrameObject *skip_frame;
     int skip_kind;
+    int slow;                  /* skip_frame set, or the name not looked up yet */
     char *name_storage;
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
 } ptk__thread;
 
-extern _Thread_local ptk__thread *ptk__tls;
+/* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
+ * which glibc reserves for libraries loaded with dlopen). */
+extern _Thread_local ptk__thread *ptk__tls __attribute__((tls_model("initial-exec")));
 ptk__thread *ptk__thread_get_slow(void);
 static inline ptk__thread *
 ptk__thread_get(void)
@@ -80,7 +83,29 @@ size_t ptk__thread_count(void);
 ptk__thread *ptk__thread_at(size_t index);
 void ptk__thread_set_name(ptk__thread *t); /* needs the GIL, may call Python */
 void ptk__thread_names_refresh(void);     /* retries the names still unknown */
-int ptk__stack_push(ptk__thread *t, PyCodeObject *code, PyFrameObject *frame);
+int ptk__stack_grow(ptk__thread *t);
+static inline int
+ptk__stack_push(ptk__thread *t, PyCodeObject *code, PyFrameObject *frame)
+{
+    if (t->pub.depth >= t->stack_cap && ptk__stack_grow(t) < 0) {
+        return PTK_ENOMEM;
+    }
+    t->stack[t->pub.depth].code = code;
+    t->stack[t->pub.depth].frame = frame;
+    t->pub.depth++;
+    return PTK_OK;
+}
+
+/* Is an exception set on this thread? A field read, no call. */
+static inline int
+ptk__exc_pending(PyThreadState *ts)
+{
+#if PTK_HAVE_TSTATE_CURRENT_EXCEPTION
+    return ts->current_exception != NULL;
+#else
+    return ts->curexc_type != NULL;
+#endif
+}
 
 /* ---- dispatch (hub.c) ------------------------------------------------ */
 
@@ -121,8 +146,44 @@ int ptk__hub_init(char **errmsg);
 /* Recompute from the active sessions and swap in; installs/removes hooks. */
 int ptk__hub_rebuild(int install_here, char **errmsg);
 /* Delivers ev to the subscribers of ev->kind; handles DISABLE and failures.
- * Returns 1 if every subscriber of this kind has disabled this location. */
+ * Returns 1 if LINE is now off for every subscriber in this code object.
+ * th->tstate must be the calling thread's. ptk__deliver is the hot path;
+ * ptk__dispatch the general one (DISABLE records, failures, a pending
+ * exception to save). */
 int ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev);
+int ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc);
+void ptk__after_dispatch(void);
+extern int ptk__dispatch_depth;  /* dispatches in progress (all threads; GIL) */
+extern int ptk__dispatch_slow;   /* DISABLE records exist, or a failure is pending */
+extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 0 */
+
+static inline int
+ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
+{
+    if (ptk__dispatch_slow || ptk__exc_pending(th->tstate)) {
+        return ptk__dispatch(t, th, ev);
+    }
+    int kind = ev->kind;
+    if (t->clock_mask & PTK_MASK(kind)) {
+        ev->time_ns = ptk__clock_ns();
+    }
+    ptk__sub *s = t->subs[kind];
+    int n = t->nsub[kind], lines_off = 0;
+    ptk__dispatch_depth++;
+    for (int i = 0; i < n; i++) {
+        if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
+            continue;
+        }
+        int rc = s[i].on_event(s[i].state, ev);
+        if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
+            lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
+        }
+    }
+    if (--ptk__dispatch_depth == 0 && ptk__dispatch_cleanup) {
+        ptk__after_dispatch();
+    }
+    return lines_off;
+}
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
 /* Is LINE switched off for every subscriber in this code? (code.c) */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Thread_local ptk__thread *ptk__tls;
+_Thread_local ptk__thread *ptk__tls __attribute__((tls_model("initial-exec")));
 
 static ptk__thread **threads;
 static size_t nthreads, cap_threads;
@@ -31,6 +31,7 @@ ptk__thread_get_slow(void)
     t->pub.ident = (uint64_t)PyThread_get_thread_ident();
     t->pub.index = (uint32_t)nthreads;
     t->tstate = PyThreadState_Get();
+    t->slow = 1; /* the name is looked up at the first event */
     threads[nthreads++] = t;
     ptk__tls = t;
     return t;
@@ -93,21 +94,16 @@ ptk__thread_set_name(ptk__thread *t)
 }
 
 int
-ptk__stack_push(ptk__thread *t, PyCodeObject *code, PyFrameObject *frame)
+ptk__stack_grow(ptk__thread *t)
 {
-    if (t->pub.depth >= t->stack_cap) {
-        int32_t ncap = t->stack_cap ? t->stack_cap * 2 : 64;
-        ptk_stack_entry *n = realloc(t->stack, (size_t)ncap * sizeof *n);
-        if (n == NULL) {
-            return PTK_ENOMEM;
-        }
-        t->stack = n;
-        t->stack_cap = ncap;
-        t->pub.stack = n;
+    int32_t ncap = t->stack_cap ? t->stack_cap * 2 : 64;
+    ptk_stack_entry *n = realloc(t->stack, (size_t)ncap * sizeof *n);
+    if (n == NULL) {
+        return PTK_ENOMEM;
     }
-    t->stack[t->pub.depth].code = code;
-    t->stack[t->pub.depth].frame = frame;
-    t->pub.depth++;
+    t->stack = n;
+    t->stack_cap = ncap;
+    t->pub.stack = n;
     return PTK_OK;
 }
 

@@ -39,7 +39,9 @@ for path in sys.argv[1:]:
                 isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             docs.update(range(body[0].lineno, body[0].end_lineno + 1))
+    exits = parser.exit_counts()
     out[path] = {"statements": sorted(statements), "docstrings": sorted(docs),
+                 "branch_lines": sorted(l for l, n in exits.items() if n > 1),
                  "first": {str(k): v for k, v in getattr(
                      parser, "multiline", getattr(parser, "_multiline", {})).items()},
                  "instr": sorted(instr)}
@@ -114,6 +116,17 @@ def main():
                       "compiler)" % (os.path.basename(f), line))
             else:
                 problems.append("%s:%d coverage.py only, but has instructions" % (f, line))
+        if branch:
+            # Our branch lines (from the bytecode) are a subset of coverage.py's
+            # (from the AST, which also counts one-line loops such as
+            # comprehensions, lambdas and decorated definitions).
+            ours_b = {line for line, dests in data["files"][f]["branches"]}
+            theirs_b = set(a["branch_lines"])
+            for line in sorted(ours_b - theirs_b):
+                problems.append("%s:%d is a branch line here, not in coverage.py" % (f, line))
+            for line in sorted(theirs_b - ours_b):
+                print("branches: %s:%d is a branch line only in coverage.py"
+                      % (os.path.basename(f), line))
     if problems:
         u.fail("denominator differences of no documented kind:\n  " + "\n  ".join(problems))
     print("ok: %d files match coverage.py %s, Python %s"

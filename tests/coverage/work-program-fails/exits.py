@@ -1,4 +1,0 @@
-import sys
-x = 1
-sys.exit(3)
-y = 2

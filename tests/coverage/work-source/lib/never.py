@@ -1,5 +1,0 @@
-"""Only used with source=: this file is never imported."""
-
-
-def nothing():
-    return 0

@@ -40,9 +40,21 @@ search_path(const char *extra)
 {
     const char *env = getenv("PYTRACEKIT_PLUGIN_PATH");
     char *libdir = ptk__library_dir();
-    char *p = ptk__asprintf("%s:%s:%s/../plugins:%s/pytracekit/plugins",
-                            extra ? extra : "", env ? env : "",
-                            libdir ? libdir : "", libdir ? libdir : "");
+    const char *d = libdir ? libdir : "";
+#ifndef PTK_PLUGINDIR_FROM_BINDIR
+#define PTK_PLUGINDIR_FROM_BINDIR "../lib/pytracekit/plugins"
+#endif
+#ifndef PTK_PLUGINDIR_FROM_PYTHONDIR
+#define PTK_PLUGINDIR_FROM_PYTHONDIR "../../../pytracekit/plugins"
+#endif
+    /* The library's own directory in the build tree and when installed;
+     * with a static library the code is in the command (bin/) or the
+     * Python extension (site-packages/pytracekit/): their installed
+     * places relative to the plugin directory follow. */
+    char *p = ptk__asprintf("%s:%s:%s/../plugins:%s/pytracekit/plugins:"
+                            "%s/" PTK_PLUGINDIR_FROM_BINDIR ":"
+                            "%s/" PTK_PLUGINDIR_FROM_PYTHONDIR,
+                            extra ? extra : "", env ? env : "", d, d, d, d);
     free(libdir);
     return p;
 }

@@ -278,17 +278,8 @@ mod_version(PyObject *m, PyObject *unused)
     return PyUnicode_FromString(ptk_version_string());
 }
 
-static PyObject *
-mod_plugin_dir(PyObject *m, PyObject *unused)
-{
-    (void)m;
-    (void)unused;
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef mod_methods[] = {
     {"version", mod_version, METH_NOARGS, "the library's version"},
-    {"plugin_dir", mod_plugin_dir, METH_NOARGS, "reserved"},
     {NULL, NULL, 0, NULL},
 };
 

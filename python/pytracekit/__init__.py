@@ -6,7 +6,7 @@
 
 Reports are written when the block ends (or on ``stop()`` + ``report()``).
 """
-from ._pytracekit import Session, Error, version, plugin_dir  # noqa: F401
+from ._pytracekit import Session, Error, version  # noqa: F401
 
-__all__ = ["Session", "Error", "version", "plugin_dir"]
+__all__ = ["Session", "Error", "version"]
 __version__ = version()

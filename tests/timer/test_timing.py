@@ -47,9 +47,14 @@ def main():
         U.check(total_s <= elapsed * 1.001 + 1e-4,
                 "sum of own times %.6f s > session %.6f s" % (total_s, elapsed))
         U.check(total_s >= main_ct, "sum of own %.6f < main %.6f" % (total_s, main_ct))
-        U.check(total_s >= elapsed * 0.90,
-                "sum of own times %.6f s is not within 10%% of the session's %.6f s"
-                % (total_s, elapsed))
+        # Outside any frame: the hub starting and stopping, the program
+        # being compiled. A few percent, or a scheduling delay on a busy
+        # machine (50 ms).
+        gap = elapsed - total_s
+        U.check(gap <= max(0.03 * elapsed, 0.05),
+                "sum of own times %.6f s is %.6f s short of the session's %.6f s"
+                % (total_s, gap, elapsed))
+        print("sum of own times / session wall time = %.4f" % (total_s / elapsed))
     else:
         U.check(sleep_ct < 0.010, "sleeper cpu time %.6f s, expected about 0" % sleep_ct)
         ref = own_measure["main_cpu_s"]

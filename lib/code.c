@@ -24,6 +24,7 @@ typedef struct coderec {
     int nlines;          /* lines that can produce LINE events */
     uint8_t *counted;    /* bit per line: can produce LINE */
     int lines_off;       /* every LINE subscriber disabled every line */
+    uint8_t *all_off;    /* bit per line: every LINE subscriber disabled it */
     uint64_t whole[PTK_EV_COUNT]; /* slots that disabled a kind code-wide */
     uint64_t line_slots; /* slots with per-line records */
     uint64_t loc_slots;  /* slots with per-instruction records */
@@ -73,6 +74,7 @@ rec_free(void *p)
     free(r->sl);
     free(r->locs);
     free(r->counted);
+    free(r->all_off);
     free(r);
 }
 
@@ -241,7 +243,7 @@ rec_slot(coderec *r, uint32_t slot, int create)
 
 int
 ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                      int line, int lasti)
+                      int line, PyFrameObject *frame)
 {
     coderec *r = rec_get(code);
     if (r == NULL) {
@@ -262,6 +264,7 @@ ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     if (!(r->loc_slots & bit)) {
         return 0;
     }
+    int lasti = frame ? PyFrame_GetLasti(frame) : -1;
     for (int i = 0; i < r->nlocs; i++) {
         if (r->locs[i].slot == slot && r->locs[i].kind == (int32_t)kind &&
             r->locs[i].lasti == lasti) {
@@ -290,9 +293,59 @@ all_lines_off(coderec *r)
     return 1;
 }
 
+/* Is line bit b disabled by every LINE subscriber of the current table? */
+static int
+line_off_for_all(coderec *r, int b)
+{
+    const ptk__table *t = ptk__current;
+    int n = t->nsub[PTK_EV_LINE];
+    if (n == 0) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        slotlines *e = rec_slot(r, t->subs[PTK_EV_LINE][i].slot, 0);
+        if (e == NULL || !(e->bits[b >> 3] & (1u << (b & 7)))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void
+refresh_all_off(coderec *r)
+{
+    if (r->all_off == NULL) {
+        return;
+    }
+    memset(r->all_off, 0, (size_t)r->span / 8 + 1);
+    for (int b = 0; b < r->span; b++) {
+        if (line_off_for_all(r, b)) {
+            r->all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
+        }
+    }
+}
+
+int
+ptk__code_line_state(PyCodeObject *code, int line)
+{
+    coderec *r = rec_get(code);
+    if (r == NULL) {
+        return PTK__LINE_DELIVER;
+    }
+    if (r->lines_off) {
+        return PTK__LINE_OFF;
+    }
+    int b = line - r->first;
+    if (r->all_off && b >= 0 && b < r->span &&
+        (r->all_off[b >> 3] & (1u << (b & 7)))) {
+        return PTK__LINE_SKIP;
+    }
+    return PTK__LINE_DELIVER;
+}
+
 int
 ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                  int line, int lasti)
+                  int line, PyFrameObject *frame)
 {
     coderec *r = rec_make(code);
     if (r == NULL) {
@@ -323,6 +376,12 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
                 e->ndisabled++;
             }
         }
+        if (r->all_off == NULL) {
+            r->all_off = calloc((size_t)r->span / 8 + 1, 1);
+        }
+        if (r->all_off != NULL && line_off_for_all(r, b)) {
+            r->all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
+        }
         if (!r->lines_off && all_lines_off(r)) {
             r->lines_off = 1;
         }
@@ -337,16 +396,10 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         r->locs = n;
         r->caplocs = ncap;
     }
+    int lasti = frame ? PyFrame_GetLasti(frame) : -1;
     r->locs[r->nlocs++] = (loc){slot, (int32_t)kind, (int32_t)lasti};
     r->loc_slots |= bit;
     return 0;
-}
-
-int
-ptk__code_lines_off(PyCodeObject *code)
-{
-    coderec *r = rec_get(code);
-    return r != NULL && r->lines_off;
 }
 
 void
@@ -381,5 +434,6 @@ ptk__code_reset_lines_off(void)
 {
     for (coderec *r = all_records; r; r = r->next) {
         r->lines_off = all_lines_off(r);
+        refresh_all_off(r);
     }
 }

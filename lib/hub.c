@@ -168,8 +168,15 @@ build(ptk__table **out, char **errmsg)
             }
         }
     }
-    t->need_profile = (t->mask & PTK_MASK_PROFILE) != 0 || t->need_stack;
+    /* CALL and RETURN reach both hooks: take them from the trace function
+     * when it is needed anyway and nobody wants C events, so that a Python
+     * call costs two callbacks, not four. */
+    unsigned c_events = PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
+                        PTK_MASK(PTK_EV_C_EXCEPTION);
+    unsigned py_events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
     t->need_trace = (t->mask & PTK_MASK_TRACE) != 0;
+    t->need_profile = (t->mask & c_events) != 0 ||
+                      (!t->need_trace && ((t->mask & py_events) || t->need_stack));
     *out = t;
     return PTK_OK;
 }
@@ -278,8 +285,7 @@ ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc)
     int exc = ptk__exc_pending(th->tstate);
     if (rc == PTK_DISABLE && !exc) {
         int off = ptk__code_disable(ev->code, s->slot, ev->kind, ev->line,
-                                    ev->frame_ ? PyFrame_GetLasti(ev->frame_)
-                                               : -1);
+                                    ev->frame_);
         ptk__dispatch_slow = 1; /* from now on, DISABLE records are checked */
         return off;
     }
@@ -317,8 +323,7 @@ ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
         }
         if (ptk__disable_records &&
             ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
-                                  ev->frame_ ? PyFrame_GetLasti(ev->frame_)
-                                             : -1)) {
+                                  ev->frame_)) {
             continue;
         }
         int rc = s[i].on_event(s[i].state, ev);

@@ -138,16 +138,39 @@ match_c(ptk__thread *th, PyObject *callable)
     return -1;
 }
 
+static void want_opcodes(PyFrameObject *frame);
+
+/* frame.f_trace_lines = False, with the name interned once. */
 static void
-frame_set_bool(PyFrameObject *frame, const char *attr, int value)
+frame_lines_off(PyFrameObject *frame)
 {
+    static PyObject *name;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    if (PyObject_SetAttrString((PyObject *)frame, attr,
-                               value ? Py_True : Py_False) < 0) {
+    if (name == NULL) {
+        name = PyUnicode_InternFromString("f_trace_lines");
+    }
+    if (name == NULL || PyObject_SetAttr((PyObject *)frame, name, Py_False) < 0) {
         PyErr_Clear();
     }
     PyErr_Restore(et, ev, tb);
+}
+
+/* What a new frame needs for the trace function: f_trace_opcodes for
+ * OPCODE subscribers, f_trace_lines off where LINE is disabled. */
+static inline void
+trace_frame_setup(ptk__table *t, PyFrameObject *frame)
+{
+    if (t->mask & PTK_MASK(PTK_EV_OPCODE)) {
+        want_opcodes(frame);
+    }
+    if (ptk__disable_records) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        Py_DECREF(code);
+        if (ptk__code_line_state(code, 0) == PTK__LINE_OFF) {
+            frame_lines_off(frame);
+        }
+    }
 }
 
 /* OPCODE events need f_trace_opcodes on the frame; on 3.13 the setter only
@@ -221,12 +244,6 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         }
         ptk__stack_push(th, code, frame);
         ev.depth = th->pub.depth;
-        if (t->mask & PTK_MASK(PTK_EV_OPCODE)) {
-            want_opcodes(frame);
-        }
-        if (ptk__disable_records && ptk__code_lines_off(code)) {
-            frame_set_bool(frame, "f_trace_lines", 0);
-        }
         break;
     case PyTrace_RETURN: {
         if (arg == Py_None && unwind_arg_is_none) {
@@ -277,13 +294,18 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         break;
     }
     case PyTrace_LINE:
-        if (ptk__disable_records && ptk__code_lines_off(code)) {
-            frame_set_bool(frame, "f_trace_lines", 0);
-            return 0;
-        }
         ev.line = PyFrame_GetLineNumber(frame);
+        if (ptk__disable_records) {
+            int st = ptk__code_line_state(code, ev.line);
+            if (st == PTK__LINE_OFF) {
+                frame_lines_off(frame);
+            }
+            if (st != PTK__LINE_DELIVER) {
+                return 0; /* every LINE subscriber disabled it */
+            }
+        }
         if (t->nsub[PTK_EV_LINE] && ptk__deliver(t, th, &ev)) {
-            frame_set_bool(frame, "f_trace_lines", 0);
+            frame_lines_off(frame);
         }
         return 0;
     default:
@@ -340,22 +362,12 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         return 0;
     }
     th->tstate = PyThreadState_Get();
+    if (what == PyTrace_CALL) {
+        trace_frame_setup(t, frame);
+    }
     if ((what == PyTrace_CALL || what == PyTrace_RETURN) &&
         th->tstate->c_profilefunc == profile_fn) {
-        /* CALL/RETURN come from the profile function: once per subscriber. */
-        if (what == PyTrace_CALL) {
-            if (t->mask & PTK_MASK(PTK_EV_OPCODE)) {
-                want_opcodes(frame);
-            }
-            if (ptk__disable_records) {
-                PyCodeObject *code = PyFrame_GetCode(frame);
-                Py_DECREF(code);
-                if (ptk__code_lines_off(code)) {
-                    frame_set_bool(frame, "f_trace_lines", 0);
-                }
-            }
-        }
-        return 0;
+        return 0; /* CALL/RETURN come from the profile function: once */
     }
     return handle(t, th, frame, what, arg);
 }
@@ -656,6 +668,9 @@ hub_call(PyObject *self, PyObject *args, PyObject *kwargs)
         int from_profile = (PTK_MASK(what) & PTK_MASK_PROFILE) != 0;
         if (!from_profile || t->need_profile ||
             what == PyTrace_CALL || what == PyTrace_RETURN) {
+            if (what == PyTrace_CALL && t->need_trace) {
+                trace_frame_setup(t, (PyFrameObject *)frame);
+            }
             handle(t, th, (PyFrameObject *)frame, what,
                    arg == Py_None && what == PyTrace_RETURN ? arg : arg);
         }

@@ -186,13 +186,16 @@ ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
 }
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
-/* Is LINE switched off for every subscriber in this code? (code.c) */
-int ptk__code_lines_off(PyCodeObject *code);
 extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */
+/* frame: for the instruction offset of kinds located by instruction. */
 int ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                          int line, int lasti);
+                          int line, PyFrameObject *frame);
 int ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                      int line, int lasti);
+                      int line, PyFrameObject *frame);
+/* For a LINE event: PTK__LINE_DELIVER, PTK__LINE_SKIP (every LINE
+ * subscriber disabled this line) or PTK__LINE_OFF (... every line). */
+enum { PTK__LINE_DELIVER = 0, PTK__LINE_SKIP = 1, PTK__LINE_OFF = 2 };
+int ptk__code_line_state(PyCodeObject *code, int line);
 void ptk__code_forget_slot(uint32_t slot);
 void ptk__code_reset_lines_off(void);
 

@@ -299,41 +299,20 @@ ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc)
 }
 
 int
+ptk__sub_failed(const ptk__sub *s)
+{
+    return s->ctx->failed;
+}
+
+int
 ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
 {
-    int kind = ev->kind;
-    int n = t->nsub[kind];
-    ptk__sub *s = t->subs[kind];
-    int lines_off = 0;
     PyObject *et = NULL, *evv = NULL, *etb = NULL;
     int saved = ptk__exc_pending(th->tstate);
     if (saved) {
         PyErr_Fetch(&et, &evv, &etb);
     }
-    if (t->clock_mask & PTK_MASK(kind)) {
-        ev->time_ns = ptk__clock_ns();
-    }
-    ptk__dispatch_depth++;
-    for (int i = 0; i < n; i++) {
-        if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
-            continue;
-        }
-        if (s[i].ctx->failed) {
-            continue;
-        }
-        if (ptk__disable_records &&
-            ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
-                                  ev->frame_)) {
-            continue;
-        }
-        int rc = s[i].on_event(s[i].state, ev);
-        if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
-            lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
-        }
-    }
-    if (--ptk__dispatch_depth == 0 && ptk__dispatch_cleanup) {
-        ptk__after_dispatch();
-    }
+    int lines_off = ptk__deliver_loop(t, th, ev, 1);
     if (saved) {
         PyErr_Restore(et, evv, etb);
     }

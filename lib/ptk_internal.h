@@ -152,38 +152,13 @@ int ptk__hub_rebuild(int install_here, char **errmsg);
  * exception to save). */
 int ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev);
 int ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc);
+int ptk__sub_failed(const ptk__sub *s);
 void ptk__after_dispatch(void);
 extern int ptk__dispatch_depth;  /* dispatches in progress (all threads; GIL) */
 extern int ptk__dispatch_slow;   /* DISABLE records exist, or a failure is pending */
 extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 0 */
 
-static inline int
-ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
-{
-    if (ptk__dispatch_slow || ptk__exc_pending(th->tstate)) {
-        return ptk__dispatch(t, th, ev);
-    }
-    int kind = ev->kind;
-    if (t->clock_mask & PTK_MASK(kind)) {
-        ev->time_ns = ptk__clock_ns();
-    }
-    ptk__sub *s = t->subs[kind];
-    int n = t->nsub[kind], lines_off = 0;
-    ptk__dispatch_depth++;
-    for (int i = 0; i < n; i++) {
-        if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
-            continue;
-        }
-        int rc = s[i].on_event(s[i].state, ev);
-        if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
-            lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
-        }
-    }
-    if (--ptk__dispatch_depth == 0 && ptk__dispatch_cleanup) {
-        ptk__after_dispatch();
-    }
-    return lines_off;
-}
+
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
 extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */
@@ -196,6 +171,52 @@ int ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
  * subscriber disabled this line) or PTK__LINE_OFF (... every line). */
 enum { PTK__LINE_DELIVER = 0, PTK__LINE_SKIP = 1, PTK__LINE_OFF = 2 };
 int ptk__code_line_state(PyCodeObject *code, int line);
+
+/* The dispatch loop. `general` is a constant at each use: 0 for the hot
+ * path, 1 (ptk__dispatch) to also skip failed instances and locations a
+ * subscriber disabled. */
+static inline __attribute__((always_inline)) int
+ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
+                  const int general)
+{
+    int kind = ev->kind;
+    if (t->clock_mask & PTK_MASK(kind)) {
+        ev->time_ns = ptk__clock_ns();
+    }
+    ptk__sub *s = t->subs[kind];
+    int n = t->nsub[kind], lines_off = 0;
+    ptk__dispatch_depth++;
+    for (int i = 0; i < n; i++) {
+        if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
+            continue;
+        }
+        if (general &&
+            (ptk__sub_failed(&s[i]) ||
+             (ptk__disable_records &&
+              ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
+                                    ev->frame_)))) {
+            continue;
+        }
+        int rc = s[i].on_event(s[i].state, ev);
+        if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
+            lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
+        }
+    }
+    if (--ptk__dispatch_depth == 0 && ptk__dispatch_cleanup) {
+        ptk__after_dispatch();
+    }
+    return lines_off;
+}
+
+static inline int
+ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
+{
+    if (ptk__dispatch_slow || ptk__exc_pending(th->tstate)) {
+        return ptk__dispatch(t, th, ev);
+    }
+    return ptk__deliver_loop(t, th, ev, 0);
+}
+
 void ptk__code_forget_slot(uint32_t slot);
 void ptk__code_reset_lines_off(void);
 

@@ -1,24 +1,5 @@
 /* bad_refnocb: subscribes to ref_create but has no on_ref (rejected with PTK_EMASK on every Python: the callback check comes before the availability check). */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include <pytracekit/plugin.h>
-
-static int __attribute__((unused))
-on_event(void *state, const ptk_event *ev)
-{
-    (void)state;
-    (void)ev;
-    return PTK_OK;
-}
-
-static void __attribute__((unused))
-on_ref(void *state, PyObject *obj, ptk_event_kind kind)
-{
-    (void)state;
-    (void)obj;
-    (void)kind;
-}
+#include "bad_common.h"
 
 static const ptk_plugin_desc desc = {
     PTK_PLUGIN_HEADER,

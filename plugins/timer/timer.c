@@ -17,7 +17,7 @@
 
 /* ---- options ------------------------------------------------------------ */
 
-enum { OPT_CLOCK, OPT_BUILTINS, OPT_PER_THREAD, OPT_TOP, OPT_SORT, OPT_COUNT };
+enum { OPT_CLOCK, OPT_BUILTINS, OPT_PER_THREAD, OPT_TOP, OPT_SORT, OPT_FOLDED_DEPTH, OPT_COUNT };
 
 static const ptk_option_spec tm_options[] = {
     [OPT_CLOCK] = {"clock", PTK_OPT_CHOICE, "wall",
@@ -30,6 +30,9 @@ static const ptk_option_spec tm_options[] = {
                  "functions listed in the summary (0: none)", NULL},
     [OPT_SORT] = {"sort", PTK_OPT_CHOICE, "tottime",
                   "summary order", "tottime|cumtime|calls"},
+    [OPT_FOLDED_DEPTH] = {"folded_depth", PTK_OPT_INT, "128",
+                          "timer.folded: frames below this depth are merged "
+                          "into one '[deeper]' frame (0: no limit)", NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -453,6 +456,12 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
         return PTK_EINVAL;
     }
     const ptk_option_value *o = args->options;
+    if (o[OPT_FOLDED_DEPTH].i < 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "folded_depth must be 0 or more, not %lld",
+                 (long long)o[OPT_FOLDED_DEPTH].i);
+        return PTK_EOPTTYPE;
+    }
     if (o[OPT_TOP].i < 0) {
         snprintf(args->errbuf, args->errbuf_size,
                  "top must be 0 or more, not %lld", (long long)o[OPT_TOP].i);
@@ -469,6 +478,7 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->builtins = o[OPT_BUILTINS].i != 0;
     st->per_thread = o[OPT_PER_THREAD].i != 0;
     st->top = o[OPT_TOP].i;
+    st->folded_depth = o[OPT_FOLDED_DEPTH].i;
     st->sort = (int)o[OPT_SORT].i;
     if (!st->builtins) {
         *events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);

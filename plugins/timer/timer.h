@@ -137,6 +137,7 @@ typedef struct tm_state {
     int per_thread;
     int sort;
     int64_t top;
+    int64_t folded_depth; /* 0: unlimited */
     tm_arena arena;
     tm_map funcs;       /* (key, NULL) -> tm_func */
     tm_func **func_list;

@@ -405,13 +405,18 @@ tm_buf_put(tm_buf *b, const char *s, size_t n)
 }
 
 /* Adds every stack of @p th with own time to @p acc (str -> int ns),
- * depth-first, so that @p acc keeps a parent-before-child order. */
+ * depth-first, so that @p acc keeps a parent-before-child order. Frames
+ * deeper than @p max_depth (0: no limit) are merged into one "[deeper]"
+ * frame, so that deep recursion does not make the file quadratic in its
+ * depth; every nanosecond is still counted once. */
 static int
-tm_folded_collect(const tm_labels *L, const tm_thread *th, PyObject *acc)
+tm_folded_collect(const tm_labels *L, const tm_thread *th, PyObject *acc,
+                  int64_t max_depth)
 {
     typedef struct {
         const tm_node *node;
         size_t len;
+        int64_t depth;
     } item;
     int rc = -1;
     size_t cap = 64, n = 0;
@@ -430,14 +435,21 @@ tm_folded_collect(const tm_labels *L, const tm_thread *th, PyObject *acc)
             }
             todo = t;
         }
-        todo[n++] = (item){c, 0};
+        todo[n++] = (item){c, 0, 1};
     }
     while (n > 0) {
         item it = todo[--n];
         const char *name = L->cnames[L->canon[it.node->stat->fn->id]];
+        if (max_depth > 0 && it.depth > max_depth + 1) {
+            name = NULL; /* already inside "[deeper]": the parent's path */
+        }
+        else if (max_depth > 0 && it.depth == max_depth + 1) {
+            name = "[deeper]";
+        }
         path.len = it.len;
-        if ((it.len > 0 && tm_buf_put(&path, ";", 1) != 0) ||
-            tm_buf_put(&path, name, strlen(name)) != 0) {
+        if (name != NULL &&
+            ((it.len > 0 && tm_buf_put(&path, ";", 1) != 0) ||
+             tm_buf_put(&path, name, strlen(name)) != 0)) {
             PyErr_NoMemory();
             goto done;
         }
@@ -467,7 +479,7 @@ tm_folded_collect(const tm_labels *L, const tm_thread *th, PyObject *acc)
                 }
                 todo = t;
             }
-            todo[n++] = (item){c, path.len};
+            todo[n++] = (item){c, path.len, it.depth + 1};
         }
     }
     rc = 0;
@@ -521,7 +533,7 @@ tm_write_folded(tm_state *st, const tm_labels *L, long only,
         if (st->threads[i] == NULL || (only >= 0 && (size_t)only != i)) {
             continue;
         }
-        if (tm_folded_collect(L, st->threads[i], acc) != 0) {
+        if (tm_folded_collect(L, st->threads[i], acc, st->folded_depth) != 0) {
             Py_DECREF(acc);
             return PTK_EPYTHON;
         }

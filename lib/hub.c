@@ -217,8 +217,6 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     return rc_hooks < 0 ? rc_hooks : rc_ref;
 }
 
-/* Called by session.c for instances that leave (stop, remove, failure). */
-void ptk__hub_forget(struct ptk_plugin_ctx *c);
 void
 ptk__hub_forget(struct ptk_plugin_ctx *c)
 {

@@ -709,7 +709,6 @@ static PyType_Spec hub_spec = {
 
 /* ---- probing what this interpreter does ------------------------------- */
 
-static int probe_seen;
 
 static int
 probe_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -718,7 +717,6 @@ probe_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     if (what == PyTrace_RETURN) {
         PyCodeObject *code = PyFrame_GetCode(frame);
         if (PyUnicode_CompareWithASCIIString(code->co_name, "_ptk_probe") == 0) {
-            probe_seen = 1;
             unwind_arg_is_none = arg == Py_None;
         }
         Py_DECREF(code);
@@ -771,7 +769,6 @@ ptk__legacy_init(char **errmsg)
     PyEval_SetProfile(prev, prevobj);
     Py_XDECREF(prevobj);
     PyErr_Clear();
-    (void)probe_seen;
     return PTK_OK;
 }
 

@@ -159,6 +159,9 @@ extern int ptk__dispatch_slow;   /* DISABLE records exist, or a failure is pendi
 extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 0 */
 
 
+/* An instance leaves the hub (stop, remove, failure): frees its slot and
+ * its DISABLE records. */
+void ptk__hub_forget(struct ptk_plugin_ctx *c);
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
 extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */

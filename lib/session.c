@@ -8,8 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void ptk__hub_forget(struct ptk_plugin_ctx *c);
-
 /* A ':'-list with relative entries made absolute against the current
  * directory now (the search itself never looks at the current directory). */
 static char *

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 
+from ptk_testlib import fail, skip  # noqa: F401,E402
+
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("PTK_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
@@ -22,14 +24,8 @@ def env(name):
     return v
 
 
-def skip(reason):
-    print("SKIP: " + reason)
-    sys.exit(SKIP)
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
 
 
 def python():

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tempfile
 
+from ptk_testlib import check, fail, skip  # noqa: F401,E402
+
 CLI = os.environ.get("PTK_CLI")
 PLUGIN_DIR = os.environ.get("PTK_PLUGIN_DIR")
 TEST_PLUGIN_DIR = os.environ.get("PTK_TEST_PLUGIN_DIR")
@@ -16,19 +18,10 @@ SOURCE_DIR = os.environ.get("PTK_SOURCE_DIR")
 PROGRAMS = os.path.join(SOURCE_DIR or "", "tests", "reftrack", "programs")
 
 
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
 
 
-def check(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def eq(found, expected, what):

@@ -12,6 +12,22 @@ TEST_PLUGINS = os.environ.get("PTK_TEST_PLUGIN_DIR", "")
 BUILD = os.environ.get("PTK_BUILD_DIR", "")
 
 
+def skip(why):
+    """Exits with CTest's skip code (77), saying why."""
+    print("SKIP:", why)
+    sys.exit(77)
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
 def test_plugin(name):
     return os.path.join(TEST_PLUGINS, name + ".so")
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 
+from ptk_testlib import check, fail, skip  # noqa: F401,E402
+
 CLI = os.environ.get("PTK_CLI")
 PYTHON = os.environ.get("PTK_PYTHON", sys.executable)
 PLUGIN_DIR = os.environ.get("PTK_PLUGIN_DIR")
@@ -35,20 +37,10 @@ def tempdir(prefix="ptk-timer-"):
     return d
 
 
-def skip(why):
-    """Exit with CTest's skip code, saying why."""
-    print("SKIP:", why)
-    sys.exit(77)
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
 
 
-def check(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def program(name):

@@ -19,7 +19,8 @@ ptk_check(PTK_HAVE_UNSTABLE_CODE_EXTRA "void *x; PyUnstable_Eval_RequestCodeExtr
 ptk_check(PTK_HAVE_ENTER_TRACING "PyThreadState_EnterTracing(NULL); PyThreadState_LeaveTracing(NULL)")
 ptk_check(PTK_HAVE_GETEXCEPTION "PyObject *e = PyErr_GetRaisedException(); PyErr_SetRaisedException(e)")
 ptk_check(PTK_HAVE_TSTATE_CURRENT_EXCEPTION "PyThreadState *t = PyThreadState_Get(); (void)t->current_exception")
-ptk_check(PTK_HAVE_MONITORING_TOOLS "(void)PY_MONITORING_DEBUGGER_ID")
+# sys.monitoring (PEP 669): code objects carry its instrumentation state.
+ptk_check(PTK_HAVE_SYS_MONITORING "int n = _PY_MONITORING_EVENTS; (void)n")
 
 unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_LIBRARIES)

@@ -243,7 +243,7 @@ rec_slot(coderec *r, uint32_t slot, int create)
 
 int
 ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                      int line, PyFrameObject *frame)
+                      int line, int lasti)
 {
     coderec *r = rec_get(code);
     if (r == NULL) {
@@ -264,7 +264,6 @@ ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     if (!(r->loc_slots & bit)) {
         return 0;
     }
-    int lasti = frame ? PyFrame_GetLasti(frame) : -1;
     for (int i = 0; i < r->nlocs; i++) {
         if (r->locs[i].slot == slot && r->locs[i].kind == (int32_t)kind &&
             r->locs[i].lasti == lasti) {
@@ -272,6 +271,24 @@ ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         }
     }
     return 0;
+}
+
+int
+ptk__code_all_disabled(const ptk__table *t, const ptk_event *ev)
+{
+    int n = t->nsub[ev->kind];
+    if (n == 0 || rec_get(ev->code) == NULL) {
+        return 0;
+    }
+    int lasti = ptk__event_lasti(ev);
+    for (int i = 0; i < n; i++) {
+        if (!ptk__sub_failed(&t->subs[ev->kind][i]) &&
+            !ptk__code_is_disabled(ev->code, t->subs[ev->kind][i].slot,
+                                   ev->kind, ev->line, lasti)) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Every LINE subscriber of the current table has disabled every counted
@@ -345,7 +362,7 @@ ptk__code_line_state(PyCodeObject *code, int line)
 
 int
 ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                  int line, PyFrameObject *frame)
+                  int line, int lasti)
 {
     coderec *r = rec_make(code);
     if (r == NULL) {
@@ -396,7 +413,6 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         r->locs = n;
         r->caplocs = ncap;
     }
-    int lasti = frame ? PyFrame_GetLasti(frame) : -1;
     r->locs[r->nlocs++] = (loc){slot, (int32_t)kind, (int32_t)lasti};
     r->loc_slots |= bit;
     return 0;

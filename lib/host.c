@@ -11,7 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-PyFrameObject *ptk__event_frame(const ptk_event *ev);
+/* The legacy backend hands CPython's frame over. sys.monitoring passes
+ * none: the event's frame is the one running while the callback runs (the
+ * caller's, for C events, as on the legacy backend), made on demand. */
+static PyFrameObject *
+event_frame(const ptk_event *ev)
+{
+    return ev->frame_ != NULL ? ev->frame_ : PyEval_GetFrame();
+}
 
 char *
 ptk__format_exception(void)
@@ -259,7 +266,7 @@ const ptk_host ptk__host = {
     .abi_major = PTK_ABI_MAJOR,
     .abi_minor = PTK_ABI_MINOR,
     .version = PTK_VERSION_STRING,
-    .event_frame = ptk__event_frame,
+    .event_frame = event_frame,
     .option = host_option,
     .current_thread = host_current_thread,
     .thread_count = host_thread_count,

@@ -16,6 +16,7 @@ int ptk__dispatch_slow;
 int ptk__dispatch_cleanup;
 static int rebuild_pending;     /* a subscriber failed during a dispatch */
 static uint64_t slots_used;     /* subscriber slots (for DISABLE records) */
+static uint64_t slot_serial;    /* slots given out so far */
 static int hub_ready;
 
 int
@@ -129,12 +130,15 @@ build(ptk__table **out, char **errmsg)
             if (!wanted(s, c)) {
                 continue;
             }
-            if (c->slot < 0 && (c->slot = alloc_slot()) < 0) {
-                table_free(t);
-                return ptk__err(errmsg, PTK_ELIMIT,
-                                "more than %d plugin instances attached at "
-                                "once",
-                                PTK__MAX_SLOTS);
+            if (c->slot < 0) {
+                if ((c->slot = alloc_slot()) < 0) {
+                    table_free(t);
+                    return ptk__err(errmsg, PTK_ELIMIT,
+                                    "more than %d plugin instances attached "
+                                    "at once",
+                                    PTK__MAX_SLOTS);
+                }
+                c->serial = ++slot_serial;
             }
             unsigned flags = c->desc->flags;
             if (flags & PTK_FLAG_STACK) {
@@ -175,10 +179,100 @@ build(ptk__table **out, char **errmsg)
                         PTK_MASK(PTK_EV_C_EXCEPTION);
     unsigned py_events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
     t->need_trace = (t->mask & PTK_MASK_TRACE) != 0;
+    t->track_stack = t->need_stack ||
+                     (t->mask & (c_events | PTK_MASK(PTK_EV_RETURN))) != 0;
     t->need_profile = (t->mask & c_events) != 0 ||
                       (!t->need_trace && ((t->mask & py_events) || t->need_stack));
     *out = t;
     return PTK_OK;
+}
+
+ptk_backend ptk__hub_backend = PTK_BACKEND_AUTO;
+
+static int
+any_running(void)
+{
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        if (s->running) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int
+ptk__backend_choose(ptk_backend requested, FILE *warn, ptk_backend *out,
+                    char **errmsg)
+{
+    int explicit = requested != PTK_BACKEND_AUTO;
+    if (requested == PTK_BACKEND_AUTO) {
+        const char *env = getenv("PYTRACEKIT_BACKEND");
+        if (env != NULL && *env != '\0') {
+            if (strcmp(env, "legacy") == 0) {
+                requested = PTK_BACKEND_LEGACY;
+            }
+            else if (strcmp(env, "monitoring") == 0) {
+                requested = PTK_BACKEND_MONITORING;
+            }
+            else if (strcmp(env, "auto") != 0) {
+                return ptk__err(errmsg, PTK_EINVAL,
+                                "PYTRACEKIT_BACKEND is '%s'; expected legacy, "
+                                "monitoring or auto",
+                                env);
+            }
+            explicit = requested != PTK_BACKEND_AUTO;
+        }
+    }
+    if (requested == PTK_BACKEND_AUTO) {
+        requested = PTK_HAVE_SYS_MONITORING ? PTK_BACKEND_MONITORING
+                                              : PTK_BACKEND_LEGACY;
+    }
+    if (requested == PTK_BACKEND_MONITORING && !PTK_HAVE_SYS_MONITORING) {
+        return ptk__mon_claim(errmsg); /* says what is missing */
+    }
+    if (any_running() && ptk__hub_backend != PTK_BACKEND_AUTO) {
+        /* One hub, one backend: a session joins the running one. */
+        if (explicit && requested != ptk__hub_backend) {
+            return ptk__err(errmsg, PTK_EBUSY,
+                            "the %s backend was asked for, but another session "
+                            "is running on the %s backend",
+                            ptk_backend_name(requested),
+                            ptk_backend_name(ptk__hub_backend));
+        }
+        *out = ptk__hub_backend;
+        return PTK_OK;
+    }
+    if (requested == PTK_BACKEND_MONITORING) {
+        char *why = NULL;
+        if (ptk__mon_claim(&why) < 0) {
+            fprintf(warn ? warn : stderr,
+                    "pytracekit: %s; using the legacy backend\n",
+                    why ? why : "sys.monitoring is not usable");
+            free(why);
+            requested = PTK_BACKEND_LEGACY;
+        }
+    }
+    ptk__hub_backend = requested;
+    *out = requested;
+    return PTK_OK;
+}
+
+static int
+sync_backend(const ptk__table *t, int install_here, char **errmsg)
+{
+    if (ptk__hub_backend == PTK_BACKEND_MONITORING) {
+        int rc = ptk__mon_sync(t, install_here, errmsg);
+        if (!any_running()) {
+            ptk__mon_release();
+            ptk__hub_backend = PTK_BACKEND_AUTO;
+        }
+        return rc;
+    }
+    int rc = ptk__legacy_sync(t, install_here, errmsg);
+    if (!any_running()) {
+        ptk__hub_backend = PTK_BACKEND_AUTO;
+    }
+    return rc;
 }
 
 int
@@ -204,7 +298,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     rebuild_pending = 0;
     ptk__dispatch_slow = ptk__disable_records;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */
-    int rc_hooks = ptk__legacy_sync(t, install_here, errmsg);
+    int rc_hooks = sync_backend(t, install_here, errmsg);
     int rc_ref = ptk__ref_sync(t, rc_hooks < 0 ? NULL : errmsg);
     if (old != &empty_table) {
         old->retired_next = retired;
@@ -283,7 +377,7 @@ ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc)
     int exc = ptk__exc_pending(th->tstate);
     if (rc == PTK_DISABLE && !exc) {
         int off = ptk__code_disable(ev->code, s->slot, ev->kind, ev->line,
-                                    ev->frame_);
+                                    ptk__event_lasti(ev));
         ptk__dispatch_slow = 1; /* from now on, DISABLE records are checked */
         return off;
     }

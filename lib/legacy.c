@@ -80,64 +80,6 @@ run_snippet(const char *src)
 
 /* ---- turning a CPython callback into events ---------------------------- */
 
-static void
-pop_stale_c(ptk__thread *th, int32_t depth)
-{
-    while (th->cdepth > 0 && th->cstack[th->cdepth - 1].depth >= depth) {
-        th->cdepth--;
-    }
-}
-
-static void
-c_identity(PyObject *callable, const void **fn, const void **self)
-{
-    if (PyCFunction_Check(callable)) {
-        *fn = ((PyCFunctionObject *)callable)->m_ml;
-        *self = ((PyCFunctionObject *)callable)->m_self;
-    }
-    else {
-        *fn = callable;
-        *self = NULL;
-    }
-}
-
-static int
-push_c(ptk__thread *th, PyObject *callable)
-{
-    if (th->cdepth == th->ccap) {
-        int32_t ncap = th->ccap ? th->ccap * 2 : 32;
-        ptk__cframe *n = realloc(th->cstack, (size_t)ncap * sizeof *n);
-        if (n == NULL) {
-            return -1;
-        }
-        th->cstack = n;
-        th->ccap = ncap;
-    }
-    c_identity(callable, &th->cstack[th->cdepth].fn,
-               &th->cstack[th->cdepth].self);
-    th->cstack[th->cdepth].depth = th->pub.depth;
-    th->cdepth++;
-    return 0;
-}
-
-/* Finds the C call a C_RETURN / C_EXCEPTION closes; -1 if none (dropped:
- * it started before tracing, or the CALL was never reported). */
-static int
-match_c(ptk__thread *th, PyObject *callable)
-{
-    const void *fn, *self;
-    c_identity(callable, &fn, &self);
-    for (int i = th->cdepth - 1; i >= 0; i--) {
-        if (th->cstack[i].depth != th->pub.depth) {
-            break;
-        }
-        if (th->cstack[i].fn == fn && th->cstack[i].self == self) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 static void want_opcodes(PyFrameObject *frame);
 
 /* frame.f_trace_lines = False, with the name interned once. */
@@ -228,6 +170,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     ev.line = -1;
     ev.time_ns = 0;
     ev.frame_ = frame;
+    ev.lasti_ = -1;
 
     switch (what) {
     case PyTrace_CALL:
@@ -277,16 +220,16 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         }
         if (pos >= 0) {
             th->pub.depth = pos;
-            pop_stale_c(th, pos + 1);
+            ptk__cstack_pop_stale(th, pos + 1);
         }
         return 0;
     }
     case PyTrace_C_CALL:
-        push_c(th, arg);
+        ptk__cstack_push(th, arg);
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION: {
-        int i = match_c(th, arg);
+        int i = ptk__cstack_match(th, arg);
         if (i < 0) {
             return 0; /* no matching C_CALL: drop, keep the pairs balanced */
         }
@@ -507,34 +450,6 @@ prime_opcodes(void)
     opcode_primed = 1;
 }
 
-/* The shadow stack of the thread that starts a session starts with the
- * frames already running there (outermost first), so that depth and the
- * innermost function are right from the first event; their CALL was never
- * delivered. */
-static void
-seed_stack(void)
-{
-    ptk__thread *th = ptk__thread_get();
-    if (th == NULL || th->pub.depth > 0) {
-        return;
-    }
-    PyFrameObject *chain[256];
-    int n = 0;
-    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-    Py_XINCREF(f);
-    while (f != NULL && n < 256) {
-        chain[n++] = f;
-        f = PyFrame_GetBack(f);
-    }
-    Py_XDECREF(f);
-    for (int i = n - 1; i >= 0; i--) {
-        PyCodeObject *code = PyFrame_GetCode(chain[i]);
-        ptk__stack_push(th, code, chain[i]);
-        Py_DECREF(code);   /* the running frame keeps both alive */
-        Py_DECREF(chain[i]);
-    }
-}
-
 static int
 sync_hooks(const ptk__table *t, int install_here, char **errmsg);
 
@@ -545,7 +460,7 @@ ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg)
      * calls) must not reach the plugins as the program's events. */
     PyThreadState *me = PyThreadState_Get();
     if (install_here && (t->need_profile || t->need_trace)) {
-        seed_stack();
+        ptk__seed_stack(1);
     }
     PyThreadState_EnterTracing(me);
     int rc = sync_hooks(t, install_here, errmsg);
@@ -770,11 +685,4 @@ ptk__legacy_init(char **errmsg)
     Py_XDECREF(prevobj);
     PyErr_Clear();
     return PTK_OK;
-}
-
-PyFrameObject *ptk__event_frame(const ptk_event *ev);
-PyFrameObject *
-ptk__event_frame(const ptk_event *ev)
-{
-    return ev->frame_;
 }

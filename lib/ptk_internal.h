@@ -84,6 +84,20 @@ ptk__thread *ptk__thread_at(size_t index);
 void ptk__thread_set_name(ptk__thread *t); /* needs the GIL, may call Python */
 void ptk__thread_names_refresh(void);     /* retries the names still unknown */
 int ptk__stack_grow(ptk__thread *t);
+/* C calls in progress, so that each C_RETURN / C_EXCEPTION is delivered
+ * only after its C_CALL (both backends). */
+int ptk__cstack_push(ptk__thread *th, PyObject *callable);
+/* Index of the C call that a C_RETURN / C_EXCEPTION of callable closes, at
+ * the current depth; -1 if none (it started before tracing). */
+int ptk__cstack_match(ptk__thread *th, PyObject *callable);
+/* Drops C calls started at depth >= depth (their frame has gone). */
+static inline void
+ptk__cstack_pop_stale(ptk__thread *th, int32_t depth)
+{
+    while (th->cdepth > 0 && th->cstack[th->cdepth - 1].depth >= depth) {
+        th->cdepth--;
+    }
+}
 static inline int
 ptk__stack_push(ptk__thread *t, PyCodeObject *code, PyFrameObject *frame)
 {
@@ -105,6 +119,16 @@ ptk__exc_pending(PyThreadState *ts)
 #else
     return ts->curexc_type != NULL;
 #endif
+}
+
+/* The instruction offset of an event (bytes), -1 if it has none. */
+static inline int
+ptk__event_lasti(const ptk_event *ev)
+{
+    if (ev->lasti_ >= 0 || ev->frame_ == NULL) {
+        return ev->lasti_;
+    }
+    return PyFrame_GetLasti(ev->frame_);
 }
 
 /* ---- dispatch (hub.c) ------------------------------------------------ */
@@ -132,6 +156,8 @@ typedef struct ptk__table {
     int need_profile;         /* the profile function must be installed */
     int need_trace;           /* the trace function must be installed */
     int all_threads;          /* some session observes every thread */
+    int track_stack;          /* monitoring: keep the shadow stack (someone
+                                 wants RETURN, C events or the stack) */
     int nsub[PTK_EV_COUNT];
     ptk__sub *subs[PTK_EV_COUNT];
     int nref;
@@ -165,11 +191,13 @@ void ptk__hub_forget(struct ptk_plugin_ctx *c);
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
 extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */
-/* frame: for the instruction offset of kinds located by instruction. */
+/* lasti: the instruction offset, for kinds located by instruction. */
 int ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                          int line, PyFrameObject *frame);
+                          int line, int lasti);
 int ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
-                      int line, PyFrameObject *frame);
+                      int line, int lasti);
+/* Has every subscriber of ev's kind in t disabled ev's location? */
+int ptk__code_all_disabled(const ptk__table *t, const ptk_event *ev);
 /* For a LINE event: PTK__LINE_DELIVER, PTK__LINE_SKIP (every LINE
  * subscriber disabled this line) or PTK__LINE_OFF (... every line). */
 enum { PTK__LINE_DELIVER = 0, PTK__LINE_SKIP = 1, PTK__LINE_OFF = 2 };
@@ -197,7 +225,7 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
             (ptk__sub_failed(&s[i]) ||
              (ptk__disable_records &&
               ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
-                                    ev->frame_)))) {
+                                    ptk__event_lasti(ev))))) {
             continue;
         }
         int rc = s[i].on_event(s[i].state, ev);
@@ -223,6 +251,19 @@ ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
 void ptk__code_forget_slot(uint32_t slot);
 void ptk__code_reset_lines_off(void);
 
+/* ---- backends ------------------------------------------------------------ */
+
+/* Which backend the hub runs while sessions are active (PTK_BACKEND_AUTO:
+ * none yet). Chosen by the first session that starts. */
+extern ptk_backend ptk__hub_backend;
+/* Resolves a session's requested backend and, if it is the first running
+ * session, claims it (a tool id for monitoring). Returns the backend used. */
+int ptk__backend_choose(ptk_backend requested, FILE *warn, ptk_backend *out,
+                        char **errmsg);
+/* Seeds the calling thread's shadow stack with the frames already running
+ * (outermost first); `with_frames`: keep the frame pointers too. */
+void ptk__seed_stack(int with_frames);
+
 /* ---- legacy backend (legacy.c) ----------------------------------------- */
 
 extern PyObject *ptk__hub_object; /* the `obj` handed to CPython; callable */
@@ -230,6 +271,19 @@ int ptk__legacy_init(char **errmsg);
 /* Make the installed hooks match the table. `owner` is the thread whose
  * session just started (installs there even for PTK_THREADS_CURRENT). */
 int ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg);
+
+/* ---- sys.monitoring backend (monitoring.c; 3.12+) ----------------------- */
+
+/* Claims tool id 3 (else 4) and registers the callbacks. PTK_EBUSY with a
+ * message naming the holders if neither id is free; PTK_EUNSUPPORTED
+ * before 3.12. */
+int ptk__mon_claim(char **errmsg);
+/* Switches events off, unregisters, frees the tool id. */
+void ptk__mon_release(void);
+/* Enables exactly the events the table needs. */
+int ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg);
+/* The tool id held, or -1. */
+int ptk__mon_tool_id(void);
 
 /* ---- reference tracer (ref.c) ----------------------------------------- */
 
@@ -254,6 +308,7 @@ struct ptk_plugin_ctx {
     int initialised;
     int attached;             /* in the published table */
     int slot;                 /* subscriber slot, -1 when not attached */
+    uint64_t serial;          /* increases with every slot given out */
     int failed;               /* detached after an error */
     int removed;              /* detached by ptk_session_remove_plugin */
     int fail_code;
@@ -264,7 +319,8 @@ struct ptk_plugin_ctx {
 struct ptk_session {
     char *output_dir;
     ptk_thread_scope threads;
-    ptk_backend backend;
+    ptk_backend backend;      /* in use once started, else as requested */
+    ptk_backend requested;
     char *plugin_path;
     FILE *summary;
     struct ptk_plugin_ctx *plugins;

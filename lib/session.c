@@ -72,9 +72,8 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
         return ptk__err(errmsg, PTK_EINVAL, "invalid thread scope %d",
                         (int)cfg->threads);
     }
-    if (cfg->backend != PTK_BACKEND_AUTO && cfg->backend != PTK_BACKEND_LEGACY) {
-        return ptk__err(errmsg, PTK_EUNSUPPORTED,
-                        "backend %d is not available in this build",
+    if (ptk_backend_name(cfg->backend) == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "invalid backend %d",
                         (int)cfg->backend);
     }
     ptk_session *s = calloc(1, sizeof *s);
@@ -86,6 +85,7 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     s->plugin_path = absolute_path_list(cfg->plugin_path);
     s->threads = cfg->threads;
     s->backend = cfg->backend;
+    s->requested = cfg->backend;
     s->summary = cfg->summary ? cfg->summary : stderr;
     if (s->output_dir == NULL) {
         free(s);
@@ -305,12 +305,18 @@ ptk_session_start(ptk_session *s, char **errmsg)
     if (me == NULL) {
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
+    ptk_backend use;
+    int rc = ptk__backend_choose(s->requested, s->summary, &use, errmsg);
+    if (rc < 0) {
+        return rc;
+    }
+    s->backend = use;
     s->owner = &me->pub;
     s->running = 1;
     s->t_start = ptk__clock_ns();
     s->next_active = ptk__active_sessions;
     ptk__active_sessions = s;
-    int rc = ptk__hub_rebuild(1, errmsg);
+    rc = ptk__hub_rebuild(1, errmsg);
     if (rc < 0) {
         ptk_session_stop(s);
         return rc;
@@ -339,6 +345,26 @@ ptk_session_stop(ptk_session *s)
         ptk__hub_forget(c);
     }
     return PTK_OK;
+}
+
+ptk_backend
+ptk_session_backend(const ptk_session *s)
+{
+    return s ? s->backend : PTK_BACKEND_AUTO;
+}
+
+const char *
+ptk_backend_name(ptk_backend b)
+{
+    switch (b) {
+    case PTK_BACKEND_AUTO:
+        return "auto";
+    case PTK_BACKEND_LEGACY:
+        return "legacy";
+    case PTK_BACKEND_MONITORING:
+        return "monitoring";
+    }
+    return NULL;
 }
 
 int

@@ -116,3 +116,86 @@ ptk__thread_names_refresh(void)
         }
     }
 }
+
+/* ---- C calls in progress ------------------------------------------------ */
+
+/* What identifies the C function: a bound builtin method is made anew for
+ * each event on 3.12+, so (method def, self) and not the object. */
+static void
+c_identity(PyObject *callable, const void **fn, const void **self)
+{
+    if (PyCFunction_Check(callable)) {
+        *fn = ((PyCFunctionObject *)callable)->m_ml;
+        *self = ((PyCFunctionObject *)callable)->m_self;
+    }
+    else {
+        *fn = callable;
+        *self = NULL;
+    }
+}
+
+int
+ptk__cstack_push(ptk__thread *th, PyObject *callable)
+{
+    if (th->cdepth == th->ccap) {
+        int32_t ncap = th->ccap ? th->ccap * 2 : 32;
+        ptk__cframe *n = realloc(th->cstack, (size_t)ncap * sizeof *n);
+        if (n == NULL) {
+            return -1;
+        }
+        th->cstack = n;
+        th->ccap = ncap;
+    }
+    c_identity(callable, &th->cstack[th->cdepth].fn,
+               &th->cstack[th->cdepth].self);
+    th->cstack[th->cdepth].depth = th->pub.depth;
+    th->cdepth++;
+    return 0;
+}
+
+int
+ptk__cstack_match(ptk__thread *th, PyObject *callable)
+{
+    const void *fn, *self;
+    c_identity(callable, &fn, &self);
+    for (int i = th->cdepth - 1; i >= 0; i--) {
+        if (th->cstack[i].depth != th->pub.depth) {
+            break;
+        }
+        if (th->cstack[i].fn == fn && th->cstack[i].self == self) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* ---- the frames running when a session starts --------------------------- */
+
+/* The shadow stack of the thread that starts a session starts with the
+ * frames already running there (outermost first), so that depth and the
+ * innermost function are right from the first event; their CALL was never
+ * delivered. The monitoring backend keeps no frame pointers (it never makes
+ * frame objects), so with_frames is 0 there. */
+void
+ptk__seed_stack(int with_frames)
+{
+    ptk__thread *th = ptk__thread_get();
+    if (th == NULL || th->pub.depth > 0) {
+        return;
+    }
+    PyFrameObject *chain[256];
+    int n = 0;
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(f);
+    while (f != NULL && n < 256) {
+        chain[n++] = f;
+        f = PyFrame_GetBack(f);
+    }
+    Py_XDECREF(f);
+    for (int i = n - 1; i >= 0; i--) {
+        PyCodeObject *code = PyFrame_GetCode(chain[i]);
+        ptk__stack_push(th, code, with_frames ? chain[i] : NULL);
+        Py_DECREF(code);   /* the running frame keeps both alive */
+        Py_DECREF(chain[i]);
+    }
+}

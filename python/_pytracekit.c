@@ -31,12 +31,13 @@ static int
 Session_init(SessionObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"plugins", "output_dir", "threads", "plugin_path",
-                             NULL};
+                             "backend", NULL};
     PyObject *plugins = NULL;
     const char *outdir = "pytracekit-out", *threads = "current",
-               *plugin_path = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Ossz", kwlist, &plugins,
-                                     &outdir, &threads, &plugin_path)) {
+               *plugin_path = NULL, *backend = "auto";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osszs", kwlist, &plugins,
+                                     &outdir, &threads, &plugin_path,
+                                     &backend)) {
         return -1;
     }
     if (self->s != NULL) {
@@ -54,6 +55,18 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
                      "threads must be 'current' or 'all', not %R",
                      PyTuple_GET_SIZE(args) > 2 ? PyTuple_GET_ITEM(args, 2)
                                                 : Py_None);
+        return -1;
+    }
+    cfg.backend = (ptk_backend)-1;
+    for (int b = PTK_BACKEND_AUTO; b <= PTK_BACKEND_MONITORING; b++) {
+        if (strcmp(backend, ptk_backend_name((ptk_backend)b)) == 0) {
+            cfg.backend = (ptk_backend)b;
+        }
+    }
+    if ((int)cfg.backend < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "backend must be 'auto', 'legacy' or 'monitoring', not '%s'",
+                     backend);
         return -1;
     }
     char *err = NULL;
@@ -215,6 +228,15 @@ Session_get_running(SessionObject *self, void *closure)
 }
 
 static PyObject *
+Session_get_backend(SessionObject *self, void *closure)
+{
+    (void)closure;
+    const char *b = ptk_backend_name(self->s ? ptk_session_backend(self->s)
+                                             : PTK_BACKEND_AUTO);
+    return PyUnicode_FromString(b ? b : "auto");
+}
+
+static PyObject *
 Session_get_failures(SessionObject *self, void *closure)
 {
     (void)closure;
@@ -247,6 +269,9 @@ static PyMethodDef Session_methods[] = {
 
 static PyGetSetDef Session_getset[] = {
     {"running", (getter)Session_get_running, NULL, "whether events flow", NULL},
+    {"backend", (getter)Session_get_backend, NULL,
+     "the backend in use once started: 'legacy' or 'monitoring' (before: "
+     "what was asked for)", NULL},
     {"failures", (getter)Session_get_failures, NULL,
      "number of plugins detached after an error", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -259,7 +284,8 @@ static PyType_Slot Session_slots[] = {
     {Py_tp_methods, Session_methods},
     {Py_tp_getset, Session_getset},
     {Py_tp_doc, (void *)"Session(plugins=(), output_dir='pytracekit-out', "
-                        "threads='current', plugin_path=None)"},
+                        "threads='current', plugin_path=None, "
+                        "backend='auto')"},
     {0, NULL},
 };
 

@@ -29,6 +29,7 @@ usage(FILE *out)
     fprintf(out,
             "usage: pytracekit [-p PLUGIN[:KEY=VALUE,...]]... [-o DIR]\n"
             "                  [--threads current|all] [--plugin-path DIR]\n"
+            "                  [--backend auto|legacy|monitoring]\n"
             "                  (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n"
             "       pytracekit --list-plugins [--plugin-path DIR]\n"
             "       pytracekit --version | --help\n"
@@ -44,6 +45,10 @@ usage(FILE *out)
             "  --threads SCOPE     current: the main thread only; all (default):\n"
             "                      every thread, including ones started later\n"
             "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
+            "  --backend NAME      where events come from: legacy (PyEval_SetProfile/\n"
+            "                      SetTrace), monitoring (sys.monitoring, 3.12+) or\n"
+            "                      auto (default: $PYTRACEKIT_BACKEND if set, else\n"
+            "                      monitoring on 3.12+)\n"
             "  --list-plugins      list the plugins found, their events and options\n"
             "  --version           print the version\n"
             "\n"
@@ -126,6 +131,7 @@ main(int argc, char **argv)
     int nplugins = 0;
     const char *outdir = "pytracekit-out";
     ptk_thread_scope threads = PTK_THREADS_ALL;
+    ptk_backend backend = PTK_BACKEND_AUTO;
     char *plugin_path = NULL;
     int list = 0;
     int i;
@@ -162,6 +168,21 @@ main(int argc, char **argv)
                 fprintf(stderr,
                         "pytracekit: --threads expects 'current' or 'all', "
                         "found '%s'\n", val);
+                return EXIT_USAGE;
+            }
+        }
+        else if (TAKE("--backend")) {
+            int found = 0;
+            for (int b = PTK_BACKEND_AUTO; b <= PTK_BACKEND_MONITORING; b++) {
+                if (strcmp(val, ptk_backend_name((ptk_backend)b)) == 0) {
+                    backend = (ptk_backend)b;
+                    found = 1;
+                }
+            }
+            if (!found) {
+                fprintf(stderr,
+                        "pytracekit: --backend expects 'auto', 'legacy' or "
+                        "'monitoring', found '%s'\n", val);
                 return EXIT_USAGE;
             }
         }
@@ -269,6 +290,7 @@ main(int argc, char **argv)
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.output_dir = outdir;
     cfg.threads = threads;
+    cfg.backend = backend;
     cfg.plugin_path = plugin_path;
     char *err = NULL;
     int rc = ptk_session_new(&cfg, &session, &err);

@@ -131,6 +131,7 @@ typedef struct ptk_event {
     uint64_t time_ns;     /**< monotonic clock, ns; 0 unless asked for */
     /** @cond PTK_INTERNAL */
     PyFrameObject *frame_; /* use ptk_host::event_frame() */
+    int32_t lasti_;        /* instruction offset (bytes), or -1: ask frame_ */
     /** @endcond */
     /* End of ABI 1.0. Check struct_size before reading fields added later. */
 } ptk_event;

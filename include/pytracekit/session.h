@@ -47,8 +47,12 @@ typedef enum ptk_thread_scope {
 
 /** @brief Where events come from. @since 0.1 */
 typedef enum ptk_backend {
-    PTK_BACKEND_AUTO = 0,   /**< the best one this Python supports */
-    PTK_BACKEND_LEGACY = 1  /**< PyEval_SetProfile / PyEval_SetTrace */
+    PTK_BACKEND_AUTO = 0,   /**< `PYTRACEKIT_BACKEND` if set, else the best
+                                 one this Python supports (monitoring on
+                                 3.12+, legacy before) */
+    PTK_BACKEND_LEGACY = 1, /**< PyEval_SetProfile / PyEval_SetTrace */
+    PTK_BACKEND_MONITORING = 2 /**< sys.monitoring (PEP 669), CPython 3.12+;
+                                    @since 0.2 */
 } ptk_backend;
 
 /**
@@ -158,6 +162,29 @@ PTK_API int ptk_session_failures(const ptk_session *s);
  * @since 0.1
  */
 PTK_API void ptk_session_free(ptk_session *s);
+
+/**
+ * @brief The backend a session runs on.
+ *
+ * Before the first ptk_session_start() this is what the configuration asked
+ * for (possibly #PTK_BACKEND_AUTO); from then on the backend actually used:
+ * #PTK_BACKEND_LEGACY or #PTK_BACKEND_MONITORING. `auto` resolves to
+ * `PYTRACEKIT_BACKEND` when that is set, else to monitoring on 3.12+; a
+ * monitoring request falls back to legacy, with a warning on the session's
+ * summary stream, when sys.monitoring tool ids 3 and 4 are both taken.
+ * @param s The session.
+ * @return The backend, or #PTK_BACKEND_AUTO for NULL.
+ * @since 0.2
+ */
+PTK_API ptk_backend ptk_session_backend(const ptk_session *s);
+
+/**
+ * @brief The name of a backend: `"auto"`, `"legacy"` or `"monitoring"`.
+ * @param b A ::ptk_backend.
+ * @return A static string, or NULL if @p b is out of range.
+ * @since 0.2
+ */
+PTK_API const char *ptk_backend_name(ptk_backend b);
 
 /**
  * @brief Whether the session is running.

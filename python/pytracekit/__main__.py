@@ -1,4 +1,5 @@
 """python -m pytracekit [-p PLUGIN]... [-o DIR] [--threads current|all]
+                        [--backend auto|legacy|monitoring]
                         (SCRIPT | -m MODULE | -c CODE) [ARGS...]
 
 In-process equivalent of the pytracekit command."""
@@ -16,6 +17,8 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default="pytracekit-out")
     ap.add_argument("--threads", choices=["current", "all"], default="all")
     ap.add_argument("--plugin-path", action="append", default=[])
+    ap.add_argument("--backend", choices=["auto", "legacy", "monitoring"],
+                    default="auto")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("-m", dest="module")
     g.add_argument("-c", dest="code")
@@ -24,7 +27,7 @@ def main(argv=None):
     ns = ap.parse_args(argv)
     try:
         s = Session(ns.plugin or ["counter"], output_dir=ns.output,
-                    threads=ns.threads,
+                    threads=ns.threads, backend=ns.backend,
                     plugin_path=":".join(ns.plugin_path) or None)
     except Error as e:
         print(f"pytracekit: {e}", file=sys.stderr)

@@ -1,0 +1,677 @@
+/* The sys.monitoring backend (PEP 669, CPython 3.12+). One tool id, and
+ * for each monitoring event a C-implemented vectorcall object, so that an
+ * event costs one C call and no Python frame; frame objects are made only
+ * when a plugin asks for one (ptk_host::event_frame). It makes the same
+ * ptk_event records the legacy backend makes, following what CPython's own
+ * legacy layer (Python/legacy_tracing.c) reports for PyEval_SetProfile and
+ * PyEval_SetTrace:
+ *
+ *   PY_START, PY_RESUME, PY_THROW      -> CALL   (origin start/resume/throw)
+ *   PY_RETURN, PY_YIELD, PY_UNWIND     -> RETURN (arg NULL on unwind)
+ *   CALL, C_RETURN, C_RAISE            -> C_CALL, C_RETURN, C_EXCEPTION, for
+ *                                         builtin functions and method
+ *                                         descriptors (bound, as legacy does)
+ *   LINE, and a JUMP backwards within one line -> LINE
+ *   RAISE, STOP_ITERATION              -> EXCEPTION ((type, value, tb))
+ *   INSTRUCTION                        -> OPCODE
+ *
+ * Only the events some subscriber needs are enabled. PTK_DISABLE becomes
+ * sys.monitoring.DISABLE at a location once every subscriber of the kind
+ * has disabled it there; when a later table brings a new subscriber,
+ * sys.monitoring.restart_events() switches those locations back on. */
+#include "ptk_internal.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if PTK_HAVE_SYS_MONITORING
+
+typedef struct mon_cb {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    int what; /* origin (CALL, RETURN) or kind (C_RETURN, C_EXCEPTION) */
+} mon_cb;
+
+static PyTypeObject mon_cb_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pytracekit.MonitoringCallback",
+    .tp_basicsize = sizeof(mon_cb),
+    .tp_vectorcall_offset = offsetof(mon_cb, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .tp_call = PyVectorcall_Call,
+    .tp_doc = "A pytracekit sys.monitoring callback (implemented in C).",
+};
+
+static int tool = -1;             /* the tool id we hold */
+static PyObject *mon_module;      /* sys.monitoring */
+static PyObject *mon_DISABLE, *mon_MISSING;
+static int mon_disabled;          /* DISABLE returned for a subscriber since
+                                     the last restart_events() */
+static uint64_t seen_serial;      /* newest subscriber the last sync saw */
+static int prev_track;
+static unsigned long prev_events;
+
+/* ---- turning monitoring events into ptk_event ------------------------- */
+
+static PyObject *
+none(void)
+{
+    return Py_NewRef(Py_None);
+}
+
+static PyObject *
+disable(int for_subscriber)
+{
+    mon_disabled |= for_subscriber;
+    return Py_NewRef(mon_DISABLE);
+}
+
+static void
+thread_slow(ptk__thread *th)
+{
+    th->slow = 0;
+    th->skip_frame = NULL;
+    if (!th->name_tried) {
+        ptk__thread_set_name(th);
+    }
+}
+
+static inline __attribute__((always_inline)) ptk__thread *
+thread_here(void)
+{
+    ptk__thread *th = ptk__thread_get();
+    if (th != NULL) {
+        th->tstate = PyThreadState_Get();
+        if (th->slow) {
+            thread_slow(th);
+        }
+    }
+    return th;
+}
+
+static inline __attribute__((always_inline)) void
+ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
+        PyObject *arg, int32_t depth)
+{
+    ev->struct_size = sizeof *ev;
+    ev->kind = (ptk_event_kind)kind;
+    ev->origin = PTK_ORIGIN_UNKNOWN;
+    ev->code = code;
+    ev->arg = arg;
+    ev->thread = &th->pub;
+    ev->depth = depth;
+    ev->line = -1;
+    ev->time_ns = 0;
+    ev->frame_ = NULL;
+    ev->lasti_ = -1;
+}
+
+/* PY_START, PY_RESUME, PY_THROW (code, offset[, exception]). */
+static PyObject *
+mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = thread_here();
+    if (th == NULL) {
+        return none();
+    }
+    PyCodeObject *code = (PyCodeObject *)args[0];
+    ptk_event ev;
+    ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
+    ev.origin = (ptk_event_origin)((mon_cb *)self)->what;
+    if (t->track_stack) {
+        ptk__stack_push(th, code, NULL);
+        ev.depth = th->pub.depth;
+    }
+    if (t->nsub[PTK_EV_CALL]) {
+        ptk__deliver(t, th, &ev);
+        /* The stack needs every start; otherwise a code object every CALL
+         * subscriber disabled is switched off at this location. */
+        if (ptk__disable_records && !t->track_stack &&
+            ptk__code_all_disabled(t, &ev)) {
+            return disable(1);
+        }
+    }
+    return none();
+}
+
+/* PY_RETURN, PY_YIELD (code, offset, value), PY_UNWIND (code, offset,
+ * exception). Only enabled while the stack is kept. */
+static PyObject *
+mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = thread_here();
+    if (th == NULL) {
+        return none();
+    }
+    PyCodeObject *code = (PyCodeObject *)args[0];
+    int origin = ((mon_cb *)self)->what;
+    /* Frames nest, so the returning frame is the innermost one of its code
+     * that the stack knows; a frame that started before tracing is not on
+     * it (depth -1, nothing popped). */
+    int32_t d = th->pub.depth, pos = -1;
+    for (int32_t i = d - 1; i >= 0; i--) {
+        if (th->stack[i].code == code) {
+            pos = i;
+            break;
+        }
+    }
+    if (t->nsub[PTK_EV_RETURN]) {
+        ptk_event ev;
+        ev_init(&ev, th, PTK_EV_RETURN, code,
+                origin == PTK_ORIGIN_UNWIND ? NULL : args[2],
+                pos >= 0 ? pos + 1 : -1);
+        ev.origin = (ptk_event_origin)origin;
+        ptk__deliver(t, th, &ev);
+    }
+    if (pos >= 0) {
+        th->pub.depth = pos;
+        ptk__cstack_pop_stale(th, pos + 1);
+    }
+    return none();
+}
+
+/* The callable the legacy layer reports for a CALL / C_RETURN / C_RAISE:
+ * builtin functions as they are, method descriptors bound to their self
+ * (a new reference in *made), nothing for other callables. */
+static inline PyObject *
+c_callable(PyObject *const *args, PyObject **made)
+{
+    PyObject *callable = args[2];
+    *made = NULL;
+    if (PyCFunction_Check(callable)) {
+        return callable;
+    }
+    if (Py_TYPE(callable) != &PyMethodDescr_Type || args[3] == mon_MISSING) {
+        return NULL;
+    }
+    PyObject *self_arg = args[3];
+    *made = Py_TYPE(callable)->tp_descr_get(callable, self_arg,
+                                            (PyObject *)Py_TYPE(self_arg));
+    if (*made == NULL) {
+        PyErr_Clear();
+    }
+    return *made;
+}
+
+/* CALL (code, offset, callable, arg0). */
+static PyObject *
+mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    PyObject *made;
+    PyObject *callable = c_callable(args, &made);
+    if (callable == NULL) {
+        return none();
+    }
+    ptk__table *t = ptk__current;
+    ptk__thread *th = thread_here();
+    if (th != NULL) {
+        ptk__cstack_push(th, callable);
+        if (t->nsub[PTK_EV_C_CALL]) {
+            ptk_event ev;
+            ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,
+                    th->pub.depth);
+            ev.lasti_ = (int32_t)PyLong_AsLong(args[1]);
+            ptk__deliver(t, th, &ev);
+        }
+    }
+    Py_XDECREF(made);
+    return none();
+}
+
+/* C_RETURN, C_RAISE (code, offset, callable, arg0). */
+static PyObject *
+mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    PyObject *made;
+    PyObject *callable = c_callable(args, &made);
+    if (callable == NULL) {
+        return none();
+    }
+    ptk__table *t = ptk__current;
+    ptk__thread *th = thread_here();
+    int i = th ? ptk__cstack_match(th, callable) : -1;
+    if (i >= 0) { /* else: no matching C_CALL, dropped */
+        th->cdepth = i;
+        int kind = ((mon_cb *)self)->what;
+        if (t->nsub[kind]) {
+            ptk_event ev;
+            ev_init(&ev, th, kind, (PyCodeObject *)args[0], callable,
+                    th->pub.depth);
+            ev.lasti_ = (int32_t)PyLong_AsLong(args[1]);
+            ptk__deliver(t, th, &ev);
+        }
+    }
+    Py_XDECREF(made);
+    return none();
+}
+
+static inline PyObject *
+line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
+{
+    if (ptk__disable_records &&
+        ptk__code_line_state(code, line) != PTK__LINE_DELIVER) {
+        return disable(1); /* every LINE subscriber disabled this line */
+    }
+    if (t->nsub[PTK_EV_LINE]) {
+        ptk_event ev;
+        ev_init(&ev, th, PTK_EV_LINE, code, Py_None,
+                t->track_stack ? th->pub.depth : -1);
+        ev.line = line;
+        ptk__deliver(t, th, &ev);
+        if (ptk__disable_records &&
+            ptk__code_line_state(code, line) != PTK__LINE_DELIVER) {
+            return disable(1);
+        }
+    }
+    return none();
+}
+
+/* LINE (code, line). */
+static PyObject *
+mon_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    ptk__thread *th = thread_here();
+    if (th == NULL) {
+        return none();
+    }
+    return line_at(ptk__current, th, (PyCodeObject *)args[0],
+                   (int)PyLong_AsLong(args[1]));
+}
+
+/* JUMP (code, from, to): the legacy layer reports a LINE for a jump
+ * backwards to the line it jumps from (a loop on one line), which LINE
+ * alone does not. Every other jump is switched off where it is. */
+static PyObject *
+mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    long from = PyLong_AsLong(args[1]), to = PyLong_AsLong(args[2]);
+    if (to > from) {
+        return disable(0);
+    }
+    PyCodeObject *code = (PyCodeObject *)args[0];
+    int to_line = PyCode_Addr2Line(code, (int)to);
+    if (to_line < 0 || to_line != PyCode_Addr2Line(code, (int)from)) {
+        return disable(0); /* the LINE event at the target reports it */
+    }
+    ptk__thread *th = thread_here();
+    if (th == NULL) {
+        return none();
+    }
+    return line_at(ptk__current, th, code, to_line);
+}
+
+/* RAISE, STOP_ITERATION (code, offset, exception). */
+static PyObject *
+mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = thread_here();
+    if (th == NULL || !t->nsub[PTK_EV_EXCEPTION]) {
+        return none();
+    }
+    PyObject *exc = args[2];
+    PyObject *tb = PyExceptionInstance_Check(exc) ? PyException_GetTraceback(exc)
+                                                  : NULL;
+    PyObject *tuple = PyTuple_Pack(3, (PyObject *)Py_TYPE(exc), exc,
+                                   tb ? tb : Py_None);
+    Py_XDECREF(tb);
+    if (tuple == NULL) {
+        PyErr_Clear();
+        return none();
+    }
+    ptk_event ev;
+    ev_init(&ev, th, PTK_EV_EXCEPTION, (PyCodeObject *)args[0], tuple,
+            t->track_stack ? th->pub.depth : -1);
+    ptk__deliver(t, th, &ev);
+    Py_DECREF(tuple);
+    return none();
+}
+
+/* INSTRUCTION (code, offset). */
+static PyObject *
+mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
+                PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = thread_here();
+    if (th == NULL || !t->nsub[PTK_EV_OPCODE]) {
+        return none();
+    }
+    ptk_event ev;
+    ev_init(&ev, th, PTK_EV_OPCODE, (PyCodeObject *)args[0], Py_None,
+            t->track_stack ? th->pub.depth : -1);
+    ev.lasti_ = (int32_t)PyLong_AsLong(args[1]);
+    ptk__deliver(t, th, &ev);
+    if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
+        return disable(1);
+    }
+    return none();
+}
+
+/* ---- the tool id and its callbacks ------------------------------------ */
+
+enum {
+    M_PY_START, M_PY_RESUME, M_PY_THROW, M_PY_RETURN, M_PY_YIELD, M_PY_UNWIND,
+    M_CALL, M_C_RETURN, M_C_RAISE, M_LINE, M_JUMP, M_RAISE, M_STOP_ITERATION,
+    M_INSTRUCTION, M_COUNT
+};
+
+static const struct {
+    const char *name; /* in sys.monitoring.events */
+    vectorcallfunc fn;
+    int what;
+} regs[M_COUNT] = {
+    [M_PY_START] = {"PY_START", mon_call, PTK_ORIGIN_START},
+    [M_PY_RESUME] = {"PY_RESUME", mon_call, PTK_ORIGIN_RESUME},
+    [M_PY_THROW] = {"PY_THROW", mon_call, PTK_ORIGIN_THROW},
+    [M_PY_RETURN] = {"PY_RETURN", mon_return, PTK_ORIGIN_RETURN},
+    [M_PY_YIELD] = {"PY_YIELD", mon_return, PTK_ORIGIN_YIELD},
+    [M_PY_UNWIND] = {"PY_UNWIND", mon_return, PTK_ORIGIN_UNWIND},
+    [M_CALL] = {"CALL", mon_c_call, PTK_EV_C_CALL},
+    [M_C_RETURN] = {"C_RETURN", mon_c_end, PTK_EV_C_RETURN},
+    [M_C_RAISE] = {"C_RAISE", mon_c_end, PTK_EV_C_EXCEPTION},
+    [M_LINE] = {"LINE", mon_line, 0},
+    [M_JUMP] = {"JUMP", mon_jump, 0},
+    [M_RAISE] = {"RAISE", mon_raise, 0},
+    [M_STOP_ITERATION] = {"STOP_ITERATION", mon_raise, 0},
+    [M_INSTRUCTION] = {"INSTRUCTION", mon_instruction, 0},
+};
+
+static unsigned long ev_bit[M_COUNT]; /* sys.monitoring.events.NAME */
+static PyObject *callbacks[M_COUNT];
+
+static int
+mon_init(char **errmsg)
+{
+    if (mon_module != NULL) {
+        return PTK_OK;
+    }
+    if (PyType_Ready(&mon_cb_type) < 0) {
+        PyErr_Clear();
+        return ptk__err(errmsg, PTK_EPYTHON, "cannot create the callback type");
+    }
+    PyObject *mod = PySys_GetObject("monitoring"); /* borrowed */
+    PyObject *events = mod ? PyObject_GetAttrString(mod, "events") : NULL;
+    PyObject *dis = mod ? PyObject_GetAttrString(mod, "DISABLE") : NULL;
+    PyObject *missing = mod ? PyObject_GetAttrString(mod, "MISSING") : NULL;
+    int ok = events && dis && missing;
+    for (int i = 0; ok && i < M_COUNT; i++) {
+        PyObject *v = PyObject_GetAttrString(events, regs[i].name);
+        ev_bit[i] = v ? PyLong_AsUnsignedLong(v) : 0;
+        ok = v != NULL && !PyErr_Occurred();
+        Py_XDECREF(v);
+        if (ok && callbacks[i] == NULL) {
+            mon_cb *cb = PyObject_New(mon_cb, &mon_cb_type);
+            if (cb != NULL) {
+                cb->vectorcall = regs[i].fn;
+                cb->what = regs[i].what;
+            }
+            callbacks[i] = (PyObject *)cb;
+            ok = cb != NULL;
+        }
+    }
+    Py_XDECREF(events);
+    if (!ok) {
+        Py_XDECREF(dis);
+        Py_XDECREF(missing);
+        PyErr_Clear();
+        return ptk__err(errmsg, PTK_EPYTHON,
+                        "sys.monitoring is not usable in this interpreter");
+    }
+    mon_DISABLE = dis;
+    mon_MISSING = missing;
+    mon_module = Py_NewRef(mod);
+    return PTK_OK;
+}
+
+/* sys.monitoring.NAME(args...); 0 or -1 (the exception is left set). */
+static int
+mon_call_method(const char *name, const char *fmt, ...)
+{
+    PyObject *fn = PyObject_GetAttrString(mon_module, name);
+    if (fn == NULL) {
+        return -1;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *a = Py_VaBuildValue(fmt, ap);
+    va_end(ap);
+    PyObject *r = a ? PyObject_CallObject(fn, a) : NULL;
+    Py_XDECREF(a);
+    Py_DECREF(fn);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+static char *
+tool_holder(int id)
+{
+    PyObject *fn = PyObject_GetAttrString(mon_module, "get_tool");
+    PyObject *r = fn ? PyObject_CallFunction(fn, "i", id) : NULL;
+    Py_XDECREF(fn);
+    const char *u = r && PyUnicode_Check(r) ? PyUnicode_AsUTF8(r) : NULL;
+    char *s = ptk__asprintf("'%s'", u ? u : "?");
+    Py_XDECREF(r);
+    PyErr_Clear();
+    return s;
+}
+
+int
+ptk__mon_claim(char **errmsg)
+{
+    if (tool >= 0) {
+        return PTK_OK;
+    }
+    int rc = mon_init(errmsg);
+    if (rc < 0) {
+        return rc;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    /* 0, 1, 2 and 5 are what CPython names for debuggers, coverage,
+     * profilers and optimisers: leave them to those tools. */
+    static const int ids[] = {3, 4};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0] && tool < 0; i++) {
+        if (mon_call_method("use_tool_id", "(is)", ids[i], "pytracekit") == 0) {
+            tool = ids[i];
+        }
+        PyErr_Clear();
+    }
+    if (tool < 0) {
+        char *a = tool_holder(3), *b = tool_holder(4);
+        rc = ptk__err(errmsg, PTK_EBUSY,
+                      "sys.monitoring tool ids 3 and 4 are both in use "
+                      "(by %s and %s)", a ? a : "?", b ? b : "?");
+        free(a);
+        free(b);
+        PyErr_Restore(et, ev, tb);
+        return rc;
+    }
+    for (int i = 0; i < M_COUNT; i++) {
+        if (mon_call_method("register_callback", "(ikO)", tool, ev_bit[i],
+                            callbacks[i]) < 0) {
+            char *why = ptk__format_exception();
+            rc = ptk__err(errmsg, PTK_EPYTHON,
+                          "sys.monitoring.register_callback(%d, %s) failed: %s",
+                          tool, regs[i].name, why ? why : "?");
+            free(why);
+            ptk__mon_release();
+            break;
+        }
+    }
+    prev_events = 0;
+    prev_track = 0;
+    PyErr_Restore(et, ev, tb);
+    return rc;
+}
+
+void
+ptk__mon_release(void)
+{
+    if (tool < 0) {
+        return;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    mon_call_method("set_events", "(ik)", tool, 0ul);
+    PyErr_Clear();
+    for (int i = 0; i < M_COUNT; i++) {
+        mon_call_method("register_callback", "(ikO)", tool, ev_bit[i], Py_None);
+        PyErr_Clear();
+    }
+    mon_call_method("free_tool_id", "(i)", tool);
+    PyErr_Clear();
+    tool = -1;
+    prev_events = 0;
+    PyErr_Restore(et, ev, tb);
+}
+
+int
+ptk__mon_tool_id(void)
+{
+    return tool;
+}
+
+static unsigned long
+bits(int from, int to)
+{
+    unsigned long m = 0;
+    for (int i = from; i <= to; i++) {
+        m |= ev_bit[i];
+    }
+    return m;
+}
+
+/* Locations switched off for subscribers that have left stay off for the
+ * ones that come: a new subscriber (or the stack needing every start again)
+ * needs them back on. */
+static int
+needs_restart(const ptk__table *t)
+{
+    uint64_t newest = seen_serial;
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        for (int i = 0; i < t->nsub[k]; i++) {
+            uint64_t s = t->subs[k][i].ctx->serial;
+            newest = s > newest ? s : newest;
+        }
+    }
+    int restart = mon_disabled &&
+                  (newest > seen_serial || (t->track_stack && !prev_track));
+    seen_serial = newest;
+    return restart;
+}
+
+int
+ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
+{
+    if (tool < 0) {
+        return PTK_OK;
+    }
+    unsigned long want = 0;
+    unsigned m = t->mask;
+    if ((m & PTK_MASK(PTK_EV_CALL)) || t->track_stack) {
+        want |= bits(M_PY_START, M_PY_THROW);
+    }
+    if (t->track_stack) {
+        want |= bits(M_PY_RETURN, M_PY_UNWIND);
+    }
+    if (m & (PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
+             PTK_MASK(PTK_EV_C_EXCEPTION))) {
+        want |= bits(M_CALL, M_C_RAISE);
+    }
+    if (m & PTK_MASK(PTK_EV_LINE)) {
+        want |= bits(M_LINE, M_JUMP);
+    }
+    if (m & PTK_MASK(PTK_EV_EXCEPTION)) {
+        want |= bits(M_RAISE, M_STOP_ITERATION);
+    }
+    if (m & PTK_MASK(PTK_EV_OPCODE)) {
+        want |= ev_bit[M_INSTRUCTION];
+    }
+    if (install_here && t->track_stack) {
+        ptk__seed_stack(0);
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int rc = PTK_OK;
+    if (needs_restart(t)) {
+        if (mon_call_method("restart_events", "()") == 0) {
+            mon_disabled = 0;
+        }
+        PyErr_Clear();
+    }
+    prev_track = t->track_stack;
+    if (want != prev_events) {
+        if (mon_call_method("set_events", "(ik)", tool, want) < 0) {
+            char *why = ptk__format_exception();
+            rc = ptk__err(errmsg, PTK_EPYTHON,
+                          "sys.monitoring.set_events(%d, %#lx) failed: %s",
+                          tool, want, why ? why : "?");
+            free(why);
+        }
+        else {
+            prev_events = want;
+        }
+    }
+    PyErr_Restore(et, ev, tb);
+    return rc;
+}
+
+#else /* no sys.monitoring: CPython before 3.12 */
+
+int
+ptk__mon_claim(char **errmsg)
+{
+    return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                    "the monitoring backend needs CPython 3.12 or newer "
+                    "(sys.monitoring); this is %s",
+                    ptk__python_version());
+}
+
+void
+ptk__mon_release(void)
+{
+}
+
+int
+ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
+{
+    (void)t;
+    (void)install_here;
+    (void)errmsg;
+    return PTK_OK;
+}
+
+int
+ptk__mon_tool_id(void)
+{
+    return -1;
+}
+
+#endif

@@ -20,6 +20,9 @@ ptk_check(PTK_HAVE_ENTER_TRACING "PyThreadState_EnterTracing(NULL); PyThreadStat
 ptk_check(PTK_HAVE_GETEXCEPTION "PyObject *e = PyErr_GetRaisedException(); PyErr_SetRaisedException(e)")
 ptk_check(PTK_HAVE_TSTATE_CURRENT_EXCEPTION "PyThreadState *t = PyThreadState_Get(); (void)t->current_exception")
 # sys.monitoring (PEP 669): code objects carry its instrumentation state.
+# The running interpreter frame, readable without making a frame object.
+ptk_check(PTK_HAVE_TSTATE_CURRENT_FRAME "struct _PyInterpreterFrame *f = PyThreadState_Get()->current_frame; (void)PyUnstable_InterpreterFrame_GetLasti(f)")
+ptk_check(PTK_HAVE_TSTATE_CFRAME "struct _PyInterpreterFrame *f = PyThreadState_Get()->cframe->current_frame; (void)PyUnstable_InterpreterFrame_GetLasti(f)")
 ptk_check(PTK_HAVE_SYS_MONITORING "int n = _PY_MONITORING_EVENTS; (void)n")
 
 unset(CMAKE_REQUIRED_INCLUDES)

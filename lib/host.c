@@ -261,6 +261,30 @@ host_ref_status(ptk_ref_status *out)
     return ptk__ref_status(out);
 }
 
+static int
+host_current_lasti(PyCodeObject *code)
+{
+#if PTK_HAVE_TSTATE_CURRENT_FRAME || PTK_HAVE_TSTATE_CFRAME
+    PyThreadState *ts = PyThreadState_Get();
+#if PTK_HAVE_TSTATE_CURRENT_FRAME
+    struct _PyInterpreterFrame *f = ts->current_frame;
+#else
+    struct _PyInterpreterFrame *f = ts->cframe ? ts->cframe->current_frame : NULL;
+#endif
+    if (f == NULL || code == NULL) {
+        return -1;
+    }
+    PyObject *c = PyUnstable_InterpreterFrame_GetCode(f); /* a new reference */
+    int same = c == (PyObject *)code;
+    Py_XDECREF(c);
+    return same ? PyUnstable_InterpreterFrame_GetLasti(f) : -1;
+#else
+    /* Before 3.12 every backend keeps frame pointers in the stack. */
+    (void)code;
+    return -1;
+#endif
+}
+
 const ptk_host ptk__host = {
     .struct_size = sizeof(ptk_host),
     .abi_major = PTK_ABI_MAJOR,
@@ -279,6 +303,7 @@ const ptk_host ptk__host = {
     .report_write_object = host_report_write_object,
     .strerror = ptk_strerror,
     .ref_status = host_ref_status,
+    .current_lasti = host_current_lasti,
 };
 
 const ptk_host *

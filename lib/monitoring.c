@@ -69,14 +69,22 @@ disable(int for_subscriber)
     return Py_NewRef(mon_DISABLE);
 }
 
+/* A new thread's first events come before threading has registered it
+ * (nothing here is called from threading's start hook, unlike the legacy
+ * backend), so its name is looked up again at its next events, a bounded
+ * number of times (threads threading never knows stay unnamed). */
+#define NAME_TRIES 64
+
 static void
 thread_slow(ptk__thread *th)
 {
-    th->slow = 0;
     th->skip_frame = NULL;
-    if (!th->name_tried) {
+    if (!th->name_tried || th->name_retry) {
         ptk__thread_set_name(th);
+        th->name_tries++;
     }
+    th->slow = th->name_storage == NULL && th->name_retry &&
+               th->name_tries < NAME_TRIES;
 }
 
 static inline __attribute__((always_inline)) ptk__thread *

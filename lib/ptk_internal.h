@@ -67,6 +67,7 @@ typedef struct ptk__thread {
     char *name_storage;
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
+    int name_tries; /* lookups so far (the monitoring backend retries) */
 } ptk__thread;
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,

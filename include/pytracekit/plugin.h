@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 0
+#define PTK_ABI_MINOR 1
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -147,6 +147,13 @@ typedef struct ptk_host {
     /** Fills @p out (set its struct_size first). Returns #PTK_OK. */
     int (*ref_status)(ptk_ref_status *out);
     /* End of ABI 1.0. */
+    /** The instruction offset (bytes, as PyFrame_GetLasti() gives) of the
+     *  innermost Python frame of the calling thread if it runs @p code, else
+     *  -1. Reads the interpreter's frame without creating any object, so it
+     *  may be used in `on_ref`. For a ::ptk_stack_entry whose `frame` is NULL
+     *  (the monitoring backend makes no frame objects). ABI 1.1. */
+    int (*current_lasti)(PyCodeObject *code);
+    /* End of ABI 1.1. */
 } ptk_host;
 
 /**

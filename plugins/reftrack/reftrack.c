@@ -10,6 +10,7 @@
  * Output: reftrack.json and a summary on stderr (see report.c). */
 #include "reftrack.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -317,7 +318,15 @@ rt_site_here(rt_state *st)
         st->sites_dropped++;
         return 0;
     }
-    int lasti = e->frame != NULL ? PyFrame_GetLasti(e->frame) : -1;
+    int lasti = -1;
+    if (e->frame != NULL) {
+        lasti = PyFrame_GetLasti(e->frame);
+    }
+    else if (st->host->struct_size >= offsetof(ptk_host, current_lasti) +
+                                          sizeof st->host->current_lasti &&
+             st->host->current_lasti != NULL) {
+        lasti = st->host->current_lasti(e->code); /* no frame objects */
+    }
     uint64_t akey = ((uint64_t)(ci + 1) << 32) | (uint32_t)lasti;
     rt_slot *s = rt_map_find(&st->addr_map, akey);
     if (s->key != 0) {

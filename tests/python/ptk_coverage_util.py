@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from ptk_testlib import fail, skip  # noqa: F401,E402
+from ptk_testlib import MONITORING, fail, skip  # noqa: F401,E402
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))

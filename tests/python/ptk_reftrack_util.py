@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from ptk_testlib import check, fail, skip  # noqa: F401,E402
+from ptk_testlib import MONITORING, check, fail, skip  # noqa: F401,E402
 
 CLI = os.environ.get("PTK_CLI")
 PLUGIN_DIR = os.environ.get("PTK_PLUGIN_DIR")

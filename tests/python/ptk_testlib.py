@@ -10,6 +10,10 @@ PYTHON = os.environ.get("PTK_PYTHON", sys.executable)
 CLI = os.environ.get("PTK_CLI")
 TEST_PLUGINS = os.environ.get("PTK_TEST_PLUGIN_DIR", "")
 BUILD = os.environ.get("PTK_BUILD_DIR", "")
+# The backend this run of a test is for (CTest sets it for each copy of a
+# test: NAME on legacy, NAME@monitoring on monitoring).
+BACKEND = os.environ.get("PYTRACEKIT_BACKEND", "legacy")
+MONITORING = BACKEND == "monitoring"
 
 
 def skip(why):

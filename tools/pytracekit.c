@@ -85,12 +85,42 @@ list_one(const char *file, const ptk_plugin_desc *d, const char *error,
     }
 }
 
+/* Did the program end with an uncaught KeyboardInterrupt? PyErr_Print()
+ * leaves its type in sys.last_type before atexit runs. */
+static int
+ended_by_keyboard_interrupt(void)
+{
+    PyObject *t = PySys_GetObject("last_type"); /* borrowed */
+    return t != NULL && PyType_Check(t) &&
+           PyType_IsSubtype((PyTypeObject *)t,
+                            (PyTypeObject *)PyExc_KeyboardInterrupt);
+}
+
+/* Py_RunMain exits by SIGINT after an uncaught KeyboardInterrupt, as
+ * python does, unless some code was evaluated meanwhile: every eval/exec
+ * resets that flag (a plugin's report importing json does). Evaluating a
+ * KeyboardInterrupt sets it again. */
+static void
+rearm_keyboard_interrupt(void)
+{
+    PyObject *g = PyDict_New();
+    if (g != NULL &&
+        PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0) {
+        PyObject *r = PyRun_String("raise KeyboardInterrupt", Py_file_input,
+                                   g, g);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(g);
+    PyErr_Clear();
+}
+
 /* Called by atexit at interpreter shutdown: stop and write the reports. */
 static PyObject *
 finish(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
+    int sigint = ended_by_keyboard_interrupt();
     if (session != NULL) {
         char *err = NULL;
         ptk_session_stop(session);
@@ -100,6 +130,9 @@ finish(PyObject *self, PyObject *unused)
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
+    }
+    if (sigint) {
+        rearm_keyboard_interrupt();
     }
     Py_RETURN_NONE;
 }

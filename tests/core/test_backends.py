@@ -245,6 +245,7 @@ class Differential(unittest.TestCase):
         allowed = allowed_for(prog)
         used = collections.Counter()
         runs = {}
+        total = 0
         for set_name, events in EVENT_SETS.items():
             keys = {}
             for b in BACKENDS:
@@ -266,9 +267,11 @@ class Differential(unittest.TestCase):
             used.update(u)
             if err:
                 self.fail(f"{prog}, events={events}: {err}")
+            total += n
             print(f"{prog} [{set_name}]: {n} events compared "
                   f"({', '.join(f'{c} {k}' for k, c in sorted(kinds.items()))})"
                   + (f"; allowed differences used: {dict(u)}" if u else ""))
+        print(f"{prog}: {total} events compared between the backends")
         # a subset run agrees with the full run seen through that subset
         for set_name in EVENT_SETS:
             if set_name == "all":

@@ -78,11 +78,11 @@ ALLOWED_DIFFERENCES = [
         "id": "depth-without-stack",
         "programs": "*",
         "how": ("depth", -1),
-        "reason": "When no subscriber takes CALL or RETURN (or asks for "
-                  "the stack), the monitoring backend does not follow "
-                  "calls and returns, so events have depth -1 there, "
-                  "while the legacy backend, whose trace function sees "
-                  "every call anyway, gives the real depth.",
+        "reason": "When no subscriber takes RETURN or a C event or sets "
+                  "PTK_FLAG_STACK, the monitoring backend keeps no shadow "
+                  "stack, so events have depth -1 there, while the legacy "
+                  "backend, whose hooks see every call and return anyway, "
+                  "gives the real depth.",
     },
 ]
 

@@ -60,8 +60,10 @@ LABEL = {
     "floor_profile": "legacy floor: do-nothing C profile fn",
     "floor_trace": "legacy floor: do-nothing C trace fn",
     "floor_mon": "monitoring floor: do-nothing C callback",
+    "floor_mon_prof": "monitoring floor, + CALL, C_RETURN, C_RAISE",
     "counter_legacy": "hub + counter, legacy",
     "counter_mon": "hub + counter, monitoring",
+    "counter_mon_py": "hub + counter:events=call,return, monitoring",
     "cprofile": "cProfile",
     "timer_legacy": "hub + timer, legacy",
     "timer_mon": "hub + timer, monitoring",
@@ -75,6 +77,8 @@ LABEL = {
 A_WORKLOADS = ["fib", "line_heavy"]
 A_VARIANTS = ["bare", "<legacy floor>", "floor_mon", "counter_legacy",
               "counter_mon"]
+# call workload only: what the CALL event (C calls) costs on monitoring
+A_EXTRA = {"fib": ["floor_mon_prof", "counter_mon_py"]}
 B_WORKLOADS = ["fib", "method_heavy", "c_call_heavy"]
 B_VARIANTS = ["bare", "floor_profile", "floor_mon", "cprofile",
               "timer_legacy", "timer_mon"]
@@ -85,13 +89,12 @@ TARGET_A = 0.5    # counter_mon overhead / legacy floor overhead
 TARGET_B = 0.85   # timer_mon / cProfile, total instructions
 TARGET_C = 1.1    # cov_mon / bare, instructions per iteration after pass 1
 # what --profile breaks down: (section, workload, variant, reference)
-PROFILES = [("a", "fib", "counter_mon", "floor_mon"),
+PROFILES = [("a", "fib", "counter_mon", "floor_mon_prof"),
             ("a", "line_heavy", "counter_mon", "floor_mon"),
             ("b", "fib", "timer_mon", "cprofile"),
             ("b", "method_heavy", "timer_mon", "cprofile"),
             ("b", "c_call_heavy", "timer_mon", "cprofile"),
-            ("c", "line_heavy", "cov_mon", None),
-            ("c", "line_partial", "cov_mon", None)]
+            ("c", "line_heavy", "covbranch_mon", "cov_mon")]
 
 
 def log(*a):
@@ -174,8 +177,8 @@ def run_callgrind(python, env, wl, variant, n, floor_dir, out_file):
     res = json.loads(p.stdout.strip().splitlines()[-1])
     res["instr"] = int(m.group(1))
     backend = None
-    if variant.startswith(("counter_", "timer_", "cov")) and not variant.startswith("coveragepy"):
-        backend = variant.rsplit("_", 1)[-1]
+    if variant.startswith(("counter_", "timer_", "cov_", "covbranch_")):
+        backend = "mon" if "_mon" in variant else "legacy"
     ptk_tools = [t for t in res.get("tools", []) if t != "ptkbench-floor"
                  and not t.startswith("cProfile") and "coverage" not in t.lower()]
     if backend == "mon" and not ptk_tools:
@@ -194,7 +197,7 @@ def plan(versions_ok, covpy):
     jobs = set()
     for wl in A_WORKLOADS:
         n = WORKLOADS[wl][0]
-        for v in A_VARIANTS:
+        for v in A_VARIANTS + A_EXTRA.get(wl, []):
             v = legacy_floor(wl) if v == "<legacy floor>" else v
             jobs.add((wl, v, n))
     for wl in B_WORKLOADS:
@@ -208,7 +211,7 @@ def plan(versions_ok, covpy):
             jobs.add((wl, v, n))
             jobs.add((wl, v, 2 * n))
     if not versions_ok:  # before 3.12: no monitoring floor
-        jobs = {j for j in jobs if j[1] != "floor_mon"}
+        jobs = {j for j in jobs if not j[1].startswith("floor_mon")}
     return sorted(jobs)
 
 
@@ -268,7 +271,8 @@ def section_a(R, ver, res, summary):
         bare, floor = get(res, wl, "bare"), get(res, wl, lf)
         units = WORKLOADS_UNITS[wl](n)
         rows = []
-        for v in [lf if x == "<legacy floor>" else x for x in A_VARIANTS]:
+        for v in [lf if x == "<legacy floor>" else x
+                  for x in A_VARIANTS + A_EXTRA.get(wl, [])]:
             i = get(res, wl, v)
             ev = (res.get((wl, v, n)) or {}).get("events") or {}
             above = (i - bare) if i is not None and bare is not None else None
@@ -283,10 +287,16 @@ def section_a(R, ver, res, summary):
                 R.table(rows, ["variant", "instr", "×bare", "instr/%s above bare" % unit,
                                "overhead / legacy floor's", "events counted / error"],
                         "lrrrrl"), ""]
-        cm = get(res, wl, "counter_mon")
-        val = (cm - bare) / (floor - bare) if cm and bare and floor else None
-        summary.append((ver, "(a) monitoring hub+counter overhead / legacy floor overhead",
-                        wl, val, TARGET_A))
+        for v, what, tgt in (
+                ("counter_mon", "(a) monitoring hub+counter overhead / legacy floor overhead", TARGET_A),
+                ("counter_mon_py", "(a') the same, counter:events=call,return (no CALL event)", None),
+                ("floor_mon", "(a'') monitoring floor overhead / legacy floor overhead", None),
+                ("floor_mon_prof", "(a'') the same, floor + CALL, C_RETURN, C_RAISE", None)):
+            if v not in A_VARIANTS + A_EXTRA.get(wl, []):
+                continue
+            i = get(res, wl, v)
+            val = (i - bare) / (floor - bare) if i and bare and floor else None
+            summary.append((ver, what, wl, val, tgt))
     return out
 
 
@@ -365,49 +375,92 @@ def units_fn(wl):
 
 WORKLOADS_UNITS = {wl: units_fn(wl) for wl in WORKLOADS}
 
+def costs_by_function(R, path, inclusive, src, names=None):
+    """{function: Ir} from callgrind_annotate, merged per function name:
+    code inlined from headers is listed under the header's file, so one
+    function can appear two or three times. Self costs add up; inclusive
+    ones are the same calls counted again, the largest is kept. `names`,
+    if given, gets {function: spelling with the largest cost}, without the
+    source tree's prefix."""
+    merged, best = {}, {}
+    for name, ir in R.annotate_costs(path, inclusive, src).items():
+        for prefix in (src + "/", os.path.relpath(src) + "/", REPO + "/"):
+            name = name.replace(prefix, "")
+        fn = name.rsplit(":", 1)[-1]
+        merged[fn] = max(merged.get(fn, 0), ir) if inclusive else merged.get(fn, 0) + ir
+        if ir > best.get(fn, (0, ""))[0]:
+            best[fn] = (ir, name)
+    if names is not None:
+        names.update({fn: b[1] for fn, b in best.items()})
+    return merged
+
+
 def profile_section(R, ver, res, src):
-    """Per unit, the functions whose self instructions grew most against
-    the bare run (sections a, b) or between the N and 2N runs (c)."""
+    """Per unit, the functions whose self instructions grew most: the
+    variant's run minus the bare run (sections a, b), or for (c) the
+    difference of the 2N and N runs minus that of bare (the cost per
+    iteration after the first pass). Inclusive counts of recursive
+    functions (the interpreter loop) are not meaningful."""
     out = ["#### Where the instructions go (Python %s, callgrind_annotate; Ir per unit "
-           "above the baseline run, self and inclusive)" % ver, ""]
+           "above bare, self and inclusive)" % ver, ""]
+    cache = {}
+
+    def costs(path, inclusive, names=None):
+        key = (path, inclusive)
+        if key not in cache:
+            nm = {}
+            cache[key] = (costs_by_function(R, path, inclusive, src, nm), nm)
+        if names is not None:
+            names.update(cache[key][1])
+        return cache[key][0]
+
+    def delta(files, inclusive, units, names=None):
+        """sum of sign * cost over [(sign, file)], per unit"""
+        d = {}
+        for sign, f in files:
+            for fn, ir in costs(f, inclusive, names if sign > 0 else None).items():
+                d[fn] = d.get(fn, 0) + sign * ir
+        return {fn: v / units for fn, v in d.items()}
+
+    def file_of(wl, v, n):
+        r = res.get((wl, v, n)) or {}
+        f = r.get("file")
+        return f if f and os.path.exists(f) and r.get("instr") else None
+
     for sec, wl, v, ref in PROFILES:
         n, unit = WORKLOADS[wl]
         if sec == "c":
-            base_f = (res.get((wl, v, n)) or {}).get("file")
-            top_f = (res.get((wl, v, 2 * n)) or {}).get("file")
-            units, base_name = n, "%s n=%d" % (v, n)
+            sets = {x: [(1, file_of(wl, x, 2 * n)), (-1, file_of(wl, x, n)),
+                        (-1, file_of(wl, "bare", 2 * n)), (1, file_of(wl, "bare", n))]
+                    for x in (v, ref) if x}
+            units = n
+            total = (per_iter(res, wl, v) or 0) - (per_iter(res, wl, "bare") or 0)
         else:
-            base_f = (res.get((wl, "bare", n)) or {}).get("file")
-            top_f = (res.get((wl, v, n)) or {}).get("file")
-            units, base_name = WORKLOADS_UNITS[wl](n), "bare"
-        if not (base_f and top_f and os.path.exists(base_f) and os.path.exists(top_f)
-                and get(res, wl, v, 2 * n if sec == "c" else n)):
+            sets = {x: [(1, file_of(wl, x, n)), (-1, file_of(wl, "bare", n))]
+                    for x in (v, ref) if x}
+            units = WORKLOADS_UNITS[wl](n)
+            total = ((get(res, wl, v) or 0) - (get(res, wl, "bare") or 0)) / units
+        if not all(f for _, f in sets[v]):
             continue
-        bs, ts = R.annotate_costs(base_f, False, src), R.annotate_costs(top_f, False, src)
-        bi, ti = R.annotate_costs(base_f, True, src), R.annotate_costs(top_f, True, src)
+        names = {}
+        ts, ti = delta(sets[v], False, units, names), delta(sets[v], True, units)
         refs = ri = None
-        ref_f = (res.get((wl, ref, n)) or {}).get("file") if ref else None
-        if ref_f and os.path.exists(ref_f):
-            refs = R.annotate_costs(ref_f, False, src)
-            ri = R.annotate_costs(ref_f, True, src)
-        names = sorted(set(ts) | set(bs), key=lambda k: -(ts.get(k, 0) - bs.get(k, 0)))
+        if ref and all(f for _, f in sets[ref]):
+            refs, ri = delta(sets[ref], False, units), delta(sets[ref], True, units)
         rows = []
-        for k in names[:args_top]:
-            d = (ts.get(k, 0) - bs.get(k, 0)) / units
-            if d < 0.5:
+        for fn in sorted(ts, key=lambda k: -ts[k])[:args_top]:
+            if ts[fn] < 0.5:
                 break
-            row = [k, "%.1f" % d, "%.1f" % ((ti.get(k, 0) - bi.get(k, 0)) / units)]
+            row = [names.get(fn, fn), "%.1f" % ts[fn], "%.1f" % ti.get(fn, 0)]
             if refs is not None:
-                row += ["%.1f" % ((refs.get(k, 0) - bs.get(k, 0)) / units),
-                        "%.1f" % ((ri.get(k, 0) - bi.get(k, 0)) / units)]
+                row += ["%.1f" % refs.get(fn, 0), "%.1f" % ri.get(fn, 0)]
             rows.append(row)
-        total = ((get(res, wl, v, 2 * n if sec == "c" else n) or 0)
-                 - (get(res, wl, v, n) if sec == "c" else get(res, wl, "bare") or 0)) / units
         head = ["function", "%s self" % v, "%s incl" % v]
         if refs is not None:
             head += ["%s self" % ref, "%s incl" % ref]
-        out += ["%s, %s: %.1f Ir per %s above %s (files in %s)" % (
-                    wl, v, total, unit, base_name, os.path.dirname(top_f)), "",
+        out += ["%s, %s: %.1f Ir per %s above bare%s (files in %s)" % (
+                    wl, v, total, unit, " after the first pass" if sec == "c" else "",
+                    os.path.relpath(os.path.dirname(sets[v][0][1]), REPO)), "",
                 R.table(rows, head, "l" + "r" * (len(head) - 1)), ""]
     return out
 

@@ -32,6 +32,7 @@ LINE_WORKLOADS = ("line_heavy", "line_partial")
 PTK = {
     "counter_legacy": ("legacy", "counter"),
     "counter_mon": ("monitoring", "counter"),
+    "counter_mon_py": ("monitoring", "counter:events=call;return"),
     "timer_legacy": ("legacy", "timer:top=0"),
     "timer_mon": ("monitoring", "timer:top=0"),
     "cov_legacy": ("legacy", "coverage"),
@@ -39,7 +40,8 @@ PTK = {
     "covbranch_legacy": ("legacy", "coverage:branch=true"),
     "covbranch_mon": ("monitoring", "coverage:branch=true"),
 }
-VARIANTS = ["bare", "floor_profile", "floor_trace", "floor_mon", "cprofile",
+VARIANTS = ["bare", "floor_profile", "floor_trace", "floor_mon",
+            "floor_mon_prof", "cprofile",
             "coveragepy", "coveragepy_branch"] + list(PTK)
 
 
@@ -60,10 +62,15 @@ def tools_in_use():
     return [mon.get_tool(i) for i in range(6) if mon.get_tool(i)]
 
 
-def install_monfloor(workload, cb):
+def install_monfloor(workload, cb, profile_events=False):
+    """The do-nothing callback for the events this workload makes; with
+    profile_events, for all those a profiler of Python and C calls needs
+    (PY_START, PY_RETURN, CALL, C_RETURN, C_RAISE)."""
     mon = sys.monitoring
     E = mon.events
-    if workload in LINE_WORKLOADS:
+    if profile_events:
+        evs = [E.PY_START, E.PY_RETURN, E.CALL, E.C_RETURN, E.C_RAISE]
+    elif workload in LINE_WORKLOADS:
         evs = [E.LINE]
     elif workload == "c_call_heavy":
         # C_RETURN (and C_RAISE) come only with CALL
@@ -125,9 +132,10 @@ def main():
         import _ptkcovnull
         _ptkcovnull.install()
         stop = _ptkcovnull.uninstall
-    elif variant == "floor_mon":
+    elif variant in ("floor_mon", "floor_mon_prof"):
         import _ptkmonfloor
-        stop = install_monfloor(workload, _ptkmonfloor.null)
+        stop = install_monfloor(workload, _ptkmonfloor.null,
+                                variant == "floor_mon_prof")
     elif variant == "cprofile":
         import cProfile
         prof = cProfile.Profile()

@@ -53,6 +53,11 @@ static int mon_disabled;          /* DISABLE returned for a subscriber since
 static uint64_t seen_serial;      /* newest subscriber the last sync saw */
 static int prev_track;
 static unsigned long prev_events;
+/* CPython 3.13.0 reports no LINE for a line whose first instruction is the
+ * RESUME of its code object (a one-line function, a class body, a
+ * generator expression) unless PY_START is enabled too, and not again once
+ * PY_START is disabled there. Found by a probe when the tool id is claimed. */
+static int line_needs_start;
 
 /* ---- turning monitoring events into ptk_event ------------------------- */
 
@@ -124,6 +129,9 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
+    if (!t->nsub[PTK_EV_CALL] && !t->track_stack) {
+        return none(); /* enabled only for LINE's sake (line_needs_start) */
+    }
     ptk__thread *th = thread_here();
     if (th == NULL) {
         return none();
@@ -141,6 +149,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
         if (ptk__disable_records && !t->track_stack &&
+            !(line_needs_start && t->nsub[PTK_EV_LINE]) &&
             ptk__code_all_disabled(t, &ev)) {
             return disable(1);
         }
@@ -490,6 +499,40 @@ tool_holder(int id)
     return s;
 }
 
+/* Does LINE alone report the line of a one-line function? (See
+ * line_needs_start.) Runs with our tool id, before our callbacks are set. */
+static void
+probe_line_after_resume(void)
+{
+    static const char src[] =
+        "import sys\n"
+        "_m = sys.monitoring\n"
+        "_seen = []\n"
+        "def _ptk_line(code, line):\n"
+        "    if code.co_name == '_ptk_one':\n"
+        "        _seen.append(line)\n"
+        "_m.register_callback(_tool, _m.events.LINE, _ptk_line)\n"
+        "_m.set_events(_tool, _m.events.LINE)\n"
+        "def _ptk_one(): return 1\n"
+        "_ptk_one()\n"
+        "_m.set_events(_tool, 0)\n"
+        "_m.register_callback(_tool, _m.events.LINE, None)\n"
+        "_lost = not _seen\n";
+    PyObject *g = PyDict_New();
+    PyObject *id = PyLong_FromLong(tool);
+    if (g != NULL && id != NULL &&
+        PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        PyDict_SetItemString(g, "_tool", id) == 0) {
+        PyObject *r = PyRun_String(src, Py_file_input, g, g);
+        PyObject *lost = r ? PyDict_GetItemString(g, "_lost") : NULL;
+        line_needs_start = lost != NULL && PyObject_IsTrue(lost) == 1;
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(id);
+    Py_XDECREF(g);
+    PyErr_Clear();
+}
+
 int
 ptk__mon_claim(char **errmsg)
 {
@@ -521,6 +564,7 @@ ptk__mon_claim(char **errmsg)
         PyErr_Restore(et, ev, tb);
         return rc;
     }
+    probe_line_after_resume();
     for (int i = 0; i < M_COUNT; i++) {
         if (mon_call_method("register_callback", "(ikO)", tool, ev_bit[i],
                             callbacks[i]) < 0) {
@@ -615,6 +659,9 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     }
     if (m & PTK_MASK(PTK_EV_LINE)) {
         want |= bits(M_LINE, M_JUMP);
+        if (line_needs_start) {
+            want |= ev_bit[M_PY_START];
+        }
     }
     if (m & PTK_MASK(PTK_EV_EXCEPTION)) {
         want |= bits(M_RAISE, M_STOP_ITERATION);
@@ -652,6 +699,40 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
 }
 
 #else /* no sys.monitoring: CPython before 3.12 */
+
+/* Does LINE alone report the line of a one-line function? (See
+ * line_needs_start.) Runs with our tool id, before our callbacks are set. */
+static void
+probe_line_after_resume(void)
+{
+    static const char src[] =
+        "import sys\n"
+        "_m = sys.monitoring\n"
+        "_seen = []\n"
+        "def _ptk_line(code, line):\n"
+        "    if code.co_name == '_ptk_one':\n"
+        "        _seen.append(line)\n"
+        "_m.register_callback(_tool, _m.events.LINE, _ptk_line)\n"
+        "_m.set_events(_tool, _m.events.LINE)\n"
+        "def _ptk_one(): return 1\n"
+        "_ptk_one()\n"
+        "_m.set_events(_tool, 0)\n"
+        "_m.register_callback(_tool, _m.events.LINE, None)\n"
+        "_lost = not _seen\n";
+    PyObject *g = PyDict_New();
+    PyObject *id = PyLong_FromLong(tool);
+    if (g != NULL && id != NULL &&
+        PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        PyDict_SetItemString(g, "_tool", id) == 0) {
+        PyObject *r = PyRun_String(src, Py_file_input, g, g);
+        PyObject *lost = r ? PyDict_GetItemString(g, "_lost") : NULL;
+        line_needs_start = lost != NULL && PyObject_IsTrue(lost) == 1;
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(id);
+    Py_XDECREF(g);
+    PyErr_Clear();
+}
 
 int
 ptk__mon_claim(char **errmsg)

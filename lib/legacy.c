@@ -181,6 +181,14 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
             if (op == op_resume) {
                 ev.origin = oparg == 0 ? PTK_ORIGIN_START : PTK_ORIGIN_RESUME;
             }
+            else if (arg != Py_None && arg != NULL &&
+                     PyExceptionInstance_Check(arg)) {
+                /* 3.12.0/1: throw() or close() resumed it at its yield.
+                 * Remember where, for the RETURN below. */
+                ev.origin = PTK_ORIGIN_THROW;
+                th->thrown_frame = frame;
+                th->thrown_lasti = PyFrame_GetLasti(frame);
+            }
         }
         else {
             ev.origin = PTK_ORIGIN_START;
@@ -195,6 +203,16 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
                 op != op_yield_value) {
                 ev.arg = NULL;
             }
+            /* Still at the yield that throw() resumed it at: the exception
+             * unwinds it from there (a caught exception followed by a yield
+             * of None at that same yield reads the same: taken as unwind). */
+            else if (op == op_yield_value && th->thrown_frame == frame &&
+                     th->thrown_lasti == PyFrame_GetLasti(frame)) {
+                ev.arg = NULL;
+            }
+        }
+        if (th->thrown_frame == frame) {
+            th->thrown_frame = NULL;
         }
         if (ev.arg == NULL) {
             ev.origin = PTK_ORIGIN_UNWIND;

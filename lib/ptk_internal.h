@@ -63,6 +63,9 @@ typedef struct ptk__thread {
      * that the C hook installed meanwhile may deliver again. */
     PyFrameObject *skip_frame;
     int skip_kind;
+    /* 3.12.0/1 (legacy): the generator frame throw() resumed, and where. */
+    PyFrameObject *thrown_frame;
+    int thrown_lasti;
     int slow;                  /* skip_frame set, or the name not looked up yet */
     char *name_storage;
     int name_tried;

@@ -201,10 +201,10 @@ any_running(void)
 }
 
 int
-ptk__backend_choose(ptk_backend requested, FILE *warn, ptk_backend *out,
-                    char **errmsg)
+ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
+                     char **errmsg)
 {
-    int explicit = requested != PTK_BACKEND_AUTO;
+    *explicit = requested != PTK_BACKEND_AUTO;
     if (requested == PTK_BACKEND_AUTO) {
         const char *env = getenv("PYTRACEKIT_BACKEND");
         if (env != NULL && *env != '\0') {
@@ -220,16 +220,24 @@ ptk__backend_choose(ptk_backend requested, FILE *warn, ptk_backend *out,
                                 "monitoring or auto",
                                 env);
             }
-            explicit = requested != PTK_BACKEND_AUTO;
+            *explicit = requested != PTK_BACKEND_AUTO;
         }
     }
     if (requested == PTK_BACKEND_AUTO) {
         requested = PTK_HAVE_SYS_MONITORING ? PTK_BACKEND_MONITORING
-                                              : PTK_BACKEND_LEGACY;
+                                            : PTK_BACKEND_LEGACY;
     }
     if (requested == PTK_BACKEND_MONITORING && !PTK_HAVE_SYS_MONITORING) {
         return ptk__mon_claim(errmsg); /* says what is missing */
     }
+    *out = requested;
+    return PTK_OK;
+}
+
+int
+ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
+                    ptk_backend *out, char **errmsg)
+{
     if (any_running() && ptk__hub_backend != PTK_BACKEND_AUTO) {
         /* One hub, one backend: a session joins the running one. */
         if (explicit && requested != ptk__hub_backend) {

@@ -700,40 +700,6 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
 
 #else /* no sys.monitoring: CPython before 3.12 */
 
-/* Does LINE alone report the line of a one-line function? (See
- * line_needs_start.) Runs with our tool id, before our callbacks are set. */
-static void
-probe_line_after_resume(void)
-{
-    static const char src[] =
-        "import sys\n"
-        "_m = sys.monitoring\n"
-        "_seen = []\n"
-        "def _ptk_line(code, line):\n"
-        "    if code.co_name == '_ptk_one':\n"
-        "        _seen.append(line)\n"
-        "_m.register_callback(_tool, _m.events.LINE, _ptk_line)\n"
-        "_m.set_events(_tool, _m.events.LINE)\n"
-        "def _ptk_one(): return 1\n"
-        "_ptk_one()\n"
-        "_m.set_events(_tool, 0)\n"
-        "_m.register_callback(_tool, _m.events.LINE, None)\n"
-        "_lost = not _seen\n";
-    PyObject *g = PyDict_New();
-    PyObject *id = PyLong_FromLong(tool);
-    if (g != NULL && id != NULL &&
-        PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0 &&
-        PyDict_SetItemString(g, "_tool", id) == 0) {
-        PyObject *r = PyRun_String(src, Py_file_input, g, g);
-        PyObject *lost = r ? PyDict_GetItemString(g, "_lost") : NULL;
-        line_needs_start = lost != NULL && PyObject_IsTrue(lost) == 1;
-        Py_XDECREF(r);
-    }
-    Py_XDECREF(id);
-    Py_XDECREF(g);
-    PyErr_Clear();
-}
-
 int
 ptk__mon_claim(char **errmsg)
 {

@@ -260,10 +260,15 @@ void ptk__code_reset_lines_off(void);
 /* Which backend the hub runs while sessions are active (PTK_BACKEND_AUTO:
  * none yet). Chosen by the first session that starts. */
 extern ptk_backend ptk__hub_backend;
-/* Resolves a session's requested backend and, if it is the first running
- * session, claims it (a tool id for monitoring). Returns the backend used. */
-int ptk__backend_choose(ptk_backend requested, FILE *warn, ptk_backend *out,
-                        char **errmsg);
+/* What a session asks for, with PYTRACEKIT_BACKEND applied to `auto` and
+ * `auto` resolved: legacy or monitoring (an error if unavailable). */
+int ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
+                         char **errmsg);
+/* At start: the backend the session runs on. The first running session
+ * claims it (a tool id for monitoring; legacy, with a warning, if none is
+ * free); later ones join it, or fail if they explicitly asked otherwise. */
+int ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
+                        ptk_backend *out, char **errmsg);
 /* Seeds the calling thread's shadow stack with the frames already running
  * (outermost first); `with_frames`: keep the frame pointers too. */
 void ptk__seed_stack(int with_frames);
@@ -324,7 +329,8 @@ struct ptk_session {
     char *output_dir;
     ptk_thread_scope threads;
     ptk_backend backend;      /* in use once started, else as requested */
-    ptk_backend requested;
+    ptk_backend requested;    /* resolved at creation: legacy or monitoring */
+    int backend_explicit;     /* asked for by name (or PYTRACEKIT_BACKEND) */
     char *plugin_path;
     FILE *summary;
     struct ptk_plugin_ctx *plugins;

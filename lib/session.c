@@ -76,6 +76,12 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
         return ptk__err(errmsg, PTK_EINVAL, "invalid backend %d",
                         (int)cfg->backend);
     }
+    ptk_backend requested;
+    int explicit;
+    int brc = ptk__backend_resolve(cfg->backend, &requested, &explicit, errmsg);
+    if (brc < 0) {
+        return brc;
+    }
     ptk_session *s = calloc(1, sizeof *s);
     if (s == NULL) {
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
@@ -85,7 +91,8 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     s->plugin_path = absolute_path_list(cfg->plugin_path);
     s->threads = cfg->threads;
     s->backend = cfg->backend;
-    s->requested = cfg->backend;
+    s->requested = requested;
+    s->backend_explicit = explicit;
     s->summary = cfg->summary ? cfg->summary : stderr;
     if (s->output_dir == NULL) {
         free(s);
@@ -306,7 +313,8 @@ ptk_session_start(ptk_session *s, char **errmsg)
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
     ptk_backend use;
-    int rc = ptk__backend_choose(s->requested, s->summary, &use, errmsg);
+    int rc = ptk__backend_choose(s->requested, s->backend_explicit, s->summary,
+                                 &use, errmsg);
     if (rc < 0) {
         return rc;
     }

@@ -26,7 +26,7 @@ foreach(case exit_status exit_message uncaught uncaught_in_code keyboard_interru
              missing_module program_output_unchanged hub_work_not_traced)
   ptk_add_python_test(NAME core.loader.program.${case} SCRIPT loader/test_program.py ARGS ${case})
 endforeach()
-foreach(case unknown_option threads_bogus threads_valid no_program missing_value
+foreach(case unknown_option threads_bogus threads_valid backend_bogus backend_valid no_program missing_value
              list_plugins list_plugins_paths version help_text)
   ptk_add_python_test(NAME core.loader.usage.${case} SCRIPT loader/test_usage.py ARGS ${case})
 endforeach()

@@ -50,6 +50,43 @@ def threads_valid():
             expect_ran(s, ["--threads", value])
 
 
+def backend_bogus():
+    with Scratch("backend") as s:
+        prog = marker_program(s.join("marker"))
+        for value in ("bogus", "Legacy", ""):
+            usage_error(s, ["--backend", value, "-c", prog],
+                        ["pytracekit: --backend expects 'auto', 'legacy' or 'monitoring', "
+                         "found '%s'" % value])
+        # a wrong PYTRACEKIT_BACKEND is an error at start, not silence
+        marker = s.join("marker")
+        r = cli(["-o", s.join("out"), "-c", prog], cwd=s.path,
+                env=clean_env({"PYTRACEKIT_BACKEND": "fast"}))
+        check(r.rc == EXIT_USAGE, "expected exit status 2", r)
+        check(not os.path.exists(marker), "the program ran", r)
+        check_in("pytracekit: PYTRACEKIT_BACKEND is 'fast'; expected legacy, monitoring "
+                 "or auto", r.err, "stderr", r)
+
+
+def backend_valid():
+    """legacy and auto run everywhere; monitoring runs on 3.12+ and is refused,
+    before the program runs, on 3.11 (no sys.monitoring)."""
+    have_monitoring = tuple(int(x) for x in PY_VERSION.split(".")[:2]) >= (3, 12)
+    with Scratch("backend-ok") as s:
+        for value in ("legacy", "auto"):
+            expect_ran(s, ["--backend", value])
+        if have_monitoring:
+            expect_ran(s, ["--backend", "monitoring"])
+            # --backend wins over the environment
+            expect_ran(s, ["--backend", "monitoring"],
+                       env=clean_env({"PYTRACEKIT_BACKEND": "legacy"}))
+    if not have_monitoring:
+        with Scratch("backend-no") as s:
+            usage_error(s, ["--backend", "monitoring", "-c", marker_program(s.join("marker"))],
+                        ["pytracekit: the monitoring backend needs CPython 3.12 or newer "
+                         "(sys.monitoring); this is %s" % PY_VERSION])
+            print("3.11: --backend monitoring refused as expected")
+
+
 def no_program():
     with Scratch("noprog") as s:
         for args in ([], ["-p", "counter"], ["-o", s.join("out")], ["--threads", "all"], ["--"]):
@@ -121,12 +158,12 @@ def help_text():
             check(r.rc == 0, "%s failed" % opt, r)
             check(r.out.startswith("usage: pytracekit "), "%s: usage on stdout" % opt, r)
             for o in ("--plugin-path", "--list-plugins", "--threads", "-o, --output",
-                      "-p, --plugin"):
+                      "-p, --plugin", "--backend NAME"):
                 check_in(o, r.out, "help", r)
 
 
 CASES = {f.__name__: f for f in [
-    unknown_option, threads_bogus, threads_valid, no_program, missing_value, list_plugins,
+    unknown_option, threads_bogus, threads_valid, backend_bogus, backend_valid, no_program, missing_value, list_plugins,
     list_plugins_paths, version, help_text]}
 
 if __name__ == "__main__":

@@ -204,6 +204,9 @@ c_callable(PyObject *const *args, PyObject **made)
 {
     PyObject *callable = args[2];
     *made = NULL;
+    if (Py_IS_TYPE(callable, &PyFunction_Type)) {
+        return NULL; /* the common case: a Python function, nothing to report */
+    }
     if (PyCFunction_Check(callable)) {
         return callable;
     }

@@ -23,6 +23,8 @@ ptk_check(PTK_HAVE_TSTATE_CURRENT_EXCEPTION "PyThreadState *t = PyThreadState_Ge
 # The running interpreter frame, readable without making a frame object.
 ptk_check(PTK_HAVE_TSTATE_CURRENT_FRAME "struct _PyInterpreterFrame *f = PyThreadState_Get()->current_frame; (void)PyUnstable_InterpreterFrame_GetLasti(f)")
 ptk_check(PTK_HAVE_TSTATE_CFRAME "struct _PyInterpreterFrame *f = PyThreadState_Get()->cframe->current_frame; (void)PyUnstable_InterpreterFrame_GetLasti(f)")
+# Reading a small int without a call (3.12+).
+ptk_check(PTK_HAVE_LONG_COMPACT "PyLongObject *o = (PyLongObject *)PyLong_FromLong(1); long v = PyUnstable_Long_IsCompact(o) ? (long)PyUnstable_Long_CompactValue(o) : 0; (void)v")
 ptk_check(PTK_HAVE_SYS_MONITORING "int n = _PY_MONITORING_EVENTS; (void)n")
 
 unset(CMAKE_REQUIRED_INCLUDES)

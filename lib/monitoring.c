@@ -61,6 +61,18 @@ static int line_needs_start;
 
 /* ---- turning monitoring events into ptk_event ------------------------- */
 
+/* An offset or a line number: a compact int, read inline where possible. */
+static inline long
+small_int(PyObject *o)
+{
+#if PTK_HAVE_LONG_COMPACT
+    if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
+        return (long)PyUnstable_Long_CompactValue((PyLongObject *)o);
+    }
+#endif
+    return PyLong_AsLong(o);
+}
+
 static PyObject *
 none(void)
 {
@@ -242,7 +254,7 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
             ptk_event ev;
             ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,
                     th->pub.depth);
-            ev.lasti_ = (int32_t)PyLong_AsLong(args[1]);
+            ev.lasti_ = (int32_t)small_int(args[1]);
             ptk__deliver(t, th, &ev);
         }
     }
@@ -271,7 +283,7 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
             ptk_event ev;
             ev_init(&ev, th, kind, (PyCodeObject *)args[0], callable,
                     th->pub.depth);
-            ev.lasti_ = (int32_t)PyLong_AsLong(args[1]);
+            ev.lasti_ = (int32_t)small_int(args[1]);
             ptk__deliver(t, th, &ev);
         }
     }
@@ -312,7 +324,7 @@ mon_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     return line_at(ptk__current, th, (PyCodeObject *)args[0],
-                   (int)PyLong_AsLong(args[1]));
+                   (int)small_int(args[1]));
 }
 
 /* JUMP (code, from, to): the legacy layer reports a LINE for a jump
@@ -324,7 +336,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)self;
     (void)nargsf;
     (void)kw;
-    long from = PyLong_AsLong(args[1]), to = PyLong_AsLong(args[2]);
+    long from = small_int(args[1]), to = small_int(args[2]);
     if (to > from) {
         return disable(0);
     }
@@ -386,7 +398,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_OPCODE, (PyCodeObject *)args[0], Py_None,
             t->track_stack ? th->pub.depth : -1);
-    ev.lasti_ = (int32_t)PyLong_AsLong(args[1]);
+    ev.lasti_ = (int32_t)small_int(args[1]);
     ptk__deliver(t, th, &ev);
     if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
         return disable(1);

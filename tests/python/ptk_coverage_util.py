@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from ptk_testlib import MONITORING, fail, skip  # noqa: F401,E402
+from ptk_testlib import BACKEND, MONITORING, fail, skip  # noqa: F401,E402
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,7 +33,8 @@ def python():
 
 
 def workdir(name):
-    d = os.path.join(os.getcwd(), "work-" + name)
+    # one directory per test and backend: the two copies of a test run at once
+    d = os.path.join(os.getcwd(), "work-%s-%s" % (name, BACKEND))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     return d

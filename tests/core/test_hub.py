@@ -9,7 +9,7 @@ import textwrap
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-from ptk_testlib import run_cli, run_python, record, rows_of, session_program, test_plugin  # noqa: E402
+from ptk_testlib import MONITORING, run_cli, run_python, record, rows_of, session_program, test_plugin  # noqa: E402
 
 # The corpus: recursion, generators, exceptions, comprehensions, classes,
 # properties, lambdas, C calls.
@@ -212,6 +212,33 @@ class Threads(unittest.TestCase):
         work = [fn for fn in got["functions"] if fn["name"] == "work"]
         self.assertEqual(work[0]["calls"], 1)
         self.assertEqual([t["name"] for t in got["threads"]], ["MainThread"])
+
+    def test_thread_started_below_threading(self):
+        # _thread.start_new_thread starts the thread in C, without threading's
+        # start hook: the monitoring backend's events are interpreter-wide and
+        # reach it; the legacy backend has no way to (docs/threads.md)
+        body = """
+import _thread, time
+done = []
+def work(n):
+    done.append(n)
+_thread.start_new_thread(work, (7,))
+while not done:
+    time.sleep(0.01)
+work(1)
+"""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "raw.py")
+            with open(path, "w") as f:
+                f.write(body)
+            p = run_cli(["-p", "counter", "-o", os.path.join(d, "out"),
+                         "--threads", "all", path], cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(d, "out", "counter.json")) as f:
+                got = json.load(f)
+        work = [fn for fn in got["functions"] if fn["name"] == "work"]
+        self.assertEqual(work[0]["calls"], 2 if MONITORING else 1)
+        self.assertEqual(len(got["threads"]), 2 if MONITORING else 1)
 
     def test_in_process_all_threads(self):
         (rows,), _ = record("t = threading.Thread(target=g); t.start(); t.join()\ng()",

@@ -700,7 +700,7 @@ rt_fini(void *state)
 static ptk_plugin_desc reftrack_desc = {
     PTK_PLUGIN_HEADER,
     .name = "reftrack",
-    .version = "0.1.0",
+    .version = "0.2.0",
     .description = "objects per type and leaks by creation site, from "
                    "CPython's reference tracer (3.13+)",
     .events = PTK_MASK_REF,

@@ -1,4 +1,5 @@
 """The event matrix of the CPython docs, observed through the hub."""
+import json
 import os
 import sys
 import tempfile
@@ -149,6 +150,36 @@ middle(3)
         (r0, r1), _ = record(body, FUNCS, ["events=line,disable=line", "events=line"])
         self.assertEqual(len(rows_of(r0, "line", "middle")), 2)
         self.assertEqual(len(rows_of(r1, "line", "middle")), 8)
+
+    def test_disabled_lines_come_back_for_a_new_subscriber(self):
+        # A disables every line of loop() (on monitoring: sys.monitoring.DISABLE
+        # at each location); B, started afterwards, must still get them all
+        # (the hub restarts the disabled events for it), and A still none.
+        rec = test_plugin("recorder")
+        with tempfile.TemporaryDirectory() as out:
+            src = f"""
+import pytracekit
+def loop():
+    t = 0
+    for i in range(3):
+        t += i
+    return t
+a = pytracekit.Session([{rec!r} + ":events=line,disable=line,tag=a,only=loop"],
+                       output_dir={out!r})
+a.start(); loop(); loop()
+b = pytracekit.Session([{rec!r} + ":events=line,tag=b,only=loop"], output_dir={out!r})
+b.start(); loop(); loop()
+b.stop(); a.stop(); a.report(); b.report()
+"""
+            run_python(src, cwd=out)
+            rows = {}
+            for tag in "ab":
+                with open(os.path.join(out, f"recorder-{tag}.json")) as f:
+                    rows[tag] = [r[2] for r in json.load(f)]
+        # loop() runs lines 3, 4, 5, 4, 5, 4, 5, 4, 6 (relative to its def at 2)
+        self.assertEqual(sorted(rows["a"]), [4, 5, 6, 7])
+        self.assertEqual(len(rows["b"]), 18)
+        self.assertEqual(sorted(set(rows["b"])), [4, 5, 6, 7])
 
 
 if __name__ == "__main__":

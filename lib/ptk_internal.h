@@ -57,6 +57,7 @@ typedef struct ptk__thread {
     ptk__cframe *cstack;       /* C calls in progress (balances C events) */
     int32_t cdepth, ccap;
     PyThreadState *tstate;
+    PyObject *tstate_watch;    /* monitoring: set while tstate is known valid */
     int prof_installed;        /* our profile function is in this thread's slot */
     int trace_installed;
     /* One event delivered through the hub object (a Python-level hook)

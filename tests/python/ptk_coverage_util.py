@@ -33,11 +33,10 @@ def python():
 
 
 def workdir(name):
-    # one directory per test and backend: the two copies of a test run at once
-    d = os.path.join(os.getcwd(), "work-%s-%s" % (name, BACKEND))
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
+    """A new directory for one test run: unique, since tests that share a name
+    (a program run with different arguments, and each test's @monitoring
+    copy) run at the same time."""
+    return tempfile.mkdtemp(prefix="work-%s-%s-" % (name, BACKEND), dir=os.getcwd())
 
 
 def copy_corpus(dest, *names):

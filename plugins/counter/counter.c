@@ -24,6 +24,8 @@ typedef struct counter {
     ptk_plugin_ctx *ctx;
     uint64_t events[PTK_EV_COUNT];
     fn_entry *tab;       /* open addressing, power-of-two size */
+    const void *last_key; /* the function counted last (recursion, loops) */
+    fn_entry *last;
     size_t cap, used;
     uint64_t *per_thread;
     size_t nthreads;
@@ -124,6 +126,7 @@ lookup(counter *c, const void *key)
         free(c->tab);
         c->tab = n;
         c->cap = ncap;
+        c->last_key = NULL; /* entries moved */
     }
     size_t h = ((uintptr_t)key >> 4) & (c->cap - 1);
     while (c->tab[h].key && c->tab[h].key != key) {
@@ -135,6 +138,10 @@ lookup(counter *c, const void *key)
 static int
 count_call(counter *c, const void *key, PyObject *obj, int is_c)
 {
+    if (key == c->last_key) {
+        c->last->calls++;
+        return PTK_OK;
+    }
     fn_entry *e = lookup(c, key);
     if (e == NULL) {
         return PTK_ENOMEM;
@@ -146,6 +153,8 @@ count_call(counter *c, const void *key, PyObject *obj, int is_c)
         c->used++;
     }
     e->calls++;
+    c->last_key = key;
+    c->last = e;
     return PTK_OK;
 }
 

@@ -73,10 +73,12 @@ small_int(PyObject *o)
     return PyLong_AsLong(o);
 }
 
-static PyObject *
+/* None is immortal on 3.12+ (PEP 683): its reference count is not kept, so
+ * the new reference a callback returns needs no increment. */
+static inline PyObject *
 none(void)
 {
-    return Py_NewRef(Py_None);
+    return Py_None;
 }
 
 static PyObject *
@@ -207,7 +209,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         ev.depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
-        ptk__deliver(t, th, &ev);
+        ptk__deliver_clean(t, th, &ev);
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
         if (ptk__disable_records && !t->track_stack &&
@@ -249,7 +251,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
                 origin == PTK_ORIGIN_UNWIND ? NULL : args[2],
                 pos >= 0 ? pos + 1 : -1);
         ev.origin = (ptk_event_origin)origin;
-        ptk__deliver(t, th, &ev);
+        ptk__deliver_clean(t, th, &ev);
     }
     if (pos >= 0) {
         th->pub.depth = pos;
@@ -305,7 +307,7 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
             ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,
                     th->pub.depth);
             ev.lasti_ = (int32_t)small_int(args[1]);
-            ptk__deliver(t, th, &ev);
+            ptk__deliver_clean(t, th, &ev);
         }
     }
     Py_XDECREF(made);
@@ -334,7 +336,7 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
             ev_init(&ev, th, kind, (PyCodeObject *)args[0], callable,
                     th->pub.depth);
             ev.lasti_ = (int32_t)small_int(args[1]);
-            ptk__deliver(t, th, &ev);
+            ptk__deliver_clean(t, th, &ev);
         }
     }
     Py_XDECREF(made);
@@ -353,7 +355,7 @@ line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
         ev_init(&ev, th, PTK_EV_LINE, code, Py_None,
                 t->track_stack ? th->pub.depth : -1);
         ev.line = line;
-        ptk__deliver(t, th, &ev);
+        ptk__deliver_clean(t, th, &ev);
         if (ptk__disable_records &&
             ptk__code_line_state(code, line) != PTK__LINE_DELIVER) {
             return disable(1);
@@ -427,7 +429,7 @@ mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_EXCEPTION, (PyCodeObject *)args[0], tuple,
             t->track_stack ? th->pub.depth : -1);
-    ptk__deliver(t, th, &ev);
+    ptk__deliver_clean(t, th, &ev);
     Py_DECREF(tuple);
     return none();
 }
@@ -449,7 +451,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     ev_init(&ev, th, PTK_EV_OPCODE, (PyCodeObject *)args[0], Py_None,
             t->track_stack ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
-    ptk__deliver(t, th, &ev);
+    ptk__deliver_clean(t, th, &ev);
     if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
         return disable(1);
     }

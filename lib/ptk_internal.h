@@ -15,6 +15,10 @@
 #include "ptk_config.h"
 #include "pytracekit/pytracekit.h"
 
+/* Everything declared here is internal to the library: hidden, so that the
+ * compiler reaches the hot-path globals directly, not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 #define PTK__MAX_SLOTS 64
 
 /* ---- strings and messages (util.c) ---------------------------------- */
@@ -253,6 +257,17 @@ ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
     return ptk__deliver_loop(t, th, ev, 0);
 }
 
+/* ptk__deliver for a backend that is never entered with an exception
+ * pending (sys.monitoring saves it around the events that have one). */
+static inline int
+ptk__deliver_clean(ptk__table *t, ptk__thread *th, ptk_event *ev)
+{
+    if (ptk__dispatch_slow) {
+        return ptk__dispatch(t, th, ev);
+    }
+    return ptk__deliver_loop(t, th, ev, 0);
+}
+
 void ptk__code_forget_slot(uint32_t slot);
 void ptk__code_reset_lines_off(void);
 
@@ -355,5 +370,7 @@ char *ptk__library_dir(void);
 extern const ptk_host ptk__host;
 /* Saves the Python exception (with traceback) as text; clears it. */
 char *ptk__format_exception(void);
+
+#pragma GCC visibility pop
 
 #endif /* PTK_INTERNAL_H */

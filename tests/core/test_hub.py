@@ -240,6 +240,34 @@ work(1)
         self.assertEqual(work[0]["calls"], 2 if MONITORING else 1)
         self.assertEqual(len(got["threads"]), 2 if MONITORING else 1)
 
+    def test_thread_made_in_c(self):
+        # An extension's own C thread calls Python 5 times, each time under a
+        # new thread state (PyGILState_Ensure/Release) of the same OS thread.
+        # sys.monitoring reaches it; the legacy hooks cannot (docs/threads.md).
+        # Under ASan this also checks that no stale thread state is read.
+        ext = os.path.join(os.environ.get("PTK_BUILD_DIR", ""), "tests", "core", "ext")
+        body = f"""
+import sys
+sys.path.insert(0, {ext!r})
+import _ptk_cthread
+def work():
+    return 1
+assert _ptk_cthread.run(work, 5) == 0
+work()
+"""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "cthread.py")
+            with open(path, "w") as f:
+                f.write(body)
+            p = run_cli(["-p", "counter", "-o", os.path.join(d, "out"),
+                         "--threads", "all", path], cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(d, "out", "counter.json")) as f:
+                got = json.load(f)
+        work = [fn for fn in got["functions"] if fn["name"] == "work"]
+        self.assertEqual(work[0]["calls"], 6 if MONITORING else 1)
+        self.assertEqual(len(got["threads"]), 2 if MONITORING else 1)
+
     def test_in_process_all_threads(self):
         (rows,), _ = record("t = threading.Thread(target=g); t.start(); t.join()\ng()",
                             "import threading\ndef g():\n    return 1\n",

@@ -268,16 +268,14 @@ ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
 static int
 sync_backend(const ptk__table *t, int install_here, char **errmsg)
 {
-    if (ptk__hub_backend == PTK_BACKEND_MONITORING) {
-        int rc = ptk__mon_sync(t, install_here, errmsg);
-        if (!any_running()) {
-            ptk__mon_release();
-            ptk__hub_backend = PTK_BACKEND_AUTO;
-        }
-        return rc;
-    }
-    int rc = ptk__legacy_sync(t, install_here, errmsg);
+    int rc = ptk__hub_backend == PTK_BACKEND_MONITORING
+                 ? ptk__mon_sync(t, install_here, errmsg)
+                 : ptk__legacy_sync(t, install_here, errmsg);
     if (!any_running()) {
+        /* the last session stopped: let go; the next one chooses again */
+        if (ptk__hub_backend == PTK_BACKEND_MONITORING) {
+            ptk__mon_release();
+        }
         ptk__hub_backend = PTK_BACKEND_AUTO;
     }
     return rc;

@@ -64,20 +64,6 @@ is_yield(PyFrameObject *frame, PyCodeObject *code)
            opcode_at(frame, code, NULL, 1) == op_yield_value;
 }
 
-/* Runs a few lines of Python in a fresh namespace; errors are cleared. */
-static void
-run_snippet(const char *src)
-{
-    PyObject *globals = PyDict_New();
-    if (globals != NULL &&
-        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0) {
-        PyObject *r = PyRun_String(src, Py_file_input, globals, globals);
-        Py_XDECREF(r);
-    }
-    Py_XDECREF(globals);
-    PyErr_Clear();
-}
-
 /* ---- turning a CPython callback into events ---------------------------- */
 
 static void want_opcodes(PyFrameObject *frame);
@@ -462,8 +448,10 @@ prime_opcodes(void)
     }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    run_snippet("import sys as _s\n_f = _s._getframe()\n"
-                "_f.f_trace_opcodes = True\n_f.f_trace_opcodes = False\n");
+    Py_XDECREF(ptk__run_snippet("import sys as _s\n_f = _s._getframe()\n"
+                                "_f.f_trace_opcodes = True\n"
+                                "_f.f_trace_opcodes = False\n",
+                                NULL, NULL));
     PyErr_Restore(et, ev, tb);
     opcode_primed = 1;
 }
@@ -697,8 +685,10 @@ ptk__legacy_init(char **errmsg)
     Py_tracefunc prev = ts->c_profilefunc;
     PyObject *prevobj = Py_XNewRef(ts->c_profileobj);
     PyEval_SetProfile(probe_fn, NULL);
-    run_snippet("def _ptk_probe():\n    raise ValueError\n"
-                "try:\n    _ptk_probe()\nexcept ValueError:\n    pass\n");
+    Py_XDECREF(ptk__run_snippet("def _ptk_probe():\n    raise ValueError\n"
+                                "try:\n    _ptk_probe()\n"
+                                "except ValueError:\n    pass\n",
+                                NULL, NULL));
     PyEval_SetProfile(prev, prevobj);
     Py_XDECREF(prevobj);
     PyErr_Clear();

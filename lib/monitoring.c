@@ -585,18 +585,12 @@ probe_line_after_resume(void)
         "_m.set_events(_tool, 0)\n"
         "_m.register_callback(_tool, _m.events.LINE, None)\n"
         "_lost = not _seen\n";
-    PyObject *g = PyDict_New();
     PyObject *id = PyLong_FromLong(tool);
-    if (g != NULL && id != NULL &&
-        PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0 &&
-        PyDict_SetItemString(g, "_tool", id) == 0) {
-        PyObject *r = PyRun_String(src, Py_file_input, g, g);
-        PyObject *lost = r ? PyDict_GetItemString(g, "_lost") : NULL;
-        line_needs_start = lost != NULL && PyObject_IsTrue(lost) == 1;
-        Py_XDECREF(r);
-    }
-    Py_XDECREF(id);
+    PyObject *g = id ? ptk__run_snippet(src, "_tool", id) : NULL;
+    PyObject *lost = g ? PyDict_GetItemString(g, "_lost") : NULL;
+    line_needs_start = lost != NULL && PyObject_IsTrue(lost) == 1;
     Py_XDECREF(g);
+    Py_XDECREF(id);
     PyErr_Clear();
 }
 
@@ -669,12 +663,6 @@ ptk__mon_release(void)
     tool = -1;
     prev_events = 0;
     PyErr_Restore(et, ev, tb);
-}
-
-int
-ptk__mon_tool_id(void)
-{
-    return tool;
 }
 
 static unsigned long
@@ -788,12 +776,6 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     (void)install_here;
     (void)errmsg;
     return PTK_OK;
-}
-
-int
-ptk__mon_tool_id(void)
-{
-    return -1;
 }
 
 #endif

@@ -31,6 +31,10 @@ int ptk__err(char **errmsg, int code, const char *fmt, ...)
 /* "3.11.7" for the running interpreter. */
 const char *ptk__python_version(void);
 uint64_t ptk__clock_ns(void);
+/* Runs a few lines of Python in a fresh namespace (with `name` bound to
+ * `value` first, if name is not NULL). Returns the namespace (a new
+ * reference), or NULL if the code raised; errors are cleared. */
+PyObject *ptk__run_snippet(const char *src, const char *name, PyObject *value);
 
 /* ---- options (options.c) -------------------------------------------- */
 
@@ -248,17 +252,8 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
     return lines_off;
 }
 
-static inline int
-ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
-{
-    if (ptk__dispatch_slow || ptk__exc_pending(th->tstate)) {
-        return ptk__dispatch(t, th, ev);
-    }
-    return ptk__deliver_loop(t, th, ev, 0);
-}
-
-/* ptk__deliver for a backend that is never entered with an exception
- * pending (sys.monitoring saves it around the events that have one). */
+/* For a backend that is never entered with an exception pending
+ * (sys.monitoring saves it around the events that have one). */
 static inline int
 ptk__deliver_clean(ptk__table *t, ptk__thread *th, ptk_event *ev)
 {
@@ -266,6 +261,15 @@ ptk__deliver_clean(ptk__table *t, ptk__thread *th, ptk_event *ev)
         return ptk__dispatch(t, th, ev);
     }
     return ptk__deliver_loop(t, th, ev, 0);
+}
+
+static inline int
+ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
+{
+    if (ptk__exc_pending(th->tstate)) {
+        return ptk__dispatch(t, th, ev);
+    }
+    return ptk__deliver_clean(t, th, ev);
 }
 
 void ptk__code_forget_slot(uint32_t slot);
@@ -307,8 +311,6 @@ int ptk__mon_claim(char **errmsg);
 void ptk__mon_release(void);
 /* Enables exactly the events the table needs. */
 int ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg);
-/* The tool id held, or -1. */
-int ptk__mon_tool_id(void);
 
 /* ---- reference tracer (ref.c) ----------------------------------------- */
 

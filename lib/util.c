@@ -79,3 +79,21 @@ ptk__clock_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+PyObject *
+ptk__run_snippet(const char *src, const char *name, PyObject *value)
+{
+    PyObject *globals = PyDict_New();
+    PyObject *r = NULL;
+    if (globals != NULL &&
+        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        (name == NULL || PyDict_SetItemString(globals, name, value) == 0)) {
+        r = PyRun_String(src, Py_file_input, globals, globals);
+    }
+    if (r == NULL) {
+        Py_CLEAR(globals);
+    }
+    Py_XDECREF(r);
+    PyErr_Clear();
+    return globals;
+}

@@ -208,13 +208,7 @@ ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
     if (requested == PTK_BACKEND_AUTO) {
         const char *env = getenv("PYTRACEKIT_BACKEND");
         if (env != NULL && *env != '\0') {
-            if (strcmp(env, "legacy") == 0) {
-                requested = PTK_BACKEND_LEGACY;
-            }
-            else if (strcmp(env, "monitoring") == 0) {
-                requested = PTK_BACKEND_MONITORING;
-            }
-            else if (strcmp(env, "auto") != 0) {
+            if (ptk_backend_parse(env, &requested) < 0) {
                 return ptk__err(errmsg, PTK_EINVAL,
                                 "PYTRACEKIT_BACKEND is '%s'; expected legacy, "
                                 "monitoring or auto",

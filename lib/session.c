@@ -376,6 +376,18 @@ ptk_backend_name(ptk_backend b)
 }
 
 int
+ptk_backend_parse(const char *name, ptk_backend *out)
+{
+    for (int b = PTK_BACKEND_AUTO; b <= PTK_BACKEND_MONITORING; b++) {
+        if (name != NULL && strcmp(name, ptk_backend_name((ptk_backend)b)) == 0) {
+            *out = (ptk_backend)b;
+            return PTK_OK;
+        }
+    }
+    return PTK_EINVAL;
+}
+
+int
 ptk_session_running(const ptk_session *s)
 {
     return s != NULL && s->running;

@@ -57,13 +57,7 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
                                                 : Py_None);
         return -1;
     }
-    cfg.backend = (ptk_backend)-1;
-    for (int b = PTK_BACKEND_AUTO; b <= PTK_BACKEND_MONITORING; b++) {
-        if (strcmp(backend, ptk_backend_name((ptk_backend)b)) == 0) {
-            cfg.backend = (ptk_backend)b;
-        }
-    }
-    if ((int)cfg.backend < 0) {
+    if (ptk_backend_parse(backend, &cfg.backend) < 0) {
         PyErr_Format(PyExc_ValueError,
                      "backend must be 'auto', 'legacy' or 'monitoring', not '%s'",
                      backend);

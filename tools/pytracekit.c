@@ -205,14 +205,7 @@ main(int argc, char **argv)
             }
         }
         else if (TAKE("--backend")) {
-            int found = 0;
-            for (int b = PTK_BACKEND_AUTO; b <= PTK_BACKEND_MONITORING; b++) {
-                if (strcmp(val, ptk_backend_name((ptk_backend)b)) == 0) {
-                    backend = (ptk_backend)b;
-                    found = 1;
-                }
-            }
-            if (!found) {
+            if (ptk_backend_parse(val, &backend) < 0) {
                 fprintf(stderr,
                         "pytracekit: --backend expects 'auto', 'legacy' or "
                         "'monitoring', found '%s'\n", val);

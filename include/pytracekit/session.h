@@ -187,6 +187,15 @@ PTK_API ptk_backend ptk_session_backend(const ptk_session *s);
 PTK_API const char *ptk_backend_name(ptk_backend b);
 
 /**
+ * @brief The backend a name stands for (the reverse of ptk_backend_name()).
+ * @param name `"auto"`, `"legacy"` or `"monitoring"`.
+ * @param[out] out The backend on success; untouched otherwise.
+ * @return #PTK_OK, or `PTK_EINVAL` for any other name (or NULL).
+ * @since 0.2
+ */
+PTK_API int ptk_backend_parse(const char *name, ptk_backend *out);
+
+/**
  * @brief Whether the session is running.
  * @since 0.1
  */

@@ -189,11 +189,12 @@ main()
 
 
 class Threads(unittest.TestCase):
-    def run_scope(self, scope):
+    def run_scope(self, scope, program=THREADED):
+        """counter.json of `program` run by the command with --threads scope."""
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "threaded.py")
+            path = os.path.join(d, "prog.py")
             with open(path, "w") as f:
-                f.write(THREADED)
+                f.write(program)
             p = run_cli(["-p", "counter", "-o", os.path.join(d, "out"),
                          "--threads", scope, path], cwd=d)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -227,15 +228,7 @@ while not done:
     time.sleep(0.01)
 work(1)
 """
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "raw.py")
-            with open(path, "w") as f:
-                f.write(body)
-            p = run_cli(["-p", "counter", "-o", os.path.join(d, "out"),
-                         "--threads", "all", path], cwd=d)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            with open(os.path.join(d, "out", "counter.json")) as f:
-                got = json.load(f)
+        got = self.run_scope("all", body)
         work = [fn for fn in got["functions"] if fn["name"] == "work"]
         self.assertEqual(work[0]["calls"], 2 if MONITORING else 1)
         self.assertEqual(len(got["threads"]), 2 if MONITORING else 1)
@@ -255,15 +248,7 @@ def work():
 assert _ptk_cthread.run(work, 5) == 0
 work()
 """
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "cthread.py")
-            with open(path, "w") as f:
-                f.write(body)
-            p = run_cli(["-p", "counter", "-o", os.path.join(d, "out"),
-                         "--threads", "all", path], cwd=d)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            with open(os.path.join(d, "out", "counter.json")) as f:
-                got = json.load(f)
+        got = self.run_scope("all", body)
         work = [fn for fn in got["functions"] if fn["name"] == "work"]
         self.assertEqual(work[0]["calls"], 6 if MONITORING else 1)
         self.assertEqual(len(got["threads"]), 2 if MONITORING else 1)

@@ -52,6 +52,25 @@ ORACLE = textwrap.dedent('''
 ''')
 
 
+class EventTable(unittest.TestCase):
+    def test_docs_list_every_kind_of_the_table(self):
+        src = os.environ.get("PTK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+        import re
+        with open(os.path.join(src, "include", "pytracekit", "event.h")) as f:
+            header = f.read()
+        table = header[header.index("#define PTK_EVENT_TABLE(X)"):]
+        rows = re.findall(r'X\((\w+), "(\w+)"', table)
+        enum = dict((k, int(v)) for k, v in re.findall(r"PTK_EV_(\w+) = (\d+)", header))
+        self.assertEqual([enum[k] for k, _ in rows], list(range(len(rows))),
+                         "table rows in ptk_event_kind order")
+        self.assertEqual(enum["COUNT"], len(rows))
+        with open(os.path.join(src, "docs", "events.md")) as f:
+            docs = f.read()
+        documented = re.findall(r"^\| `PTK_EV_(\w+)` \((\d+)\) \|", docs, re.M)
+        self.assertEqual([(k, int(n)) for k, n in documented],
+                         [(k, enum[k]) for k, _ in rows])
+
+
 class Branches(unittest.TestCase):
     def test_against_sys_monitoring(self):
         if sys.version_info < (3, 12):

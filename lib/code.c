@@ -43,7 +43,7 @@ typedef struct coderec {
     struct coderec *prev, *next;
 } coderec;
 
-ptk__dead_entry ptk__dead_cache[PTK__DEAD_CACHE];
+ptk__verdict ptk__verdicts[PTK__VERDICTS];
 uint64_t ptk__table_gen = 1;
 
 /* The code-extra API was renamed PyUnstable_* in 3.12 (the old names are
@@ -70,9 +70,9 @@ rec_free(void *p)
     if (r == NULL) {
         return;
     }
-    ptk__dead_entry *e = ptk__dead_slot(r->code);
-    if (e->code == r->code) {
-        e->code = NULL; /* the address may be a new code object's next */
+    ptk__verdict *v = ptk__verdict_slot(r->code);
+    if (v->code == r->code) {
+        v->code = NULL; /* the address may be a new code object's next */
     }
     if (r->prev) {
         r->prev->next = r->next;
@@ -487,13 +487,14 @@ ptk__code_reset_lines_off(void)
  * Runs once per (code object, subscriber); may call Python (co_lines, the
  * module name), so the traced program's exception is kept aside. */
 static uint64_t
-judge(const ptk__table *t, PyCodeObject *code)
+judge(const ptk__table *t, PyCodeObject *code, int *kept)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     coderec scratch = {0};
     coderec *r = rec_make(code);
     uint64_t rejected = 0;
+    *kept = r != NULL;
     if (r == NULL) {
         /* No record: judge every time (correct, only slower). */
         r = &scratch;
@@ -522,16 +523,18 @@ judge(const ptk__table *t, PyCodeObject *code)
 }
 
 uint64_t
-ptk__code_rejects(const ptk__table *t, PyCodeObject *code)
+ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept)
 {
+    *kept = 0;
     if (code == NULL) {
         return 0;
     }
     coderec *r = rec_get(code);
     if (r != NULL && (r->judged & t->code_filtered) == t->code_filtered) {
+        *kept = 1;
         return r->rejected & t->code_filtered;
     }
-    return judge(t, code);
+    return judge(t, code, kept);
 }
 
 void **

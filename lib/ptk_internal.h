@@ -250,23 +250,44 @@ typedef struct ptk__table {
 } ptk__table;
 
 /* Slots of t's code-filtered subscribers that reject code (judged once per
- * code object and cached in its record). */
-uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code);
-/* Code objects found dead for the current table, direct-mapped by address:
- * the legacy hooks see every call of excluded code, so this answer must
- * cost a few instructions. An entry is valid for one table (ptk__table_gen
- * changes with every table) and is cleared when its code object dies. */
-typedef struct ptk__dead_entry {
+ * code object and cached in its record). *kept: 1 if the code object has a
+ * record (whose end clears the verdict cache), else 0. */
+uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept);
+/* Verdicts of the current table's filters, direct-mapped by code object
+ * address: every event of filtered subscribers asks, and the legacy hooks
+ * ask at every call of excluded code, so the answer must cost a few
+ * instructions. An entry is valid for one table (ptk__table_gen changes
+ * with every table) and is cleared when its code object dies. */
+typedef struct ptk__verdict {
     PyCodeObject *code;
     uint64_t gen;
-} ptk__dead_entry;
-#define PTK__DEAD_CACHE 1024
-extern ptk__dead_entry ptk__dead_cache[PTK__DEAD_CACHE];
+    uint64_t rejected; /* slots of the table that reject the code */
+} ptk__verdict;
+#define PTK__VERDICTS 1024
+extern ptk__verdict ptk__verdicts[PTK__VERDICTS];
 extern uint64_t ptk__table_gen;
-static inline ptk__dead_entry *
-ptk__dead_slot(PyCodeObject *code)
+static inline ptk__verdict *
+ptk__verdict_slot(PyCodeObject *code)
 {
-    return &ptk__dead_cache[((uintptr_t)code >> 5) & (PTK__DEAD_CACHE - 1)];
+    return &ptk__verdicts[((uintptr_t)code >> 5) & (PTK__VERDICTS - 1)];
+}
+
+/* ptk__code_rejects through the cache. */
+static inline uint64_t
+ptk__code_rejected(const ptk__table *t, PyCodeObject *code)
+{
+    ptk__verdict *v = ptk__verdict_slot(code);
+    if (v->code == code && v->gen == ptk__table_gen) {
+        return v->rejected;
+    }
+    int kept = 0;
+    uint64_t r = ptk__code_rejects(t, code, &kept);
+    if (kept) {
+        v->code = code;
+        v->gen = ptk__table_gen;
+        v->rejected = r;
+    }
+    return r;
 }
 
 /* Does no subscriber of t want anything of code? Then every event location
@@ -274,20 +295,10 @@ ptk__dead_slot(PyCodeObject *code)
 static inline int
 ptk__code_dead(const ptk__table *t, PyCodeObject *code)
 {
-    if (!t->dead_possible) {
-        return 0;
-    }
-    ptk__dead_entry *e = ptk__dead_slot(code);
-    if (e->code == code && e->gen == ptk__table_gen) {
-        return 1;
-    }
-    if ((ptk__code_rejects(t, code) & t->slots) != t->slots) {
-        return 0;
-    }
-    e->code = code;
-    e->gen = ptk__table_gen;
-    return 1;
+    return t->dead_possible &&
+           (ptk__code_rejected(t, code) & t->slots) == t->slots;
 }
+
 /* Should subscriber s skip ev (its filter)? Counts max_depth frames. */
 int ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,
                      uint64_t rejected);
@@ -346,7 +357,7 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
     ptk__sub *s = t->subs[kind];
     int n = t->nsub[kind], lines_off = 0;
     uint64_t rejected =
-        general && t->code_filtered ? ptk__code_rejects(t, ev->code) : 0;
+        general && t->code_filtered ? ptk__code_rejected(t, ev->code) : 0;
     ptk__dispatch_depth++;
     for (int i = 0; i < n; i++) {
         if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {

@@ -24,6 +24,10 @@ VARIANTS = {
     "timer-filtered": ["timer:modules=fapp.app"],
     "lines": ["counter:events=line"],
     "lines-filtered": ["counter:events=line,modules=fapp.app"],
+    # line coverage switches each line off once seen: after the first pass
+    # only what it never saw costs anything
+    "coverage": ["coverage:include=%s/*" % os.path.join(here, "fapp")],
+    "coverage-filtered": ["coverage:include=%s/*,modules=fapp.app" % os.path.join(here, "fapp")],
 }
 variant, n, floor_dir, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 sys.path.insert(0, floor_dir)

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from run import build_floor, cache_value, interp_info  # noqa: E402  (bench/run.py)
 
 VARIANTS = ["bare", "floor", "counter", "counter-filtered", "timer", "timer-filtered",
-            "lines", "lines-filtered"]
+            "lines", "lines-filtered", "coverage", "coverage-filtered"]
 
 
 def env_for(build):
@@ -136,14 +136,14 @@ def main():
                 v, t, t / bt, "%d" % ir if ir else "–",
                 "%.2f" % (ir / bi) if ir and bi else "–"))
         fl = rows["floor"][1]
-        for base in ("counter", "timer", "lines"):
+        for base in ("counter", "timer", "lines", "coverage"):
             t, ir = rows[base]
             ft, fir = rows[base + "-filtered"]
             if ir and fir and bi:
                 print("%s: filtered overhead / unfiltered overhead (instructions) = %.2f%s"
                       % (base, (fir - bi) / max(ir - bi, 1),
                          "; floor overhead / unfiltered overhead = %.2f" % ((fl - bi) / max(ir - bi, 1))
-                         if fl and base != "lines" else ""))
+                         if fl and base in ("counter", "timer") else ""))
         if not a.no_suite:
             res = suite(py, build, a.reps, a.suite, a.suite_modules)
             print("\n### CPython %s: `-m unittest %s`, whole process, user+sys CPU, median of %d"

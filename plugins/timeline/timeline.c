@@ -395,7 +395,17 @@ tl_push(tl_state *st, tl_thread *th, const void *key, tl_name *n,
     f->step = 0;
     f->task = NULL;
     if (st->min_duration_ns == 0 && !f->skip) {
-        tl_write_begin(st, f, now);
+        /* after a drop, the frames below whose BEGIN was lost come first,
+         * so that the track stays in time order */
+        if (th->gap) {
+            if (tl_write_ancestors(st, th, th->sp - 1, now) != 0) {
+                return f;
+            }
+            th->gap = 0;
+        }
+        if (tl_write_begin(st, f, now) != 0) {
+            th->gap = 1;
+        }
     }
     return f;
 }

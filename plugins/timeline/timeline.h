@@ -158,6 +158,7 @@ typedef struct tl_thread {
     size_t sp, cap;
     uint64_t last_ns;
     uint64_t unmatched;
+    int gap;           /* a BEGIN was dropped: write ancestors first */
 } tl_thread;
 
 /* ---- the encoders ------------------------------------------------------- */

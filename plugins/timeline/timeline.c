@@ -260,6 +260,8 @@ tl_thread_get(tl_state *st, const ptk_thread *t)
         th->track.uuid = 0x100 + (uint64_t)t->index;
         /* on_event runs on the event's thread: this is its native id */
         th->track.tid = (int64_t)PyThread_get_thread_native_id();
+        th->pt = t;
+        th->track.named = t->name != NULL;
         if (t->name != NULL) {
             snprintf(buf, sizeof(buf), "%s", t->name);
         }
@@ -282,6 +284,23 @@ tl_thread_of(tl_state *st, const ptk_thread *t)
     size_t idx = t->index;
     tl_thread *th = idx < st->nthreads ? st->threads[idx] : NULL;
     return th != NULL ? th : tl_thread_get(st, t);
+}
+
+/* Does @p wref still refer to @p obj? */
+static int
+tl_weak_is(PyObject *wref, PyObject *obj)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *o = NULL;
+    if (PyWeakref_GetRef(wref, &o) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XDECREF(o);
+    return o == obj;
+#else
+    return PyWeakref_GetObject(wref) == obj;
+#endif
 }
 
 /* The asyncio Task running now, if asyncio is imported and a loop runs. */
@@ -311,7 +330,7 @@ tl_current_task(tl_state *st, uint64_t now)
         return NULL;
     }
     tl_task *tk = tl__map_get(&st->task_map, task, 0);
-    if (tk != NULL && PyWeakref_GetObject(tk->wref) == task) {
+    if (tk != NULL && tl_weak_is(tk->wref, task)) {
         Py_DECREF(task);
         return tk;
     }
@@ -580,6 +599,29 @@ tl_on_event(void *state, const ptk_event *ev)
 
 #define TL_TICK_NS UINT64_C(1000000000)
 
+/* Threads the hub has named since their track was described (the
+ * monitoring backend may learn a thread's name after its first event). */
+static void
+tl_rename_threads(tl_state *st, uint64_t now)
+{
+    for (size_t i = 0; i < st->nthreads; i++) {
+        tl_thread *th = st->threads[i];
+        if (th == NULL || th->track.named || th->pt->name == NULL) {
+            continue;
+        }
+        char *name = strdup(th->pt->name);
+        if (name == NULL) {
+            continue;
+        }
+        free(th->track.name);
+        th->track.name = name;
+        th->track.named = 1;
+        if (st->fmt->rename(st, &th->track, now) != 0) {
+            tl_drop(st);
+        }
+    }
+}
+
 static void
 tl_tick(tl_state *st, uint64_t now)
 {
@@ -588,6 +630,9 @@ tl_tick(tl_state *st, uint64_t now)
         tl__out_kick(&st->out, now);
     }
     if (now >= st->next_counter) {
+        if (!st->dropping) {
+            tl_rename_threads(st, now);
+        }
         uint64_t span = now - st->last_counter;
         if (st->counters && span > 0 && tl_can_write(st, now)) {
             double rate = (double)st->tick_events * 1e9 / (double)span;
@@ -853,6 +898,7 @@ tl_finish(tl_state *st)
             tl_pop(st, th, t, 0);
         }
     }
+    tl_rename_threads(st, now);
     /* At the end, wait for the disk rather than lose the tail. */
     for (int tries = 0; st->dropping && tries < 1000; tries++) {
         if (tl_resume(st, now) == 0) {

@@ -122,6 +122,7 @@ typedef struct tl_track {
     int kind;
     char *name;
     int described;     /* descriptor / metadata written */
+    int named;         /* `name` is the real name, not a placeholder */
     uint64_t last_ts;  /* latest timestamp written on this track */
     /* ENDs that could not be written while dropping, oldest first */
     uint64_t *owed;
@@ -153,6 +154,7 @@ typedef struct tl_task {
 
 typedef struct tl_thread {
     uint32_t index;
+    const ptk_thread *pt; /* the hub's record (its name may come later) */
     tl_track track;
     tl_frame *stack;
     size_t sp, cap;
@@ -175,6 +177,8 @@ typedef struct tl_format {
                    int global);
     int (*counter)(struct tl_state *st, tl_track *t, double v, uint64_t ts);
     int (*finish)(struct tl_state *st); /* the closing bytes, if any */
+    /* The track's name again, after a placeholder (a thread named late). */
+    int (*rename)(struct tl_state *st, tl_track *t, uint64_t now);
 } tl_format;
 
 extern const tl_format tl__json_format;

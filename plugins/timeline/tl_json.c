@@ -220,6 +220,23 @@ tl_json_counter(tl_state *st, tl_track *t, double v, uint64_t ts)
 }
 
 static int
+tl_json_rename(tl_state *st, tl_track *t, uint64_t now)
+{
+    if (!t->described) {
+        return 0; /* the metadata goes with the first event */
+    }
+    t->described = 0;
+    char *start;
+    char *p = tl_room(st, t, 0, now, &start);
+    if (p == NULL) {
+        t->described = 1;
+        return -1;
+    }
+    tl_done(st, t, start, p, t->last_ts);
+    return 0;
+}
+
+static int
 tl_json_finish(tl_state *st)
 {
     char *p = tl__reserve(st, 4, st->out.last_handoff_ns);
@@ -239,4 +256,5 @@ const tl_format tl__json_format = {
     .instant = tl_json_instant,
     .counter = tl_json_counter,
     .finish = tl_json_finish,
+    .rename = tl_json_rename,
 };

@@ -331,6 +331,23 @@ pb_counter(tl_state *st, tl_track *t, double v, uint64_t ts)
     return 0;
 }
 
+/* TrackDescriptors may be emitted again; the new one carries the name. */
+static int
+pb_rename(tl_state *st, tl_track *t, uint64_t now)
+{
+    if (!t->described) {
+        return 0;
+    }
+    char *start;
+    char *p = pb_room(st, 64 + strlen(t->name), now, &start);
+    if (p == NULL) {
+        return -1;
+    }
+    p = pb_describe(p, st, t);
+    tl__out_commit(&st->out, (size_t)(p - start));
+    return 0;
+}
+
 static int
 pb_finish(tl_state *st)
 {
@@ -346,4 +363,5 @@ const tl_format tl__pb_format = {
     .instant = pb_instant,
     .counter = pb_counter,
     .finish = pb_finish,
+    .rename = pb_rename,
 };

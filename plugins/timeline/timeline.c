@@ -511,7 +511,7 @@ tl_c_key(PyObject *callable)
 }
 
 static void tl_tick(tl_state *st, uint64_t now);
-static int tl_start(tl_state *st);
+static int tl_start(tl_state *st, uint64_t now);
 
 static int
 tl_exception(tl_state *st, tl_thread *th, const ptk_event *ev, uint64_t now)
@@ -528,7 +528,9 @@ tl_exception(tl_state *st, tl_thread *th, const ptk_event *ev, uint64_t now)
         return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory naming an exception");
     }
     tl_frame *top = th->sp ? &th->stack[th->sp - 1] : NULL;
-    if (top != NULL && top->skip) {
+    if (top != NULL && (top->skip || (st->min_duration_ns > 0 && !top->emitted))) {
+        /* left out with its frame: too deep, or (with min_duration) in a
+         * frame not known yet to be long enough */
         return PTK_OK;
     }
     if (tl_write_ancestors(st, th, th->sp, now) == 0 &&
@@ -547,7 +549,7 @@ tl_on_event(void *state, const ptk_event *ev)
 {
     tl_state *st = state;
     if (!st->started) {
-        int rc = tl_start(st);
+        int rc = tl_start(st, ev->time_ns);
         if (rc != PTK_OK) {
             return rc;
         }
@@ -759,15 +761,14 @@ static void tl_fini(void *state);
 /* At the first event (the session has started: the output directory
  * exists): open the file, start the writer, hook gc.callbacks. */
 static int
-tl_start(tl_state *st)
+tl_start(tl_state *st, uint64_t now)
 {
     char err[512];
     st->started = 1;
     if (tl__out_open(&st->out, st->path, st->buffer_size, err, sizeof(err)) != 0) {
         return st->host->fail(st->ctx, PTK_EIO, "%s", err);
     }
-    uint64_t now = st->host->clock_ns();
-    st->t_origin = now;
+    st->t_origin = now; /* the first event's time: nothing is earlier */
     st->out.last_handoff_ns = now;
     st->last_counter = now;
     st->next_counter = now + TL_TICK_NS;
@@ -880,7 +881,7 @@ tl_finish(tl_state *st)
     if (st->finished) {
         return 0;
     }
-    if (!st->started && tl_start(st) != PTK_OK) {
+    if (!st->started && tl_start(st, st->host->clock_ns()) != PTK_OK) {
         return EIO;
     }
     if (!st->out.started) {

@@ -21,7 +21,7 @@
 
 /* ---- options ------------------------------------------------------------ */
 
-enum { OPT_FORMAT, OPT_BUFFER_KB, OPT_FLUSH_MS, OPT_MIN_DURATION, OPT_MAX_DEPTH,
+enum { OPT_FORMAT, OPT_BUFFER_KB, OPT_FLUSH_MS, OPT_MIN_DURATION,
        OPT_BUILTINS, OPT_EXCEPTIONS, OPT_TASKS, OPT_GC, OPT_COUNTERS, OPT_COUNT };
 
 static const ptk_option_spec tl_options[] = {
@@ -38,9 +38,6 @@ static const ptk_option_spec tl_options[] = {
     [OPT_MIN_DURATION] = {"min_duration", PTK_OPT_STRING, "0",
                           "leave out spans shorter than this (e.g. 50us, "
                           "1.5ms; a bare number is microseconds)", NULL},
-    [OPT_MAX_DEPTH] = {"max_depth", PTK_OPT_INT, "0",
-                       "leave out spans nested deeper than this on their "
-                       "thread (0: no limit)", NULL},
     [OPT_BUILTINS] = {"builtins", PTK_OPT_BOOL, "true",
                       "C functions and methods as spans too", NULL},
     [OPT_EXCEPTIONS] = {"exceptions", PTK_OPT_BOOL, "true",
@@ -265,8 +262,13 @@ tl_thread_get(tl_state *st, const ptk_thread *t)
         if (t->name != NULL) {
             snprintf(buf, sizeof(buf), "%s", t->name);
         }
+        else if (th->track.tid == (int64_t)getpid()) {
+            /* threading is not imported (yet): the hub has no name; the
+             * process's first thread is the one threading calls so */
+            snprintf(buf, sizeof(buf), "MainThread");
+        }
         else {
-            snprintf(buf, sizeof(buf), "thread %u", (unsigned)t->index);
+            snprintf(buf, sizeof(buf), "thread %lld", (long long)th->track.tid);
         }
         th->track.name = strdup(buf);
         if (th->track.name == NULL) {
@@ -409,7 +411,7 @@ tl_push(tl_state *st, tl_thread *th, const void *key, tl_name *n,
     f->track = track;
     f->t0 = now;
     f->emitted = 0;
-    f->skip = st->max_depth > 0 && (int64_t)th->sp > st->max_depth;
+    f->skip = 0;
     f->coro = (uint8_t)n->coro;
     f->step = 0;
     f->task = NULL;
@@ -806,9 +808,9 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
                  (long long)o[OPT_BUFFER_KB].i);
         return PTK_EOPTTYPE;
     }
-    if (o[OPT_FLUSH_MS].i < 0 || o[OPT_MAX_DEPTH].i < 0) {
+    if (o[OPT_FLUSH_MS].i < 0) {
         snprintf(args->errbuf, args->errbuf_size,
-                 "flush_ms and max_depth must be 0 or more");
+                 "flush_ms must be 0 or more");
         return PTK_EOPTTYPE;
     }
     tl_state *st = calloc(1, sizeof(*st));
@@ -820,7 +822,6 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->ctx = args->ctx;
     st->fmt = o[OPT_FORMAT].i == 1 ? &tl__json_format : &tl__pb_format;
     st->min_duration_ns = min_ns;
-    st->max_depth = o[OPT_MAX_DEPTH].i;
     st->flush_ns = o[OPT_FLUSH_MS].i * 1000000;
     st->builtins = o[OPT_BUILTINS].i != 0;
     st->exceptions = o[OPT_EXCEPTIONS].i != 0;
@@ -948,7 +949,7 @@ tl_summary(tl_state *st, int werr)
         }
     }
     PyObject *res = Py_BuildValue(
-        "{s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:L,s:N,s:s}",
+        "{s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:N,s:s}",
         "file", st->fmt->filename,
         "format", st->fmt == &tl__json_format ? "json" : "perfetto",
         "events", (unsigned long long)st->events,
@@ -963,7 +964,6 @@ tl_summary(tl_state *st, int werr)
         "unmatched_returns", (unsigned long long)unmatched,
         "names", (unsigned long long)st->nnames,
         "min_duration_ns", (long long)st->min_duration_ns,
-        "max_depth", (long long)st->max_depth,
         "tasks", tasks,
         "write_error", werr ? strerror(werr) : "");
     return res;

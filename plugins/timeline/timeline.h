@@ -136,7 +136,7 @@ typedef struct tl_frame {
     tl_track *track;   /* where its span goes */
     uint64_t t0;
     uint8_t emitted;   /* its BEGIN is in the output */
-    uint8_t skip;      /* never emitted (max_depth, dropped BEGIN) */
+    uint8_t skip;      /* never emitted */
     uint8_t coro;      /* a coroutine frame */
     uint8_t step;      /* a task-step span on the thread track */
     struct tl_task *task; /* for a task's root coroutine: the task */
@@ -195,7 +195,6 @@ typedef struct tl_state {
     long pid;
     uint64_t t_origin;      /* JSON timestamps count from here */
     int64_t min_duration_ns;
-    int64_t max_depth;      /* 0: no limit */
     int64_t flush_ns;
     int builtins, exceptions, tasks, gc, counters;
     tl_map names;           /* (key, kind) -> tl_name */

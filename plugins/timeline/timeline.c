@@ -888,8 +888,10 @@ tl_finish(tl_state *st)
     if (!st->out.started) {
         return EIO;
     }
-    tl_gc_remove(st);
     uint64_t now = st->host->clock_ns();
+    st->next_counter = now; /* a last sample of each counter */
+    tl_tick(st, now);
+    tl_gc_remove(st);
     for (size_t i = 0; i < st->nthreads; i++) {
         tl_thread *th = st->threads[i];
         if (th == NULL) {

@@ -82,6 +82,16 @@ def main():
                 "%s: running %d, wall %d" % (name, tasks[name]["running_ns"],
                                              tasks[name]["wall_ns"]))
     U.check(summary["dropped"] == 0, "dropped %d" % summary["dropped"])
+    # gc.collect() in main(): a "gc" span inside <gc.collect> on MainThread
+    gcs = [n for nodes in trees.values() for n, d in U.walk(nodes) if n[0] == "gc"]
+    U.check(summary["gc_collections"] >= 1 and len(gcs) == summary["gc_collections"],
+            "%d gc spans, summary %d" % (len(gcs), summary["gc_collections"]))
+    U.check(any(n[0] == "<gc.collect>" and any(c[0] == "gc" for c in n[4])
+                for n, _ in U.walk(trees["MainThread"])), "no gc span in <gc.collect>")
+    # counter tracks: a last sample at the end at least
+    for c in ("counter:events/s", "counter:GC pause (ms per s)"):
+        U.check(tracks.get(c), "no %s samples" % c)
+    U.check(all(v > 0 for _, _, v in tracks["counter:events/s"]), "events/s <= 0")
     print("OK: %s, %d tracks, %d spans in the program's frames"
           % (fmt, len(want), sum(1 for t in got.values() for _ in t)))
 

@@ -1,6 +1,7 @@
 """Two threads contending for a lock, three asyncio tasks and an exception
 through three frames: the timeline tests' program (deterministic call trees)."""
 import asyncio
+import gc
 import sys
 import threading
 
@@ -65,6 +66,7 @@ def main(loops):
     for t in threads:
         t.join()
     catcher()
+    gc.collect()
     asyncio.run(amain())
 
 

@@ -888,6 +888,10 @@ tl_finish(tl_state *st)
     if (!st->out.started) {
         return EIO;
     }
+    if (getpid() != st->out.owner) {
+        st->finished = 1; /* a forked child: the file is the parent's */
+        return tl__out_close(&st->out);
+    }
     uint64_t now = st->host->clock_ns();
     st->next_counter = now; /* a last sample of each counter */
     tl_tick(st, now);

@@ -16,6 +16,7 @@
 #include <Python.h> /* first: it sets the feature macros */
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,7 @@ typedef struct tl_out {
     pthread_cond_t cv;
     int stop;
     int started;
+    pid_t owner;         /* the process whose writer thread this is */
     int werrno;          /* first write error (the writer's), or 0 */
     uint64_t written;    /* bytes on disk */
     uint64_t handoffs;   /* buffers handed to the writer */

@@ -85,6 +85,7 @@ tl__out_open(tl_out *o, const char *path, size_t cap, char *err, size_t errlen)
         goto fail;
     }
     o->started = 1;
+    o->owner = getpid();
     return 0;
 fail:
     if (o->fd >= 0) {
@@ -138,6 +139,17 @@ int
 tl__out_close(tl_out *o)
 {
     if (!o->started) {
+        return 0;
+    }
+    if (getpid() != o->owner) {
+        /* A forked child: the writer thread is not here, and the file is the
+         * parent's. Write nothing, wait for nothing. */
+        close(o->fd);
+        o->fd = -1;
+        free(o->buf[0]);
+        free(o->buf[1]);
+        o->buf[0] = o->buf[1] = NULL;
+        o->started = 0;
         return 0;
     }
     /* Wait for the writer, hand over what is left, wait again. */

@@ -91,12 +91,6 @@ tl_parse_duration(const char *s)
 
 static int tl_resume(tl_state *st, uint64_t now);
 
-char *
-tl__reserve(tl_state *st, size_t n, uint64_t now)
-{
-    return tl__out_reserve(&st->out, n, now);
-}
-
 /* May anything be written now? While dropping, only after the owed ENDs. */
 static inline int
 tl_can_write(tl_state *st, uint64_t now)
@@ -570,10 +564,13 @@ tl_on_event(void *state, const ptk_event *ev)
     tl_name *n;
     switch (ev->kind) {
     case PTK_EV_CALL:
-        n = tl__name_code(st, ev->code);
+        n = st->last_key == (const void *)ev->code ? st->last_name
+                                                   : tl__name_code(st, ev->code);
         if (n == NULL) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "cannot name a function");
         }
+        st->last_key = ev->code;
+        st->last_name = n;
         return tl_call(st, th, ev->code, n, now);
     case PTK_EV_RETURN:
         tl_return(st, th, ev->code, 0, now, ev->origin != PTK_ORIGIN_YIELD);

@@ -57,7 +57,15 @@ int tl__out_open(tl_out *o, const char *path, size_t cap, char *err,
                  size_t errlen);
 /* Room for @p n bytes in the current buffer (after a hand-over if it is
  * full), or NULL: the writer is busy (drop), or n > cap. */
-char *tl__out_reserve(tl_out *o, size_t n, uint64_t now);
+char *tl__out_reserve_slow(tl_out *o, size_t n, uint64_t now);
+static inline char *
+tl__out_reserve(tl_out *o, size_t n, uint64_t now)
+{
+    if (o->len + n <= o->cap) {
+        return o->buf[o->cur] + o->len;
+    }
+    return tl__out_reserve_slow(o, n, now);
+}
 /* Keeps @p n bytes of what tl__out_reserve gave (n <= what was asked). */
 static inline void
 tl__out_commit(tl_out *o, size_t n)
@@ -85,6 +93,10 @@ typedef struct tl_name {
     int kind;          /* TL_NAME_* */
     int coro;          /* a coroutine, iterable coroutine or async generator */
     uint64_t iid;      /* Perfetto interning id once emitted, else 0 */
+    /* Perfetto: the TrackEvent fields after type and track (name_iid and
+     * the annotations) of a BEGIN, once everything in them is interned */
+    uint8_t pb_tail[40];
+    uint8_t pb_tail_len;
 } tl_name;
 
 /** A source file, interned once (Perfetto debug annotation value). */
@@ -126,6 +138,8 @@ typedef struct tl_track {
     int described;     /* descriptor / metadata written */
     int named;         /* `name` is the real name, not a placeholder */
     uint64_t last_ts;  /* latest timestamp written on this track */
+    uint8_t pb_uuid[12]; /* Perfetto: TrackEvent.track_uuid, encoded */
+    uint8_t pb_uuid_len;
     /* ENDs that could not be written while dropping, oldest first */
     uint64_t *owed;
     size_t nowed, owed_cap;
@@ -200,6 +214,8 @@ typedef struct tl_state {
     int64_t flush_ns;
     int builtins, exceptions, tasks, gc, counters;
     tl_map names;           /* (key, kind) -> tl_name */
+    const void *last_key;   /* the function named last (loops, recursion) */
+    tl_name *last_name;
     tl_map files;           /* (filename object, 0) -> tl_file */
     tl_name **name_list;
     size_t nnames, names_cap;
@@ -241,7 +257,11 @@ tl_name *tl__name_exc(tl_state *st, PyObject *type);
 int tl__name_label(tl_name *n, const char *text);
 void tl__names_free(tl_state *st);
 
-/* tl_json.c / tl_pb.c helpers */
-char *tl__reserve(tl_state *st, size_t n, uint64_t now);
+/* tl_json.c / tl_pb.c: room for @p n bytes of output, or NULL (drop) */
+static inline char *
+tl__reserve(tl_state *st, size_t n, uint64_t now)
+{
+    return tl__out_reserve(&st->out, n, now);
+}
 
 #endif /* PTK_TIMELINE_H */

@@ -115,7 +115,7 @@ tl_handoff(tl_out *o, uint64_t now)
 }
 
 char *
-tl__out_reserve(tl_out *o, size_t n, uint64_t now)
+tl__out_reserve_slow(tl_out *o, size_t n, uint64_t now)
 {
     if (o->len + n <= o->cap) {
         return o->buf[o->cur] + o->len;

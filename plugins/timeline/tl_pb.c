@@ -155,6 +155,8 @@ pb_describe(char *p, tl_state *st, tl_track *t)
     p = pb_close(p, td);
     p = pb_close(p, pk);
     t->described = 1;
+    t->pb_uuid_len = (uint8_t)(pb_uint((char *)t->pb_uuid, 11, t->uuid) -
+                               (char *)t->pb_uuid);
     return p;
 }
 
@@ -206,6 +208,61 @@ pb_start(tl_state *st, uint64_t now)
     st->pb_next_iid = 1;
     st->pb_next_file_iid = 1;
     return 0;
+}
+
+/* The BEGIN of a known name on a described track: the packet from
+ * precomputed pieces (both lengths fit in one byte). */
+static int
+pb_begin_fast(tl_state *st, tl_track *t, tl_name *n, uint64_t ts)
+{
+    char *p = tl__reserve(st, 96, ts);
+    if (p == NULL) {
+        return -1;
+    }
+    char *q = p + 2;
+    *q++ = (char)(8 << 3);               /* timestamp */
+    q = pb_varint(q, ts);
+    *q++ = (char)(10 << 3);              /* trusted_packet_sequence_id */
+    *q++ = TL_SEQ;
+    *q++ = (char)(13 << 3);              /* sequence_flags */
+    *q++ = 2;
+    *q++ = (char)(11 << 3 | WT_LEN);     /* track_event */
+    char *len = q++;
+    *q++ = (char)(9 << 3);               /* type */
+    *q++ = 1;
+    memcpy(q, t->pb_uuid, t->pb_uuid_len);
+    q += t->pb_uuid_len;
+    memcpy(q, n->pb_tail, n->pb_tail_len);
+    q += n->pb_tail_len;
+    *len = (char)(q - len - 1);
+    p[0] = (char)(1 << 3 | WT_LEN);
+    p[1] = (char)(q - p - 2);
+    t->last_ts = ts;
+    tl__out_commit(&st->out, (size_t)(q - p));
+    return 0;
+}
+
+/* Precomputes a name's BEGIN tail once its name and file are interned. */
+static void
+pb_make_tail(tl_name *n)
+{
+    char buf[96];
+    char *e, *p = pb_uint(buf, 10, n->iid);
+    if (n->file != NULL) {
+        p = pb_open(p, 4, &e);
+        p = pb_uint(p, 1, TL_AN_FILE);
+        p = pb_uint(p, 17, n->file->iid);
+        p = pb_close(p, e);
+        p = pb_open(p, 4, &e);
+        p = pb_uint(p, 1, TL_AN_LINE);
+        p = pb_uint(p, 4, (uint64_t)(int64_t)n->line);
+        p = pb_close(p, e);
+    }
+    size_t len = (size_t)(p - buf);
+    if (len <= sizeof(n->pb_tail)) {
+        memcpy(n->pb_tail, buf, len);
+        n->pb_tail_len = (uint8_t)len;
+    }
 }
 
 /* A BEGIN or INSTANT with an interned name (interned here if new). */
@@ -277,7 +334,14 @@ pb_named(tl_state *st, tl_track *t, tl_name *n, uint64_t ts, unsigned type)
 static int
 pb_begin(tl_state *st, tl_track *t, tl_name *n, uint64_t ts)
 {
-    return pb_named(st, t, n, ts, 1);
+    if (n->pb_tail_len != 0 && t->described) {
+        return pb_begin_fast(st, t, n, ts);
+    }
+    if (pb_named(st, t, n, ts, 1) != 0) {
+        return -1;
+    }
+    pb_make_tail(n);
+    return 0;
 }
 
 static int
@@ -289,6 +353,28 @@ pb_instant(tl_state *st, tl_track *t, tl_name *n, uint64_t ts, int global)
 static int
 pb_end(tl_state *st, tl_track *t, uint64_t ts)
 {
+    if (t->described) {
+        char *p = tl__reserve(st, 48, ts);
+        if (p == NULL) {
+            return -1;
+        }
+        char *q = p + 2;
+        *q++ = (char)(8 << 3);
+        q = pb_varint(q, ts);
+        *q++ = (char)(10 << 3);
+        *q++ = TL_SEQ;
+        *q++ = (char)(11 << 3 | WT_LEN);
+        *q++ = (char)(2 + t->pb_uuid_len);
+        *q++ = (char)(9 << 3);
+        *q++ = 2;
+        memcpy(q, t->pb_uuid, t->pb_uuid_len);
+        q += t->pb_uuid_len;
+        p[0] = (char)(1 << 3 | WT_LEN);
+        p[1] = (char)(q - p - 2);
+        t->last_ts = ts;
+        tl__out_commit(&st->out, (size_t)(q - p));
+        return 0;
+    }
     char *start, *pk, *te;
     char *p = pb_room(st, 48 + pb_describe_size(t), ts, &start);
     if (p == NULL) {

@@ -230,9 +230,10 @@ pb_begin_fast(tl_state *st, tl_track *t, tl_name *n, uint64_t ts)
     char *len = q++;
     *q++ = (char)(9 << 3);               /* type */
     *q++ = 1;
-    memcpy(q, t->pb_uuid, t->pb_uuid_len);
+    /* fixed-size copies (inlined; the room is there): then advance */
+    memcpy(q, t->pb_uuid, sizeof(t->pb_uuid));
     q += t->pb_uuid_len;
-    memcpy(q, n->pb_tail, n->pb_tail_len);
+    memcpy(q, n->pb_tail, sizeof(n->pb_tail));
     q += n->pb_tail_len;
     *len = (char)(q - len - 1);
     p[0] = (char)(1 << 3 | WT_LEN);
@@ -367,7 +368,7 @@ pb_end(tl_state *st, tl_track *t, uint64_t ts)
         *q++ = (char)(2 + t->pb_uuid_len);
         *q++ = (char)(9 << 3);
         *q++ = 2;
-        memcpy(q, t->pb_uuid, t->pb_uuid_len);
+        memcpy(q, t->pb_uuid, sizeof(t->pb_uuid));
         q += t->pb_uuid_len;
         p[0] = (char)(1 << 3 | WT_LEN);
         p[1] = (char)(q - p - 2);

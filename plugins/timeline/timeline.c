@@ -129,6 +129,9 @@ tl_owe(tl_state *st, tl_track *t, uint64_t ts)
 static int
 tl_track_pay(tl_state *st, tl_track *t)
 {
+    if (t->nowed == 0) {
+        return 0;
+    }
     size_t i = 0;
     for (; i < t->nowed; i++) {
         if (st->fmt->end(st, t, t->owed[i]) != 0) {

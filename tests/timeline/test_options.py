@@ -24,7 +24,11 @@ def min_duration():
             U.check(n[3] - n[2] >= 5000 - 1e-3, "%s lasted %.3f us" % (n[0], n[3] - n[2]))
     for want in ("(slow)", "(main)", "(<module>)", "<time.sleep>"):
         U.check(any(s.endswith(want) for s in seen), "no %s span among %s" % (want, sorted(seen)))
-    U.check(not any(s.endswith("(inner)") for s in seen), "inner() spans kept")
+    # inner() takes well under a µs: one kept means the thread was
+    # descheduled for 5 ms in it (a loaded machine); more than a few is a bug
+    kept = sum(1 for nodes in trees.values() for n, _ in U.walk(nodes)
+               if n[0].endswith("(inner)"))
+    U.check(kept <= 20, "%d of 20000 inner() spans kept" % kept)
     # the same run without the option has the short spans
     outdir, _ = U.run(script, "format=%s" % fmt, args=(20000,))
     seen = names(U.trees(U.load(outdir, fmt)))

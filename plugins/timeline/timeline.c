@@ -45,9 +45,9 @@ static const ptk_option_spec tl_options[] = {
     [OPT_TASKS] = {"tasks", PTK_OPT_BOOL, "true",
                    "asyncio: a Task's coroutine spans on the Task's track", NULL},
     [OPT_GC] = {"gc", PTK_OPT_BOOL, "true",
-                "garbage collections as spans and a counter (gc.callbacks)", NULL},
+                "garbage collections as spans, and pause time per second as a track (gc.callbacks)", NULL},
     [OPT_COUNTERS] = {"counters", PTK_OPT_BOOL, "true",
-                      "an events/s counter track", NULL},
+                      "an events-per-second track", NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 

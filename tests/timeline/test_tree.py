@@ -8,6 +8,7 @@ protobuf reader of ptk_timeline_util written against Perfetto's protos).
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -33,6 +34,27 @@ def keep(name):
 
 def as_lists(shape):
     return [[n, as_lists(k)] for n, k in shape]
+
+
+def cross_check(path):
+    """protoc --decode_raw, a protobuf parser that is not ours, sees the
+    same packets: as many TrackEvents and TrackDescriptors as our reader."""
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        print("note: protoc not installed (apt-get install protobuf-compiler): "
+              "no second parser")
+        return
+    with open(path, "rb") as f:
+        p = subprocess.run([protoc, "--decode_raw"], stdin=f, capture_output=True,
+                           text=True, timeout=300)
+    U.check(p.returncode == 0, "protoc --decode_raw failed: %s" % p.stderr[:500])
+    lines = p.stdout.splitlines()
+    items = U.read_perfetto(path)
+    for field, kind in (("11", "event"), ("60", "track")):
+        theirs = sum(1 for l in lines if l == "  %s {" % field)
+        ours = sum(1 for it in items if it["kind"] == kind)
+        U.check(theirs == ours, "protoc sees %d field-%s messages, our reader %d %ss"
+                % (theirs, field, ours, kind))
 
 
 def main():
@@ -92,6 +114,8 @@ def main():
     for c in ("counter:events/s", "counter:GC pause (ms per s)"):
         U.check(tracks.get(c), "no %s samples" % c)
     U.check(all(v > 0 for _, _, v in tracks["counter:events/s"]), "events/s <= 0")
+    if fmt == "perfetto":
+        cross_check(os.path.join(outdir, U.FILES[fmt]))
     print("OK: %s, %d tracks, %d spans in the program's frames"
           % (fmt, len(want), sum(1 for t in got.values() for _ in t)))
 

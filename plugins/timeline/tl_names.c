@@ -214,8 +214,21 @@ tl_name_drop(tl_name *n)
 tl_name *
 tl__name_code(tl_state *st, PyCodeObject *code)
 {
+    /* the hub's per-(instance, code) slot when it has one (ABI 1.2), else
+     * our map; the name holds a reference, so the code object stays */
+    void **slot = NULL;
+    if (st->host->struct_size > offsetof(ptk_host, code_slot) &&
+        st->host->code_slot != NULL) {
+        slot = st->host->code_slot(st->ctx, code);
+        if (slot != NULL && *slot != NULL) {
+            return *slot;
+        }
+    }
     tl_name *n = tl__map_get(&st->names, code, TL_NAME_PY);
     if (n != NULL) {
+        if (slot != NULL) {
+            *slot = n;
+        }
         return n;
     }
     n = calloc(1, sizeof(*n));
@@ -242,6 +255,9 @@ tl__name_code(tl_state *st, PyCodeObject *code)
     if (tl_name_add(st, n) == NULL) {
         tl_name_drop(n);
         return NULL;
+    }
+    if (slot != NULL) {
+        *slot = n;
     }
     return n;
 }

@@ -543,10 +543,30 @@ tl_exception(tl_state *st, tl_thread *th, const ptk_event *ev, uint64_t now)
     return PTK_OK;
 }
 
+static void tl_gc_span(tl_state *st, uint64_t t0, uint64_t t1);
+
+static int tl_event(tl_state *st, const ptk_event *ev);
+
+/* A collection that ran inside our own handling of an event (an object we
+ * made triggered it) is written after the event: its span begins after the
+ * event's clock reading, so it goes after the event's record. */
 static int
 tl_on_event(void *state, const ptk_event *ev)
 {
     tl_state *st = state;
+    st->in_event = 1;
+    int rc = tl_event(st, ev);
+    st->in_event = 0;
+    for (int i = 0; i < st->gc_npending; i++) {
+        tl_gc_span(st, st->gc_pending[i][0], st->gc_pending[i][1]);
+    }
+    st->gc_npending = 0;
+    return rc;
+}
+
+static int
+tl_event(tl_state *st, const ptk_event *ev)
+{
     if (!st->started) {
         int rc = tl_start(st, ev->time_ns);
         if (rc != PTK_OK) {
@@ -685,21 +705,35 @@ tl_gc_callback(PyObject *self, PyObject *args)
     if (st->gc_t0 == 0) {
         Py_RETURN_NONE;
     }
+    st->gc_count++;
+    st->gc_total_ns += now - st->gc_t0;
+    st->tick_gc_ns += now - st->gc_t0;
+    if (st->in_event && st->gc_npending < 8) {
+        st->gc_pending[st->gc_npending][0] = st->gc_t0;
+        st->gc_pending[st->gc_npending][1] = now;
+        st->gc_npending++;
+    }
+    else {
+        tl_gc_span(st, st->gc_t0, now);
+    }
+    st->gc_t0 = 0;
+    Py_RETURN_NONE;
+}
+
+/* A GC pause as a span on the collecting thread's current track. */
+static void
+tl_gc_span(tl_state *st, uint64_t t0, uint64_t t1)
+{
     const ptk_thread *pt = st->host->current_thread();
     tl_thread *th = pt ? tl_thread_of(st, pt) : NULL;
     if (th != NULL) {
         tl_frame f = {0};
         f.name = &st->gc_name;
         f.track = th->sp ? th->stack[th->sp - 1].track : &th->track;
-        f.t0 = st->gc_t0;
+        f.t0 = t0 > th->last_ns ? t0 : th->last_ns;
         f.skip = th->sp && th->stack[th->sp - 1].skip;
-        tl_frame_end(st, th, &f, now);
+        tl_frame_end(st, th, &f, t1 > f.t0 ? t1 : f.t0);
     }
-    st->gc_count++;
-    st->gc_total_ns += now - st->gc_t0;
-    st->tick_gc_ns += now - st->gc_t0;
-    st->gc_t0 = 0;
-    Py_RETURN_NONE;
 }
 
 static PyMethodDef tl_gc_def = {"timeline_gc", tl_gc_callback, METH_VARARGS,

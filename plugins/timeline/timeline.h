@@ -237,6 +237,9 @@ typedef struct tl_state {
     /* GC */
     PyObject *gc_cb;        /* our callable in gc.callbacks, or NULL */
     uint64_t gc_t0;
+    uint64_t gc_pending[8][2]; /* GCs inside our on_event: (start, stop) */
+    int gc_npending;
+    int in_event;
     uint64_t gc_count, gc_total_ns;
     tl_name gc_name;
     /* dropping */

@@ -9,6 +9,8 @@
 
 #include <pytracekit/pytracekit.h>
 
+#include "ptk_usage.h"
+
 /* The exception raised for a library error: the package (__init__.py)
  * installs its classes with _set_errors(base, {code: class}); until then
  * (or for a code without a class), RuntimeError. */
@@ -556,7 +558,8 @@ PyInit__pytracekit(void)
     }
     PyObject *type = PyType_FromSpec(&Session_spec);
     if (type == NULL || PyModule_AddObject(m, "Session", type) < 0 ||
-        PyModule_AddStringConstant(m, "_built_for", PY_VERSION) < 0) {
+        PyModule_AddStringConstant(m, "_built_for", PY_VERSION) < 0 ||
+        PyModule_AddStringConstant(m, "_usage", PTK_USAGE_TEXT) < 0) {
         Py_XDECREF(type);
         Py_DECREF(m);
         return NULL;

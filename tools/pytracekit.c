@@ -89,6 +89,98 @@ rearm_keyboard_interrupt(void)
     PyErr_Clear();
 }
 
+/* Does DIR/pyvenv.cfg exist and name a Python of our major.minor? */
+static int
+venv_matches(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pyvenv.cfg", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char want[16], line[1024];
+    snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    int ok = 0;
+    while (!ok && fgets(line, sizeof line, f)) {
+        char *p = line;
+        if (strncmp(p, "version_info", 12) == 0) {
+            p += 12;
+        }
+        else if (strncmp(p, "version", 7) == 0) {
+            p += 7;
+        }
+        else {
+            continue;
+        }
+        p += strspn(p, " \t");
+        if (*p++ != '=') {
+            continue;
+        }
+        p += strspn(p, " \t");
+        ok = strncmp(p, want, strlen(want)) == 0;
+    }
+    fclose(f);
+    return ok;
+}
+
+/* DIR/python3.X, else DIR/python3, if executable: into @p out. */
+static int
+python_in(const char *dir, char *out, size_t size)
+{
+    snprintf(out, size, "%s/python%d.%d", dir, PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    if (access(out, X_OK) == 0) {
+        return 1;
+    }
+    snprintf(out, size, "%s/python%d", dir, PY_MAJOR_VERSION);
+    return access(out, X_OK) == 0;
+}
+
+/* The interpreter this run stands for, as `python` would be found: its
+ * path decides sys.executable and, through a pyvenv.cfg next to it or one
+ * directory up, sys.prefix and sys.path (CPython's getpath). In order:
+ *  - the command installed in a virtual environment (<venv>/bin/pytracekit,
+ *    <venv>/pyvenv.cfg for our Python version): <venv>/bin/python3.X;
+ *  - an activated virtual environment ($VIRTUAL_ENV) of our version;
+ *  - the command next to an interpreter of our version (installed into a
+ *    Python's own prefix): that interpreter;
+ *  - the interpreter the command was built with. */
+static const char *
+choose_python(char *buf, size_t size)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0'; /* <prefix>/bin */
+            char up[sizeof self + 4];
+            snprintf(up, sizeof up, "%s/..", self);
+            if ((venv_matches(self) || venv_matches(up)) &&
+                python_in(self, buf, size)) {
+                return buf;
+            }
+        }
+    }
+    const char *venv = getenv("VIRTUAL_ENV");
+    if (venv != NULL && *venv && venv_matches(venv)) {
+        char bin[4096];
+        snprintf(bin, sizeof bin, "%s/bin", venv);
+        if (python_in(bin, buf, size)) {
+            return buf;
+        }
+    }
+    if (n > 0) {
+        snprintf(buf, size, "%s/python%d.%d", self, PY_MAJOR_VERSION,
+                 PY_MINOR_VERSION);
+        if (access(buf, X_OK) == 0) {
+            return buf;
+        }
+    }
+    return PTK_PYTHON_EXECUTABLE;
+}
+
 /* Called by atexit at interpreter shutdown: stop and write the reports. */
 static PyObject *
 finish(PyObject *self, PyObject *unused)
@@ -247,7 +339,9 @@ main(int argc, char **argv)
     /* The python command line this run is equivalent to. */
     int pargc = 0;
     char **pargv = calloc((size_t)(argc + 4), sizeof *pargv);
-    pargv[pargc++] = (char *)PTK_PYTHON_EXECUTABLE;
+    char pybuf[4096];
+    const char *python = choose_python(pybuf, sizeof pybuf);
+    pargv[pargc++] = (char *)python;
     if (mode != NULL) {
         pargv[pargc++] = (char *)mode;
         i++;
@@ -266,14 +360,13 @@ main(int argc, char **argv)
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
     PyStatus st = PyConfig_SetBytesArgv(&config, pargc, pargv);
-    if (!PyStatus_Exception(st) && access(PTK_PYTHON_EXECUTABLE, X_OK) == 0) {
-        /* sys.executable: the interpreter, so that subprocesses work */
-        st = PyConfig_SetBytesString(&config, &config.executable,
-                                     PTK_PYTHON_EXECUTABLE);
+    if (!PyStatus_Exception(st) && access(python, X_OK) == 0) {
+        /* sys.executable: the interpreter, so that subprocesses work, and
+         * whose pyvenv.cfg (if any) makes sys.prefix the venv's */
+        st = PyConfig_SetBytesString(&config, &config.executable, python);
     }
     if (!PyStatus_Exception(st)) {
-        st = PyConfig_SetBytesString(&config, &config.program_name,
-                                     PTK_PYTHON_EXECUTABLE);
+        st = PyConfig_SetBytesString(&config, &config.program_name, python);
     }
     if (!PyStatus_Exception(st)) {
         st = Py_InitializeFromConfig(&config);

@@ -208,7 +208,7 @@ static int
 check(SessionObject *self)
 {
     if (self->s == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "Session is closed");
+        raise_str(PTK_ESTATE, "the session is closed");
         return -1;
     }
     return 0;

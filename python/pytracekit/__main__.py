@@ -171,8 +171,10 @@ def _run(o, session):
             sys.exit(EXIT_USAGE)
         sys.path[0] = "" if target == "<stdin>" else \
             os.path.dirname(os.path.realpath(target))
-        main = _fresh_main(None if target == "<stdin>" else target)
-        code = compile(source, target, "exec")
+        # __file__ and co_filename are absolute, as python makes them (3.9+)
+        filename = target if target == "<stdin>" else path
+        main = _fresh_main(None if target == "<stdin>" else filename)
+        code = compile(source, filename, "exec")
         session.start()
         exec(code, main.__dict__)
 

@@ -404,7 +404,7 @@ static PyType_Slot Session_slots[] = {
 };
 
 static PyType_Spec Session_spec = {
-    .name = "pytracekit.Session",
+    .name = "pytracekit._pytracekit.Session",
     .basicsize = sizeof(SessionObject),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .slots = Session_slots,

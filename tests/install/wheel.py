@@ -176,6 +176,10 @@ def step_contents(c):
     for rel in ("bin/pytracekit", "lib/pkgconfig/pytracekit.pc", "include/pytracekit/session.h",
                 "lib/pytracekit/plugins/counter.so"):
         check(os.path.exists(os.path.join(c.venv, rel)), f"venv lacks {rel}")
+    # a Python script among the commands runs with the venv's interpreter
+    with open(os.path.join(c.bin, "pytracekit-coverage")) as f:
+        first = f.readline().strip()
+    check(first.startswith("#!" + c.bin + "/python"), f"pytracekit-coverage: {first}")
     print("ok:", len(names), "files")
 
 
@@ -291,7 +295,24 @@ def step_pkgconfig(c):
           os.path.join(c.venv, "include") in cflags, f"cflags {cflags}")
 
 
-STEPS = {"build": step_build, "contents": step_contents, "command": step_command,
+def step_cmake(c):
+    """find_package(pytracekit) from the venv: its prefix as CMAKE_PREFIX_PATH."""
+    if shutil.which(ENV.get("PTK_CMAKE", "cmake")) is None:
+        print("SKIP: needs cmake")
+        sys.exit(SKIP)
+    cmake = ENV.get("PTK_CMAKE", "cmake")
+    d = c.fresh("cmake-probe")
+    cmd = sh([c.vpython, "-c", "import pytracekit; print(pytracekit.cmake_dir())"]).stdout.strip()
+    check(cmd == os.path.join(c.venv, "lib", "cmake", "pytracekit"), f"cmake_dir() = {cmd}")
+    probe = os.path.join(SOURCE, "tests", "install", "cmake-probe")
+    sh([cmake, "-S", probe, "-B", d, f"-DCMAKE_PREFIX_PATH={c.venv}",
+        f"-DPROBE_VERSION={VERSION}", f"-DPROBE_STAGE={c.venv}"])
+    sh([cmake, "--build", d])
+    out = sh([os.path.join(d, "probe")]).stdout.strip()
+    check(out == VERSION, f"probe printed {out!r}")
+
+
+STEPS = {"build": step_build, "cmake": step_cmake, "contents": step_contents, "command": step_command,
          "module": step_module, "import": step_import, "pkgconfig": step_pkgconfig}
 
 

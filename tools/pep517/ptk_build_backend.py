@@ -129,6 +129,18 @@ def _build_and_stage(build_dir, stage, config_settings):
     return pydir
 
 
+def _script(path):
+    """A Python script's `#!...python...` line becomes `#!python`, which the
+    installer replaces with the environment's interpreter; anything else
+    (the command is a program) is kept as it is."""
+    with open(path, "rb") as f:
+        data = f.read()
+    first, nl, rest = data.partition(b"\n")
+    if first.startswith(b"#!") and b"python" in first:
+        return b"#!python" + nl + rest
+    return path
+
+
 def _record_hash(data):
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
     return "sha256=" + digest.decode()
@@ -157,7 +169,10 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                 # symbolic links (libpytracekit.so -> .so.0 -> .so.0.2.0)
                 # become copies: wheels hold regular files only
                 mode = os.stat(path).st_mode
-                entries.append((arc, path, bool(mode & stat.S_IXUSR)))
+                src = path
+                if rel.startswith("bin/"):
+                    src = _script(path)
+                entries.append((arc, src, bool(mode & stat.S_IXUSR)))
         di = _dist_info()
         entries.append((f"{di}/METADATA", _metadata().encode(), False))
         entries.append((f"{di}/WHEEL", _wheel_file().encode(), False))

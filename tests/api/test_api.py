@@ -68,7 +68,7 @@ class Errors(Tmp):
     def test_load_error(self):
         path = T.test_plugin("bad_abimajor")
         if not os.path.exists(path):
-            T.skip("tests/plugins not built: " + path)
+            self.skipTest("tests/plugins not built: " + path)
         with self.assertRaises(pytracekit.PluginLoadError) as cm:
             self.session([path])
         self.assertEqual(cm.exception.name, "PTK_EABIMAJOR")
@@ -100,7 +100,7 @@ class Errors(Tmp):
 
     def test_unsupported(self):
         if sys.version_info >= (3, 12):
-            T.skip("the monitoring backend exists on 3.12+")
+            self.skipTest("the monitoring backend exists on 3.12+")
         with self.assertRaises(pytracekit.UnsupportedError) as cm:
             self.session(["counter"], backend="monitoring")
         self.assertEqual(cm.exception.name, "PTK_EUNSUPPORTED")
@@ -108,7 +108,7 @@ class Errors(Tmp):
     def test_plugin_failure(self):
         path = T.test_plugin("fail_nth")
         if not os.path.exists(path):
-            T.skip("tests/plugins not built: " + path)
+            self.skipTest("tests/plugins not built: " + path)
         s = self.session([path + ":n=1,mode=error"])
         with s:
             work()
@@ -341,7 +341,7 @@ class Plugins(unittest.TestCase):
 
     def test_plugin_path(self):
         if not os.path.isdir(T.TEST_PLUGINS):
-            T.skip("tests/plugins not built")
+            self.skipTest("tests/plugins not built")
         found = {p.name: p for p in pytracekit.plugins(T.TEST_PLUGINS)}
         self.assertIn("recorder", found)
         self.assertEqual(os.path.dirname(found["recorder"].file), T.TEST_PLUGINS)
@@ -404,5 +404,18 @@ class Documentation(unittest.TestCase):
         self.assertTrue(inspect.getdoc(pytracekit.Error.name))
 
 
+def main():
+    """unittest.main, but a test that skips exits with CTest's skip code
+    (77) and says why."""
+    result = unittest.main(exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped and len(result.skipped) == result.testsRun:
+        for test, why in result.skipped:
+            print(f"SKIP: {test.id()}: {why}")
+        sys.exit(77)
+    sys.exit(0)
+
+
 if __name__ == "__main__":
-    unittest.main()
+    main()

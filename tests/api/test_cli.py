@@ -201,5 +201,18 @@ class ExitStatus(Case):
                 self.assertIn("a message", m.stderr)
 
 
+def main():
+    """unittest.main, but a test that skips exits with CTest's skip code
+    (77) and says why."""
+    result = unittest.main(exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped and len(result.skipped) == result.testsRun:
+        for test, why in result.skipped:
+            print(f"SKIP: {test.id()}: {why}")
+        sys.exit(77)
+    sys.exit(0)
+
+
 if __name__ == "__main__":
-    unittest.main()
+    main()

@@ -135,6 +135,44 @@ add_plugins(SessionObject *self, PyObject *plugins)
     return 0;
 }
 
+/* Appends "key=items" to parts for a filter keyword given as a str or a
+ * sequence of str (items joined with ';'). 0, or -1 with TypeError. */
+static int
+filter_part(PyObject *parts, const char *key, PyObject *v)
+{
+    if (v == NULL || v == Py_None) {
+        return 0;
+    }
+    PyObject *text = NULL;
+    if (PyUnicode_Check(v)) {
+        text = Py_NewRef(v);
+    }
+    else if (PyLong_Check(v) && strcmp(key, "max_depth") == 0) {
+        text = PyObject_Str(v);
+    }
+    else if (PySequence_Check(v) && strcmp(key, "max_depth") != 0) {
+        PyObject *sep = PyUnicode_FromString(";");
+        text = sep ? PyUnicode_Join(sep, v) : NULL;
+        Py_XDECREF(sep);
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "%s must be %s, not %.100s",
+                     key[0] == 'm' && key[1] == 'a' ? "max_depth" : key,
+                     strcmp(key, "max_depth") == 0 ? "an int"
+                                                   : "a str or a sequence of str",
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    if (text == NULL) {
+        return -1;
+    }
+    PyObject *kv = PyUnicode_FromFormat("%s=%U", key, text);
+    Py_DECREF(text);
+    int rc = kv ? PyList_Append(parts, kv) : -1;
+    Py_XDECREF(kv);
+    return rc;
+}
+
 /* "O&" converter: None, or a path as PyUnicode_FSConverter takes it. */
 static int
 opt_fspath(PyObject *o, void *out)
@@ -162,16 +200,53 @@ static int
 Session_init(SessionObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"plugins", "output_dir", "threads", "plugin_path",
-                             "backend", NULL};
+                             "backend", "filter", "include", "exclude",
+                             "modules", "functions", "thread_names",
+                             "max_depth", NULL};
     PyObject *plugins = NULL, *threads = NULL, *backend = NULL;
-    PyObject *outdir = NULL, *plugin_path = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO&OO&O", kwlist, &plugins,
-                                     opt_fspath, &outdir, &threads,
-                                     opt_fspath, &plugin_path,
-                                     &backend)) {
+    PyObject *outdir = NULL, *plugin_path = NULL, *filter = NULL;
+    PyObject *fv[6] = {NULL};
+    static const char *const fkeys[6] = {"include", "exclude", "modules",
+                                         "functions", "threads", "max_depth"};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO&OO&OO$OOOOOO", kwlist,
+                                     &plugins, opt_fspath, &outdir, &threads,
+                                     opt_fspath, &plugin_path, &backend,
+                                     &filter, &fv[0], &fv[1], &fv[2], &fv[3],
+                                     &fv[4], &fv[5])) {
         return -1;
     }
     int rc = -1;
+    PyObject *ftext = NULL;
+    /* filter= and the keywords make the session's default filter */
+    PyObject *parts = PyList_New(0);
+    if (parts == NULL) {
+        goto done;
+    }
+    if (filter != NULL && filter != Py_None) {
+        if (!PyUnicode_Check(filter)) {
+            PyErr_Format(PyExc_TypeError, "filter must be str or None, not %.100s",
+                         Py_TYPE(filter)->tp_name);
+            Py_DECREF(parts);
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(filter) > 0 && PyList_Append(parts, filter) < 0) {
+            Py_DECREF(parts);
+            goto done;
+        }
+    }
+    for (int k = 0; k < 6; k++) {
+        if (filter_part(parts, fkeys[k], fv[k]) < 0) {
+            Py_DECREF(parts);
+            goto done;
+        }
+    }
+    PyObject *comma = PyUnicode_FromString(",");
+    ftext = comma ? PyUnicode_Join(comma, parts) : NULL;
+    Py_XDECREF(comma);
+    Py_DECREF(parts);
+    if (ftext == NULL) {
+        goto done;
+    }
     if (self->s != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
         goto done;
@@ -179,6 +254,10 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.output_dir = outdir ? PyBytes_AS_STRING(outdir) : "pytracekit-out";
     cfg.plugin_path = plugin_path ? PyBytes_AS_STRING(plugin_path) : NULL;
+    cfg.filter = PyUnicode_AsUTF8(ftext); /* copied by ptk_session_new */
+    if (cfg.filter == NULL) {
+        goto done;
+    }
     int t = threads ? choice_arg(threads, "threads", thread_choices) : 0;
     int b = backend ? choice_arg(backend, "backend", backend_choices) : 0;
     if (t < 0 || b < 0) {
@@ -199,6 +278,7 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
     }
     rc = 0;
 done:
+    Py_XDECREF(ftext);
     Py_XDECREF(outdir);
     Py_XDECREF(plugin_path);
     return rc;
@@ -399,7 +479,12 @@ static PyType_Slot Session_slots[] = {
     {Py_tp_members, Session_members},
     {Py_tp_doc, (void *)"Session(plugins=(), output_dir='pytracekit-out', "
                         "threads='current', plugin_path=None, "
-                        "backend='auto')"},
+                        "backend='auto', filter=None, *, include=None, "
+                        "exclude=None, modules=None, functions=None, "
+                        "thread_names=None, max_depth=None)\n\n"
+                        "filter and the keywords after it are the default "
+                        "filter of every plugin (docs/filters.md); a "
+                        "plugin's own options replace them key by key."},
     {0, NULL},
 };
 

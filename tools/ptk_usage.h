@@ -23,6 +23,17 @@
     "  --threads SCOPE     current: the main thread only; all (default):\n" \
     "                      every thread, including ones started later\n" \
     "  --plugin-path DIR   search DIR for plugins first (repeatable)\n" \
+    "  --include GLOBS     every plugin: only code in files matching GLOBS\n" \
+    "                      (absolute-path globs or directories, ';'-separated;\n" \
+    "                      named sets stdlib, site-packages; !negates)\n" \
+    "  --exclude GLOBS     every plugin: not code in files matching GLOBS\n" \
+    "  --modules NAMES     every plugin: only these modules and submodules\n" \
+    "  --functions GLOBS   every plugin: only functions whose qualified\n" \
+    "                      name matches\n" \
+    "  --thread-names GLOBS every plugin: only threads whose name matches\n" \
+    "  --max-depth N       every plugin: only N selected frames deep\n" \
+    "                      (a plugin's own KEY=VALUE replaces any of these;\n" \
+    "                      see docs/filters.md)\n" \
     "  --backend NAME      where events come from: legacy (PyEval_SetProfile/\n" \
     "                      SetTrace), monitoring (sys.monitoring, 3.12+) or\n" \
     "                      auto (default: $PYTRACEKIT_BACKEND if set, else\n" \

@@ -131,7 +131,9 @@ def _fspath_list(value, what):
 
 class Session(_c.Session):
     """Session(plugins=(), output_dir="pytracekit-out",
-    threads="current", plugin_path=None, backend="auto")
+    threads="current", plugin_path=None, backend="auto", filter=None, *,
+    include=None, exclude=None, modules=None, functions=None,
+    thread_names=None, max_depth=None)
 
     A set of plugins attached to the process's event hub.
 
@@ -143,7 +145,11 @@ class Session(_c.Session):
     later; the ``pytracekit`` command's default, since it traces a whole
     program). *plugin_path* is a directory or a list of directories searched
     before ``$PYTRACEKIT_PLUGIN_PATH`` and the installed plugins. *backend*
-    is ``"auto"``, ``"legacy"`` or ``"monitoring"`` (3.12+).
+    is ``"auto"``, ``"legacy"`` or ``"monitoring"`` (3.12+). *filter*
+    (``"include=...,max_depth=3"``) and the keywords after it (a str or a
+    list of str each; *max_depth* an int) are the default filter of every
+    plugin of the session (docs/filters.md); a plugin's own options replace
+    them key by key.
 
     Used as a context manager, it starts on entry and stops and writes the
     reports on exit; used as a decorator, each call of the function does the
@@ -153,12 +159,17 @@ class Session(_c.Session):
     """
 
     def __init__(self, plugins=(), output_dir="pytracekit-out",
-                 threads="current", plugin_path=None, backend="auto"):
+                 threads="current", plugin_path=None, backend="auto",
+                 filter=None, *, include=None, exclude=None, modules=None,
+                 functions=None, thread_names=None, max_depth=None):
         if not isinstance(output_dir, (str, bytes, os.PathLike)):
             raise TypeError("output_dir must be str or os.PathLike, not "
                             f"{type(output_dir).__name__}")
         plugin_path = _fspath_list(plugin_path, "plugin_path")
-        super().__init__(plugins, output_dir, threads, plugin_path, backend)
+        super().__init__(plugins, output_dir, threads, plugin_path, backend,
+                         filter, include=include, exclude=exclude,
+                         modules=modules, functions=functions,
+                         thread_names=thread_names, max_depth=max_depth)
         self._output_dir = os.path.abspath(os.fsdecode(os.fspath(output_dir)))
         self._results = None
 

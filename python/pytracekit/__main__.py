@@ -28,16 +28,24 @@ class Usage(Exception):
         self.show_usage = show_usage
 
 
+# --include … --max-depth: the session's default filter (Session keywords)
+FILTER_OPTIONS = {"--include": "include", "--exclude": "exclude",
+                  "--modules": "modules", "--functions": "functions",
+                  "--thread-names": "thread_names", "--max-depth": "max_depth"}
+
+
 def parse(argv):
     """Parses the command's arguments as tools/pytracekit.c does.
 
-    Returns a dict: plugins, output, threads, backend, plugin_path, list,
+    Returns a dict: plugins, output, threads, backend, plugin_path, filter
+    (Session keywords), list,
     action ("version", "help", "list" or "run"), mode (None for a script,
     "-m" or "-c"), target (script, module or code) and args (the program's
     arguments). Raises Usage."""
     o = {"plugins": [], "output": "pytracekit-out", "threads": "all",
          "backend": "auto", "plugin_path": None, "list": False,
-         "action": "run", "mode": None, "target": None, "args": []}
+         "action": "run", "mode": None, "target": None, "args": [],
+         "filter": {}}
     i = 0
     n = len(argv)
 
@@ -71,6 +79,11 @@ def parse(argv):
             o["plugin_path"] = v if o["plugin_path"] is None else o["plugin_path"] + ":" + v
         elif a == "--list-plugins":
             o["list"] = True
+        elif a in FILTER_OPTIONS:
+            key, v = FILTER_OPTIONS[a], take()
+            # repeated: the items add up (max_depth: the last one)
+            f = o["filter"]
+            f[key] = v if key == "max_depth" or key not in f else f[key] + ";" + v
         elif a == "--version":
             o["action"] = "version"
             return o
@@ -210,7 +223,7 @@ def main(argv=None):
     try:
         session = Session(o["plugins"], output_dir=o["output"],
                           threads=o["threads"], backend=o["backend"],
-                          plugin_path=o["plugin_path"])
+                          plugin_path=o["plugin_path"], **o["filter"])
     except Error as e:
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE

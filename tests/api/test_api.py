@@ -164,6 +164,23 @@ class Arguments(Tmp):
         self.check(TypeError, "plugin_path must be str, os.PathLike, a list of them or "
                    "None, not int", plugin_path=3)
 
+    def test_filter(self):
+        self.check(TypeError, "filter must be str or None, not int", filter=3)
+        self.check(TypeError, "include must be a str or a sequence of str, not int", include=3)
+        self.check(TypeError, "max_depth must be an int, not list", max_depth=[1])
+        # the keywords and the filter string are one filter (the command's
+        # --include/--max-depth make the string); it narrows what is seen
+        def fibs(**kw):
+            with self.session(["counter:top=0"], **kw) as s:
+                fib(6)
+            return {f["qualname"]: f["calls"] for f in s.results["counter"]["functions"]
+                    if f["kind"] == "python"}
+        by_keywords = fibs(include=[__file__], max_depth=2)
+        by_string = fibs(filter=f"include={__file__},max_depth=2")
+        self.assertEqual(by_keywords, by_string)
+        self.assertLess(by_keywords["fib"], 25)
+        self.assertEqual(fibs()["fib"], 25)
+
     def test_methods(self):
         s = self.session([])
         with self.assertRaisesRegex(TypeError, r"add_plugin\(\) argument must be str, not int"):

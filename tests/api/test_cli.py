@@ -80,7 +80,7 @@ class Case(unittest.TestCase):
         return subprocess.run([T.PYTHON, *args], cwd=self.dir, capture_output=True,
                               text=True, timeout=120)
 
-    def same_reports(self):
+    def same_reports(self, fib=67):
         prog = [os.path.join(self.dir, p) for p in ("prog.py", "-dash.py", "pkg/mod.py")]
 
         def counted(d):
@@ -90,7 +90,7 @@ class Case(unittest.TestCase):
                           if f["file"] in prog)
         a, b = counted("out-cmd"), counted("out-mod")
         self.assertEqual(a, b)
-        self.assertIn(("fib", 3, 67), a)
+        self.assertIn(("fib", 3, fib), a)
 
 
 class Arguments(Case):
@@ -135,6 +135,21 @@ class Arguments(Case):
         self.same_reports()
 
 
+    def test_filter_options(self):
+        # the program's own file only, two frames deep (the last --max-depth):
+        # the same filter from both, so the same (filtered) reports
+        c, _ = self.both("--include", os.path.join(self.dir, "prog.py"), "--max-depth", "5",
+                         "--max-depth", "2", "prog.py", reports=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        with open(os.path.join(self.dir, "out-mod", "counter.json")) as f:
+            funcs = json.load(f)["functions"]
+        calls = {(f["qualname"], f["file"]): f["calls"] for f in funcs}
+        self.assertLess(calls.get(("fib", os.path.join(self.dir, "prog.py"))), 67, calls)
+        self.assertEqual({f["file"] for f in funcs if f["kind"] == "python"},
+                         {os.path.join(self.dir, "prog.py")})
+        self.same_reports(fib=calls[("fib", os.path.join(self.dir, "prog.py"))])
+
+
 class Informational(Case):
     def test_version(self):
         c, _ = self.both("--version")
@@ -173,7 +188,9 @@ class Errors(Case):
         self.usage_error("--", message="pytracekit: no program given")
 
     def test_missing_values(self):
-        for opt in ("-p", "-o", "--threads", "--backend", "--plugin-path", "-m", "-c"):
+        for opt in ("-p", "-o", "--threads", "--backend", "--plugin-path", "-m", "-c",
+                    "--include", "--exclude", "--modules", "--functions",
+                    "--thread-names", "--max-depth"):
             self.usage_error(opt, message=f"pytracekit: {opt} needs a value")
 
     def test_bad_values(self):

@@ -89,9 +89,10 @@ rearm_keyboard_interrupt(void)
     PyErr_Clear();
 }
 
-/* Does DIR/pyvenv.cfg exist and name a Python of our major.minor? */
+/* Does DIR/pyvenv.cfg exist and name a Python of our major.minor (exact:
+ * our very version, PY_VERSION)? */
 static int
-venv_matches(const char *dir)
+venv_matches(const char *dir, int exact)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/pyvenv.cfg", dir);
@@ -100,7 +101,12 @@ venv_matches(const char *dir)
         return 0;
     }
     char want[16], line[1024];
-    snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    if (exact) {
+        snprintf(want, sizeof want, "%s", PY_VERSION);
+    }
+    else {
+        snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    }
     int ok = 0;
     while (!ok && fgets(line, sizeof line, f)) {
         char *p = line;
@@ -118,7 +124,9 @@ venv_matches(const char *dir)
             continue;
         }
         p += strspn(p, " \t");
-        ok = strncmp(p, want, strlen(want)) == 0;
+        size_t n = strlen(want);
+        ok = strncmp(p, want, n) == 0 &&
+             (!exact || strchr(" .\r\n", p[n]) != NULL);
     }
     fclose(f);
     return ok;
@@ -141,7 +149,8 @@ python_in(const char *dir, char *out, size_t size)
  * directory up, sys.prefix and sys.path (CPython's getpath). In order:
  *  - the command installed in a virtual environment (<venv>/bin/pytracekit,
  *    <venv>/pyvenv.cfg for our Python version): <venv>/bin/python3.X;
- *  - an activated virtual environment ($VIRTUAL_ENV) of our version;
+ *  - an activated virtual environment ($VIRTUAL_ENV) made by a Python of
+ *    exactly our version (the command links that version's libpython);
  *  - the command next to an interpreter of our version (installed into a
  *    Python's own prefix): that interpreter;
  *  - the interpreter the command was built with. */
@@ -157,14 +166,14 @@ choose_python(char *buf, size_t size)
             *slash = '\0'; /* <prefix>/bin */
             char up[sizeof self + 4];
             snprintf(up, sizeof up, "%s/..", self);
-            if ((venv_matches(self) || venv_matches(up)) &&
+            if ((venv_matches(self, 0) || venv_matches(up, 0)) &&
                 python_in(self, buf, size)) {
                 return buf;
             }
         }
     }
     const char *venv = getenv("VIRTUAL_ENV");
-    if (venv != NULL && *venv && venv_matches(venv)) {
+    if (venv != NULL && *venv && venv_matches(venv, 1)) {
         char bin[4096];
         snprintf(bin, sizeof bin, "%s/bin", venv);
         if (python_in(bin, buf, size)) {

@@ -144,10 +144,10 @@ filter_part(PyObject *parts, const char *key, PyObject *v)
         return 0;
     }
     PyObject *text = NULL;
-    if (PyUnicode_Check(v)) {
+    if (PyUnicode_Check(v) && strcmp(key, "max_depth") != 0) {
         text = Py_NewRef(v);
     }
-    else if (PyLong_Check(v) && strcmp(key, "max_depth") == 0) {
+    else if (PyLong_Check(v) && !PyBool_Check(v) && strcmp(key, "max_depth") == 0) {
         text = PyObject_Str(v);
     }
     else if (PySequence_Check(v) && strcmp(key, "max_depth") != 0) {

@@ -28,17 +28,18 @@ class Usage(Exception):
         self.show_usage = show_usage
 
 
-# --include … --max-depth: the session's default filter (Session keywords)
+# --include … --max-depth: the session's default filter, made into the
+# same "key=value,..." text as the command makes (in this order)
 FILTER_OPTIONS = {"--include": "include", "--exclude": "exclude",
                   "--modules": "modules", "--functions": "functions",
-                  "--thread-names": "thread_names", "--max-depth": "max_depth"}
+                  "--thread-names": "threads", "--max-depth": "max_depth"}
 
 
 def parse(argv):
     """Parses the command's arguments as tools/pytracekit.c does.
 
     Returns a dict: plugins, output, threads, backend, plugin_path, filter
-    (Session keywords), list,
+    ({key: value} of the filter options), list,
     action ("version", "help", "list" or "run"), mode (None for a script,
     "-m" or "-c"), target (script, module or code) and args (the program's
     arguments). Raises Usage."""
@@ -223,7 +224,10 @@ def main(argv=None):
     try:
         session = Session(o["plugins"], output_dir=o["output"],
                           threads=o["threads"], backend=o["backend"],
-                          plugin_path=o["plugin_path"], **o["filter"])
+                          plugin_path=o["plugin_path"],
+                          filter=",".join(f"{k}={o['filter'][k]}"
+                                          for k in FILTER_OPTIONS.values()
+                                          if k in o["filter"]) or None)
     except Error as e:
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE

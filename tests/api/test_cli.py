@@ -198,6 +198,7 @@ class Errors(Case):
                          message="--threads expects 'current' or 'all', found 'x'")
         self.usage_error("--backend", "x", "prog.py",
                          message="--backend expects 'auto', 'legacy' or 'monitoring', found 'x'")
+        self.usage_error("--max-depth", "x", "prog.py", message="max_depth")
 
     def test_bad_plugin(self):
         self.usage_error("-p", "nosuch", "prog.py", message="plugin 'nosuch' not found")

@@ -168,10 +168,10 @@ def _run(o, session):
         sys.argv = [target] + args
         path = os.path.abspath(target)
         if os.path.isdir(target) or not target.endswith(".py") and _is_zip(target):
-            import runpy  # a directory or zip with __main__.py
-            sys.path[0] = path
+            import runpy  # a directory or zip with __main__.py: as python
+            sys.path[0] = path  # runs it (pymain_run_python)
             session.start()
-            runpy.run_path(target, run_name="__main__")
+            runpy._run_module_as_main("__main__", alter_argv=False)
             return
         try:
             if target == "-":

@@ -128,6 +128,19 @@ class Arguments(Case):
         self.assertEqual(json.loads(c.stdout)["argv"], ["-dash.py", "a"])
         self.same_reports()
 
+    def test_directory_and_zip_apps(self):
+        import zipfile
+        app = os.path.join(self.dir, "app")
+        os.makedirs(app)
+        with open(os.path.join(app, "__main__.py"), "w") as f:
+            f.write("import json, sys\nprint(json.dumps([sys.argv, sys.path[0], __name__]))\n")
+        with zipfile.ZipFile(os.path.join(self.dir, "app.zip"), "w") as z:
+            z.write(os.path.join(app, "__main__.py"), "__main__.py")
+        for target in ("app", "app.zip"):
+            c, _ = self.both(target, "-x")
+            self.assertEqual(c.returncode, 0, c.stderr)
+            self.assertEqual(c.stdout, self.python(target, "-x").stdout)
+
     def test_options_before_the_program(self):
         c, _ = self.both("-p", "counter:top=0", "--threads", "current", "--backend",
                          "legacy", "--plugin-path", self.dir, "prog.py", reports=True)

@@ -711,3 +711,34 @@ ptk__legacy_init(char **errmsg)
     PyErr_Clear();
     return PTK_OK;
 }
+
+/* ---- the backend's table ------------------------------------------------ */
+
+static int
+legacy_available(char **errmsg)
+{
+    (void)errmsg;
+    return PTK_OK; /* every supported CPython has the profile/trace hooks */
+}
+
+static void
+legacy_release(void)
+{
+    /* the hooks go lazily (remove_here) once the table wants nothing */
+}
+
+static unsigned int
+legacy_events(void)
+{
+    return ptk__fed_mask(PTK_FEED_LEGACY);
+}
+
+const ptk__backend_ops ptk__legacy_ops = {
+    .id = PTK_BACKEND_LEGACY,
+    .name = "legacy",
+    .available = legacy_available,
+    .claim = ptk__legacy_init,
+    .release = legacy_release,
+    .sync = ptk__legacy_sync,
+    .events = legacy_events,
+};

@@ -394,12 +394,17 @@ Session_exit(SessionObject *self, PyObject *args)
 {
     (void)args;
     if (self->s != NULL) {
+        /* Stopped here, in C: a Python-level __exit__ would be a frame
+         * whose call the hub saw and whose return it never sees. */
         if (ptk_session_running(self->s)) {
             ptk_session_stop(self->s);
         }
-        char *err = NULL;
-        ptk_session_report(self->s, &err);
-        ptk_free(err);
+        /* report() as the object has it (the package's refreshes results) */
+        PyObject *r = PyObject_CallMethod((PyObject *)self, "report", NULL);
+        if (r == NULL) {
+            return NULL;
+        }
+        Py_DECREF(r);
         self->reported = 1;
     }
     Py_RETURN_FALSE;
@@ -451,7 +456,8 @@ static PyMethodDef Session_methods[] = {
      "write the reports; returns the number of failed plugins"},
     {"close", (PyCFunction)Session_close, METH_NOARGS, "free the session"},
     {"__enter__", (PyCFunction)Session_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)Session_exit, METH_VARARGS, NULL},
+    {"__exit__", (PyCFunction)Session_exit, METH_VARARGS,
+     "__exit__(*exc): stop, then report(); exceptions propagate"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -187,12 +187,6 @@ class Session(_c.Session):
         self._results = _read_results(self._output_dir, before)
         return failed
 
-    def __exit__(self, et, ev, tb):
-        if self.running:
-            self.stop()
-        self.report()
-        return False
-
     @property
     def results(self) -> dict:
         """What the last :meth:`report` wrote, as Python data: for each JSON

@@ -1,13 +1,16 @@
 /* The plugin loader: find a plugin by path or name, dlopen it strictly,
  * check its descriptor. Rejections say what was expected and what was found. */
 #include "ptk_internal.h"
+#include "elfcheck.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The directory libpytracekit was loaded from (relocatable lookups). */
 char *
@@ -191,6 +194,34 @@ ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
     return PTK_OK;
 }
 
+/* Reads the start of a file and checks it before dlopen maps it (a
+ * truncated shared object would raise SIGBUS in the loader). */
+static int
+precheck(const char *file, char *why, size_t whylen)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    unsigned char *head = malloc(PTK__ELF_HEAD);
+    ssize_t n = head != NULL && fstat(fd, &st) == 0
+                    ? pread(fd, head, PTK__ELF_HEAD, 0)
+                    : -1;
+    int rc;
+    if (n < 0) {
+        snprintf(why, whylen, "%s", head ? strerror(errno) : "out of memory");
+        rc = -1;
+    }
+    else {
+        rc = ptk__elf_check(head, (size_t)n, (uint64_t)st.st_size, why, whylen);
+    }
+    free(head);
+    close(fd);
+    return rc;
+}
+
 /* Opens one file and returns its descriptor, without the mask checks
  * (which depend on options); *dl receives the handle. */
 static int
@@ -207,6 +238,13 @@ open_plugin(const char *file, const ptk_plugin_desc **desc, void **dl,
                         "cannot load plugin '%s': not a regular file "
                         "(expected a shared object)",
                         file);
+    }
+    char why[256];
+    if (precheck(file, why, sizeof why) < 0) {
+        return ptk__err(errmsg, PTK_ENOTSO,
+                        "cannot load plugin '%s': not a loadable shared "
+                        "object (%s)",
+                        file, why);
     }
     dlerror();
     void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);

@@ -1,7 +1,7 @@
 # The loader, the options, failure containment and the pytracekit command
 # (included from tests/core/CMakeLists.txt). One CTest test per case.
 foreach(case enoent_path enoent_name enoent_empty_options notso_path notso_name
-             notso_empty notso_dir noentry null_entry abi_major abi_minor
+             notso_empty notso_dir notso_truncated noentry null_entry abi_major abi_minor
              struct_size struct_size_tiny mask_no_on_event mask_ref_no_on_ref
              ref_unavailable mask_unknown_bit no_name option_unknown option_int
              option_int_no_value option_bool option_choice option_double

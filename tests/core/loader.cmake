@@ -10,7 +10,7 @@ foreach(case enoent_path enoent_name enoent_empty_options notso_path notso_name
   ptk_add_python_test(NAME core.loader.reject.${case} SCRIPT loader/test_reject.py ARGS ${case})
 endforeach()
 foreach(case not_in_cwd env_relative_ignored env_path cli_path order skip_non_files
-             by_path default_counter)
+             by_path default_counter inside_prefix)
   ptk_add_python_test(NAME core.loader.search.${case} SCRIPT loader/test_search.py ARGS ${case})
 endforeach()
 foreach(case nth_error nth_error_first nth_error_call nth_python nth_python_first

@@ -114,6 +114,10 @@ rearm_keyboard_interrupt(void)
     PyErr_Clear();
 }
 
+/* A plugin's report failed: the run did not produce what it was asked to
+ * (exit status 1 when the program's own is 0). */
+static int report_failed;
+
 /* Called by atexit at interpreter shutdown: stop and write the reports. */
 static PyObject *
 finish(PyObject *self, PyObject *unused)
@@ -124,9 +128,11 @@ finish(PyObject *self, PyObject *unused)
     if (session != NULL) {
         char *err = NULL;
         ptk_session_stop(session);
-        if (ptk_session_report(session, &err) < 0 && err != NULL) {
-            /* already printed per plugin; keep the exit status */
-        }
+        int failed_before = ptk_session_failures(session);
+        /* failures are printed per plugin; those of the run keep the
+         * program's exit status, a report that failed does not */
+        ptk_session_report(session, &err);
+        report_failed = ptk_session_failures(session) > failed_before;
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
@@ -340,6 +346,9 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     int status = Py_RunMain(); /* runs the program, then finalises */
+    if (status == 0 && report_failed) {
+        status = 1;
+    }
     free(plugin_path);
     free(pargv);
     return status;

@@ -14,7 +14,7 @@ foreach(case not_in_cwd env_relative_ignored env_path cli_path order skip_non_fi
   ptk_add_python_test(NAME core.loader.search.${case} SCRIPT loader/test_search.py ARGS ${case})
 endforeach()
 foreach(case nth_error nth_error_first nth_error_call nth_python nth_python_first
-             nth_pycode nth_leak report_fails unwind_python unwind_leak unwind_error
+             nth_pycode nth_leak report_fails report_fails_status unwind_python unwind_leak unwind_error
              unwind_pycode exception_python exception_leak c_exception_python
              c_exception_error in_a_thread two_sessions module_session)
   ptk_add_python_test(NAME core.loader.fail.${case} SCRIPT loader/test_fail.py ARGS ${case})

@@ -453,3 +453,14 @@ ptk__code_reset_lines_off(void)
         refresh_all_off(r);
     }
 }
+
+void
+ptk__code_reset(void)
+{
+    /* Code objects that outlived the interpreter (static ones) had their
+     * extra slots cleared without the free function: forget the records,
+     * and ask the next interpreter for an index of its own. */
+    extra_index = -1;
+    all_records = NULL;
+    ptk__disable_records = 0;
+}

@@ -410,3 +410,29 @@ ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
     }
     return lines_off;
 }
+
+void
+ptk__hub_reset(void)
+{
+    for (struct ptk_session *s = ptk__active_sessions; s != NULL;) {
+        struct ptk_session *next = s->next_active;
+        s->running = 0;
+        s->next_active = NULL;
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            c->attached = 0;
+            c->slot = -1;
+        }
+        s = next;
+    }
+    ptk__active_sessions = NULL;
+    table_free(ptk__current);
+    ptk__current = &empty_table;
+    free_retired();
+    ptk__dispatch_depth = 0;
+    ptk__dispatch_slow = 0;
+    ptk__dispatch_cleanup = 0;
+    rebuild_pending = 0;
+    slots_used = 0;
+    hub_ready = 0;
+    ptk__hub_backend = PTK_BACKEND_AUTO;
+}

@@ -694,3 +694,14 @@ ptk__legacy_init(char **errmsg)
     PyErr_Clear();
     return PTK_OK;
 }
+
+void
+ptk__legacy_reset(void)
+{
+    ptk__hub_object = NULL; /* went with the interpreter */
+    opcode_primed = 0;
+    for (int i = 0; i < 2; i++) {
+        saved_thread_hook[i] = NULL;
+        thread_hook_set[i] = 0;
+    }
+}

@@ -753,6 +753,22 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     return rc;
 }
 
+void
+ptk__mon_reset(void)
+{
+    /* the tool id and its callbacks went with the interpreter */
+    tool = -1;
+    mon_module = NULL;
+    mon_DISABLE = mon_MISSING = NULL;
+    for (int i = 0; i < M_COUNT; i++) {
+        callbacks[i] = NULL;
+    }
+    mon_disabled = 0;
+    seen_serial = 0;
+    prev_track = 0;
+    prev_events = 0;
+}
+
 #else /* no sys.monitoring: CPython before 3.12 */
 
 int
@@ -776,6 +792,11 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     (void)install_here;
     (void)errmsg;
     return PTK_OK;
+}
+
+void
+ptk__mon_reset(void)
+{
 }
 
 #endif

@@ -356,9 +356,27 @@ struct ptk_session {
     const ptk_thread *owner;
     uint64_t t_start, t_stop;
     struct ptk_session *next_active;
+    uint64_t gen;             /* ptk__interp_gen when it was made */
 };
 
 extern struct ptk_session *ptk__active_sessions;
+
+/* ---- the interpreter's life (life.c) ------------------------------------ */
+
+/* Counts interpreters: increases when Py_FinalizeEx has finished. */
+extern uint64_t ptk__interp_gen;
+/* PTK_ESTATE unless Python is initialised; the first call in each
+ * interpreter registers the callbacks that follow its finalization. */
+int ptk__interp_check(char **errmsg);
+/* PTK_EINVAL for NULL, PTK_ESTATE for a session of a finalized interpreter. */
+int ptk__session_check(const struct ptk_session *s, char **errmsg);
+/* After Py_FinalizeEx: forget everything that pointed into the interpreter
+ * (no Python calls; C memory of the records is kept or freed). */
+void ptk__hub_reset(void);
+void ptk__legacy_reset(void);
+void ptk__mon_reset(void);
+void ptk__code_reset(void);
+void ptk__thread_reset(void);
 
 int ptk__load(const char *path_or_name, const char *extra_path,
               const ptk_plugin_desc **desc, void **dl, char **found_path,

@@ -60,6 +60,10 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
         return ptk__err(errmsg, PTK_EINVAL, "ptk_session_new: out is NULL");
     }
     *out = NULL;
+    int irc = ptk__interp_check(errmsg);
+    if (irc < 0) {
+        return irc;
+    }
     if (cfg == NULL) {
         cfg = &def;
     }
@@ -94,6 +98,7 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     s->requested = requested;
     s->backend_explicit = explicit;
     s->summary = cfg->summary ? cfg->summary : stderr;
+    s->gen = ptk__interp_gen;
     if (s->output_dir == NULL) {
         free(s);
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
@@ -194,6 +199,10 @@ ptk_session_add_static(ptk_session *s, const ptk_plugin_desc *desc,
     if (s == NULL || desc == NULL) {
         return ptk__err(errmsg, PTK_EINVAL, "session and descriptor needed");
     }
+    int rc = ptk__session_check(s, errmsg);
+    if (rc < 0) {
+        return rc;
+    }
     return attach_instance(s, desc, NULL, NULL, options, errmsg);
 }
 
@@ -202,6 +211,10 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
 {
     if (s == NULL || spec == NULL || spec[0] == '\0') {
         return ptk__err(errmsg, PTK_EINVAL, "empty plugin specification");
+    }
+    int src = ptk__session_check(s, errmsg);
+    if (src < 0) {
+        return src;
     }
     /* NAME[:OPTIONS] or PATH[:OPTIONS]. Text before the first ':' with no
      * '/' is a NAME and the options follow that ':'. Otherwise it is a
@@ -245,6 +258,9 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
 int
 ptk_session_remove_plugin(ptk_session *s, const char *name)
 {
+    if (s != NULL && ptk__session_check(s, NULL) < 0) {
+        return PTK_ESTATE;
+    }
     for (struct ptk_plugin_ctx *c = s ? s->plugins : NULL; c; c = c->next) {
         if (!c->removed && strcmp(c->name, name) == 0) {
             c->removed = 1;
@@ -283,8 +299,9 @@ mkdirs(const char *path)
 int
 ptk_session_start(ptk_session *s, char **errmsg)
 {
-    if (s == NULL) {
-        return ptk__err(errmsg, PTK_EINVAL, "no session");
+    int crc = ptk__session_check(s, errmsg);
+    if (crc < 0) {
+        return crc;
     }
     if (s->running) {
         return ptk__err(errmsg, PTK_ESTATE, "the session is already running");
@@ -335,7 +352,7 @@ ptk_session_start(ptk_session *s, char **errmsg)
 int
 ptk_session_stop(ptk_session *s)
 {
-    if (s == NULL || !s->running) {
+    if (s == NULL || !s->running || ptk__session_check(s, NULL) < 0) {
         return PTK_ESTATE;
     }
     s->running = 0;
@@ -406,8 +423,9 @@ ptk_session_failures(const ptk_session *s)
 int
 ptk_session_report(ptk_session *s, char **errmsg)
 {
-    if (s == NULL) {
-        return ptk__err(errmsg, PTK_EINVAL, "no session");
+    int crc = ptk__session_check(s, errmsg);
+    if (crc < 0) {
+        return crc;
     }
     if (s->running) {
         return ptk__err(errmsg, PTK_ESTATE, "stop the session before reporting");
@@ -459,13 +477,16 @@ ptk_session_free(ptk_session *s)
     if (s == NULL) {
         return;
     }
-    if (s->running) {
+    /* After Py_FinalizeEx the plugins' state may hold objects of the
+     * interpreter that is gone: their fini cannot run, that memory stays. */
+    int alive = ptk__session_check(s, NULL) == PTK_OK;
+    if (alive && s->running) {
         ptk_session_stop(s);
     }
     struct ptk_plugin_ctx *c = s->plugins;
     while (c != NULL) {
         struct ptk_plugin_ctx *next = c->next;
-        if (c->initialised && c->desc->fini) {
+        if (alive && c->initialised && c->desc->fini) {
             c->desc->fini(c->state);
         }
         ptk__options_free(&c->opts);

@@ -199,3 +199,22 @@ ptk__seed_stack(int with_frames)
         Py_DECREF(chain[i]);
     }
 }
+
+void
+ptk__thread_reset(void)
+{
+    for (size_t i = 0; i < nthreads; i++) {
+        ptk__thread *t = threads[i];
+        t->tstate = NULL;
+        t->tstate_watch = NULL;
+        t->prof_installed = t->trace_installed = 0;
+        t->pub.depth = 0;
+        t->cdepth = 0;
+        t->skip_frame = t->thrown_frame = NULL;
+        t->slow = 1;
+        free(t->name_storage);
+        t->name_storage = NULL;
+        t->pub.name = NULL;
+        t->name_tried = t->name_retry = t->name_tries = 0;
+    }
+}

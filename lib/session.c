@@ -274,6 +274,8 @@ ptk_session_remove_plugin(ptk_session *s, const char *name)
     return PTK_ENOENT;
 }
 
+/* Makes path and its missing parents. On failure, removes the directories
+ * it made (deepest first) and keeps errno. */
 static int
 mkdirs(const char *path)
 {
@@ -281,19 +283,78 @@ mkdirs(const char *path)
     if (p == NULL) {
         return -1;
     }
-    for (char *q = p + 1; *q; q++) {
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                free(p);
-                return -1;
+    size_t made = 0, cap = 0;
+    char **dirs = NULL; /* made by this call, in order */
+    int rc = 0;
+    for (char *q = p + 1;; q++) {
+        if (*q != '/' && *q != '\0') {
+            continue;
+        }
+        char c = *q;
+        *q = '\0';
+        if (mkdir(p, 0777) == 0) {
+            if (made == cap) {
+                size_t ncap = cap ? cap * 2 : 8;
+                char **n = realloc(dirs, ncap * sizeof *n);
+                if (n == NULL) {
+                    rmdir(p);
+                    errno = ENOMEM;
+                    rc = -1;
+                    break;
+                }
+                dirs = n;
+                cap = ncap;
             }
-            *q = '/';
+            if ((dirs[made] = ptk__strdup(p)) == NULL) {
+                rmdir(p);
+                errno = ENOMEM;
+                rc = -1;
+                break;
+            }
+            made++;
+        }
+        else if (errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        *q = c;
+        if (c == '\0') {
+            break;
         }
     }
-    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    int e = errno;
+    while (made > 0) {
+        made--;
+        if (rc < 0) {
+            rmdir(dirs[made]);
+        }
+        free(dirs[made]);
+    }
+    free(dirs);
     free(p);
+    errno = e;
     return rc;
+}
+
+/* access() lets root pass where no file can be made (/proc, /sys, a
+ * read-only mount): make one, and remove it. */
+static int
+probe_writable(const char *dir)
+{
+    char *tmp = ptk__asprintf("%s/.pytracekit-probe.XXXXXX", dir);
+    if (tmp == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return 0;
 }
 
 int
@@ -317,7 +378,7 @@ ptk_session_start(ptk_session *s, char **errmsg)
                         s->output_dir);
     }
     char *abs = realpath(s->output_dir, NULL);
-    if (abs == NULL || access(abs, W_OK | X_OK) != 0) {
+    if (abs == NULL || access(abs, W_OK | X_OK) != 0 || probe_writable(abs) != 0) {
         int e = errno;
         free(abs);
         return ptk__err(errmsg, PTK_EIO, "output directory %s is not writable: %s",

@@ -43,6 +43,35 @@ def in_proc():
         not_run(s, "/proc/x", ["pytracekit: cannot create output directory /proc/x: "])
 
 
+def passes_access_but_unwritable():
+    """/proc and /sys as root: access(W_OK) says yes, creating a file says
+    no. Found at start (a file is made and removed), not at exit."""
+    found = False
+    for d in ("/proc", "/sys"):
+        if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+            continue
+        found = True
+        with Scratch("special") as s:
+            not_run(s, d, ["pytracekit: output directory %s is not writable: " % d])
+    if not found:
+        skip("neither /proc nor /sys passes access(W_OK) here (not root?)")
+
+
+def too_long_cleaned():
+    """A path too long to make fails at start and leaves none of the
+    directories it made on the way."""
+    with Scratch("too-long") as s:
+        path = "/".join(["d%03d" % i for i in range(1200)])  # 6,000 characters
+        r = not_run(s, path, ["pytracekit: cannot create output directory "])
+        left = [n for n in os.listdir(s.path) if n != "marker"]
+        check(left == [], "directories left behind: %r" % left[:3], r)
+        # a part of the path that existed before is kept
+        s.mkdir("d000")
+        not_run(s, path, ["cannot create output directory "])
+        check(os.listdir(s.join("d000")) == [], "left under d000: %r"
+              % os.listdir(s.join("d000")), r)
+
+
 def is_a_file():
     """-o naming an existing regular file: rejected up front, saying it is
     not a directory (also when the file is executable, which lets root pass
@@ -144,7 +173,7 @@ def report_mode():
 
 
 CASES = {f.__name__: f for f in [
-    under_a_file, in_proc, is_a_file, read_only_dir, nested_created,
+    under_a_file, in_proc, passes_access_but_unwritable, too_long_cleaned, is_a_file, read_only_dir, nested_created,
     relative_fixed_at_start, atomic_reports, report_mode]}
 
 if __name__ == "__main__":

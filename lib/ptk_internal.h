@@ -340,6 +340,7 @@ struct ptk_plugin_ctx {
     int removed;              /* detached by ptk_session_remove_plugin */
     int fail_code;
     char *fail_msg;           /* recorded message (host->fail or Python exc) */
+    uint64_t id;              /* unique in the process (report file owners) */
     struct ptk_plugin_ctx *next;
 };
 

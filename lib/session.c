@@ -123,9 +123,11 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     if (c == NULL) {
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
+    static uint64_t instances;
     c->session = s;
     c->desc = desc;
     c->slot = -1;
+    c->id = ++instances;
     c->name = ptk__strdup(desc->name);
     c->events = desc->events;
     rc = ptk__options_parse(desc, options, &c->opts, errmsg);

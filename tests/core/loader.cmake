@@ -31,7 +31,8 @@ foreach(case unknown_option threads_bogus threads_valid backend_bogus backend_va
              list_plugins list_plugins_paths version help_text)
   ptk_add_python_test(NAME core.loader.usage.${case} SCRIPT loader/test_usage.py ARGS ${case})
 endforeach()
-foreach(case under_a_file in_proc passes_access_but_unwritable too_long_cleaned is_a_file read_only_dir nested_created
+foreach(case under_a_file in_proc passes_access_but_unwritable too_long_cleaned
+             two_instances_one_file is_a_file read_only_dir nested_created
              relative_fixed_at_start atomic_reports report_mode)
   ptk_add_python_test(NAME core.loader.outdir.${case} SCRIPT loader/test_outdir.py ARGS ${case})
 endforeach()

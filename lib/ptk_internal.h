@@ -80,6 +80,8 @@ typedef struct ptk__thread {
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
     int name_tries; /* lookups so far (the monitoring backend retries) */
+    /* legacy: when sys.settrace [0] / sys.setprofile [1] last ran here */
+    uint64_t hook_set_ns[2];
 } ptk__thread;
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
@@ -300,6 +302,10 @@ int ptk__legacy_init(char **errmsg);
 /* Make the installed hooks match the table. `owner` is the thread whose
  * session just started (installs there even for PTK_THREADS_CURRENT). */
 int ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg);
+/* Before a running session stops: for each thread where the program's own
+ * sys.setprofile/settrace (or the AllThreads forms) replaced the hub's
+ * function, a line for the session's report (appended to s->notes). */
+void ptk__legacy_check_displaced(struct ptk_session *s);
 
 /* ---- sys.monitoring backend (monitoring.c; 3.12+) ----------------------- */
 
@@ -358,6 +364,7 @@ struct ptk_session {
     uint64_t t_start, t_stop;
     struct ptk_session *next_active;
     uint64_t gen;             /* ptk__interp_gen when it was made */
+    char *notes;              /* lines printed with the report */
 };
 
 extern struct ptk_session *ptk__active_sessions;

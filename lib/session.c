@@ -418,6 +418,7 @@ ptk_session_stop(ptk_session *s)
     if (s == NULL || !s->running || ptk__session_check(s, NULL) < 0) {
         return PTK_ESTATE;
     }
+    ptk__legacy_check_displaced(s);
     s->running = 0;
     s->t_stop = ptk__clock_ns();
     ptk__hub_rebuild(0, NULL);
@@ -515,6 +516,9 @@ ptk_session_report(ptk_session *s, char **errmsg)
             PyErr_Clear();
         }
     }
+    if (s->notes != NULL) {
+        fputs(s->notes, s->summary);
+    }
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         if (!c->failed) {
             continue;
@@ -563,5 +567,6 @@ ptk_session_free(ptk_session *s)
     }
     free(s->output_dir);
     free(s->plugin_path);
+    free(s->notes);
     free(s);
 }

@@ -6,6 +6,7 @@ usage: test_program.py CASE
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -370,13 +371,62 @@ def os_exit_direct_and_child():
         check(r.err.count("pytracekit counter:") == 1, "one summary (the parent's)", r)
 
 
+SWITCH_OFF = textwrap.dedent("""\
+    import sys, threading, time
+    def before():
+        pass
+    def after():
+        pass
+    before()
+    time.sleep(0.2)
+    def mine(frame, event, arg):
+        pass
+    MODE
+    after()
+    """)
+
+
+def own_hook_noted():
+    """Legacy backend: the program's own sys.setprofile / sys.settrace /
+    threading.setprofile_all_threads replaces the hub's function on a
+    thread; the events after it are lost, and the report says so, with the
+    thread and the time."""
+    modes = [("sys.setprofile(mine)", "profile", "counter:top=0"),
+             ("sys.setprofile(None)", "profile", "counter:top=0"),
+             ("sys.settrace(mine)", "trace", "counter:top=0,events=line")]
+    if hasattr(threading_module(), "setprofile_all_threads"):
+        modes.append(("threading.setprofile_all_threads(mine)", "profile", "counter:top=0"))
+    with Scratch("own-hook") as s:
+        for i, (mode, which, spec) in enumerate(modes):
+            prog = s.write("prog%d.py" % i, SWITCH_OFF.replace("MODE", mode))
+            out = s.join("out%d" % i)
+            r = cli(["-o", out, "--backend", "legacy", "-p", spec, prog], cwd=s.path)
+            check(r.rc == 0, "%s: run failed" % mode, r)
+            m = re.search(r"pytracekit: on thread 'MainThread' \(\d+\) the program replaced "
+                          r"pytracekit's %s function \(sys\.set%s or threading\.set%s_all_threads\) "
+                          r"([0-9.]+) s after the start: the events of that thread after it are "
+                          r"missing from these reports\n" % (which, which, which), r.err)
+            check(m is not None, "%s: no notice" % mode, r)
+            check(0.2 <= float(m.group(1)) < 60, "%s: time %s" % (mode, m.group(1)), r)
+        # a program that leaves the hooks alone gets no notice
+        prog = s.write("quiet.py", SWITCH_OFF.replace("MODE", "pass"))
+        r = cli(["-o", s.join("quiet"), "--backend", "legacy", "-p", "counter:top=0", prog],
+                cwd=s.path)
+        check(r.rc == 0 and "the program replaced" not in r.err, "a notice without cause", r)
+
+
+def threading_module():
+    import threading
+    return threading
+
+
 CASES = {f.__name__: f for f in [
     exit_status, exit_message, uncaught, uncaught_in_code, keyboard_interrupt_raised,
     keyboard_interrupt_signal, script_form, script_elsewhere, script_after_dashdash,
     script_named_like_option,
     module_form, package_main_form, code_form, stdin_form, missing_script, missing_module,
     program_output_unchanged, hub_work_not_traced, launcher_not_traced, os_exit_in_atexit,
-    os_exit_direct_and_child]}
+    os_exit_direct_and_child, own_hook_noted]}
 
 if __name__ == "__main__":
     main(CASES)

@@ -204,6 +204,8 @@ host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
     }
     report_file *rf = calloc(1, sizeof *rf);
     if (rf == NULL) {
+        host_fail(ctx, PTK_ENOMEM, "cannot write report %s: out of memory",
+                  filename);
         return NULL;
     }
     rf->final = ctx ? report_claim(dir, filename, ctx->id)

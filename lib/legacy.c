@@ -179,7 +179,10 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         else {
             ev.origin = PTK_ORIGIN_START;
         }
-        ptk__stack_push(th, code, frame);
+        if (ptk__stack_push(th, code, frame) < 0) {
+            ptk__hub_out_of_memory("the shadow stack");
+            return 0;
+        }
         ev.depth = th->pub.depth;
         break;
     case PyTrace_RETURN: {
@@ -229,7 +232,10 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         return 0;
     }
     case PyTrace_C_CALL:
-        ptk__cstack_push(th, arg);
+        if (ptk__cstack_push(th, arg) < 0) {
+            ptk__hub_out_of_memory("the stack of C calls");
+            return 0;
+        }
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION: {

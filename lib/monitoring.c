@@ -205,7 +205,10 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
     ev.origin = (ptk_event_origin)((mon_cb *)self)->what;
     if (t->track_stack) {
-        ptk__stack_push(th, code, NULL);
+        if (ptk__stack_push(th, code, NULL) < 0) {
+            ptk__hub_out_of_memory("the shadow stack");
+            return none();
+        }
         ev.depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
@@ -300,8 +303,10 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     ptk__table *t = ptk__current;
     ptk__thread *th = thread_here();
-    if (th != NULL) {
-        ptk__cstack_push(th, callable);
+    if (th != NULL && ptk__cstack_push(th, callable) < 0) {
+        ptk__hub_out_of_memory("the stack of C calls");
+    }
+    else if (th != NULL) {
         if (t->nsub[PTK_EV_C_CALL]) {
             ptk_event ev;
             ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,

@@ -203,6 +203,11 @@ extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 
 /* An instance leaves the hub (stop, remove, failure): frees its slot and
  * its DISABLE records. */
 void ptk__hub_forget(struct ptk_plugin_ctx *c);
+/* Out of memory where events would come out unbalanced or missing (the
+ * shadow stack, the C-call stack, a thread record, the dispatch table):
+ * every subscriber fails with PTK_ENOMEM and is detached; the caller then
+ * drops the event. */
+void ptk__hub_out_of_memory(const char *what);
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
 extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */
@@ -398,6 +403,18 @@ char *ptk__library_dir(void);
 extern const ptk_host ptk__host;
 /* Saves the Python exception (with traceback) as text; clears it. */
 char *ptk__format_exception(void);
+
+/* ---- allocation-failure injection (fault.c) ----------------------------- */
+
+#ifdef PTK_FAULT_INJECTION
+void *ptk__fi_malloc(size_t n, const char *file, int line);
+void *ptk__fi_calloc(size_t a, size_t b, const char *file, int line);
+void *ptk__fi_realloc(void *p, size_t n, const char *file, int line);
+#include <stdlib.h> /* declared before the macros below */
+#define malloc(n) ptk__fi_malloc((n), __FILE__, __LINE__)
+#define calloc(a, b) ptk__fi_calloc((a), (b), __FILE__, __LINE__)
+#define realloc(p, n) ptk__fi_realloc((p), (n), __FILE__, __LINE__)
+#endif
 
 #pragma GCC visibility pop
 

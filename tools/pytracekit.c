@@ -26,6 +26,9 @@
 #define EXIT_USAGE 2
 
 static ptk_session *session;
+/* A plugin's report failed, or tracing could not start: the run did not
+ * produce what it was asked to (exit status 1 when the program's is 0). */
+static int report_failed;
 static pid_t session_pid;   /* the process the session reports from */
 static int program_started; /* the program's start was seen */
 
@@ -120,9 +123,6 @@ rearm_keyboard_interrupt(void)
     PyErr_Clear();
 }
 
-/* A plugin's report failed: the run did not produce what it was asked to
- * (exit status 1 when the program's own is 0). */
-static int report_failed;
 
 /* Called by atexit at interpreter shutdown: stop and write the reports. */
 static PyObject *
@@ -147,7 +147,7 @@ finish(PyObject *self, PyObject *unused)
         /* failures are printed per plugin; those of the run keep the
          * program's exit status, a report that failed does not */
         ptk_session_report(session, &err);
-        report_failed = ptk_session_failures(session) > failed_before;
+        report_failed |= ptk_session_failures(session) > failed_before;
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
@@ -172,11 +172,19 @@ start_now(void)
 {
     program_started = 1;
     char *err = NULL;
-    if (ptk_session_start(session, &err) < 0) {
-        PyErr_Format(PyExc_RuntimeError, "pytracekit: %s",
-                     err ? err : "cannot start the session");
+    int rc = ptk_session_start(session, &err);
+    if (rc < 0) {
+        /* It started before (every check passed), so this is a resource
+         * running out: the program runs all the same, untraced, and the
+         * run does not count as a success. */
+        fprintf(stderr,
+                "pytracekit: cannot start tracing: %s; the program runs "
+                "without it and no report is written\n",
+                err ? err : ptk_strerror(rc));
         ptk_free(err);
-        return -1;
+        ptk_session_free(session);
+        session = NULL;
+        report_failed = 1;
     }
     return 0;
 }

@@ -127,9 +127,10 @@ host_fail(ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
     return code;
 }
 
-/* Report files written in this process, by the instance that wrote them:
- * a second instance of a plugin (in the session or another one with the
- * same directory) does not replace the first one's report. */
+/* Report files written in this process, by the instance that wrote them,
+ * until that instance is freed: a second instance of a plugin (in the
+ * session or another one with the same directory) does not replace the
+ * first one's report. */
 typedef struct report_owner {
     char *path;
     uint64_t id;
@@ -147,6 +148,22 @@ report_owner_of(const char *path)
         }
     }
     return 0;
+}
+
+void
+ptk__report_release(uint64_t id)
+{
+    for (report_owner **pp = &report_owners; *pp;) {
+        report_owner *o = *pp;
+        if (o->id == id) {
+            *pp = o->next;
+            free(o->path);
+            free(o);
+        }
+        else {
+            pp = &o->next;
+        }
+    }
 }
 
 /* DIR/NAME, or DIR/BASE-N.EXT for the first N >= 2 that no other instance

@@ -401,6 +401,8 @@ char *ptk__library_dir(void);
 /* ---- host services (host.c) ------------------------------------------- */
 
 extern const ptk_host ptk__host;
+/* The instance is freed: the report names it wrote are free again. */
+void ptk__report_release(uint64_t id);
 /* Saves the Python exception (with traceback) as text; clears it. */
 char *ptk__format_exception(void);
 

@@ -557,6 +557,7 @@ ptk_session_free(ptk_session *s)
             c->desc->fini(c->state);
         }
         ptk__options_free(&c->opts);
+        ptk__report_release(c->id);
         free(c->fail_msg);
         free(c->name);
         free(c->path);

@@ -1,6 +1,9 @@
 # Runs one fuzz target for a bounded time from a fresh work corpus and the
 # seed corpus; fails on any finding (crash, leak, abort, sanitizer report).
 #   cmake -DFUZZER=... -DWORK=... -DSEEDS=... -DSECONDS=... -DARTIFACTS=... -P run.cmake
+if(NOT EXISTS ${FUZZER})
+  message(FATAL_ERROR "${FUZZER} was not built (cmake --build . --target ptk_fuzz_targets)")
+endif()
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 execute_process(

@@ -1,12 +1,15 @@
 /* libFuzzer target: descriptor validation (ptk__validate_desc), the check
  * every plugin's descriptor goes through after dlopen. The input's bytes
  * fill in a descriptor (sizes, ABI, name, mask, callbacks present or not,
- * options with any type and choices) and the mask to check. A refusal
- * always says why; an acceptance means the ABI matches and every
- * subscribed kind has its callback. Reference kinds are left out (their
- * check asks the running Python). */
+ * options with any type and choices) and the mask to check. The descriptor
+ * is handed over in a heap block of exactly its struct_size, so that a
+ * read of a member it does not have is a sanitizer report. A refusal
+ * always says why; an acceptance means the ABI matches, the descriptor is
+ * at least ABI 1.0's size, and every subscribed kind has its callback.
+ * Reference kinds are left out (their check asks the running Python). */
 #include "ptk_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,7 +84,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     specs[nopt].name = NULL;
     d.options = take(&r, 1) & 1 ? specs : NULL;
-    const ptk_plugin_desc *dp = take(&r, 1) == 0x42 ? NULL : &d;
+    size_t block = d.struct_size < sizeof(size_t) ? sizeof(size_t) : d.struct_size;
+    unsigned char *heap = malloc(block);
+    if (heap == NULL) {
+        return 0;
+    }
+    memset(heap, 0xa5, block);
+    memcpy(heap, &d, block < sizeof d ? block : sizeof d);
+    const ptk_plugin_desc *dp =
+        take(&r, 1) == 0x42 ? NULL : (const ptk_plugin_desc *)heap;
+    const size_t size_1_0 = offsetof(ptk_plugin_desc, fini) + sizeof d.fini;
     char *err = NULL;
     int rc = ptk__validate_desc(dp, take_str(&r, where) ? where : "fuzz", events, &err);
     if (rc < 0) {
@@ -91,12 +103,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     else {
         if (err != NULL || dp == NULL || d.abi_major != PTK_ABI_MAJOR ||
-            d.abi_minor > PTK_ABI_MINOR || d.struct_size < sizeof d ||
+            d.abi_minor > PTK_ABI_MINOR || d.struct_size < size_1_0 ||
             d.name == NULL || d.name[0] == '\0' ||
-            (events & ~(unsigned)PTK_MASK_ALL) || (events && d.on_event == NULL)) {
+            (events & ~(unsigned)PTK_MASK_VALID) || (events && d.on_event == NULL)) {
             abort();
         }
     }
     free(err);
+    free(heap);
     return 0;
 }

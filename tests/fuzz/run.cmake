@@ -9,6 +9,7 @@ file(MAKE_DIRECTORY ${WORK})
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env --unset=LD_PRELOAD
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+    LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp
     ${FUZZER} -max_total_time=${SECONDS} -max_len=4096 -print_final_stats=1
     -artifact_prefix=${ARTIFACTS} ${WORK} ${SEEDS}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -893,3 +893,32 @@ ptk__mon_reset(void)
 }
 
 #endif
+
+/* ---- the backend's table ------------------------------------------------ */
+
+static int
+mon_available(char **errmsg)
+{
+#if PTK_HAVE_SYS_MONITORING
+    (void)errmsg;
+    return PTK_OK;
+#else
+    return ptk__mon_claim(errmsg); /* says what is missing */
+#endif
+}
+
+static unsigned int
+mon_events(void)
+{
+    return ptk__fed_mask(PTK_FEED_MONITORING);
+}
+
+const ptk__backend_ops ptk__monitoring_ops = {
+    .id = PTK_BACKEND_MONITORING,
+    .name = "monitoring",
+    .available = mon_available,
+    .claim = ptk__mon_claim,
+    .release = ptk__mon_release,
+    .sync = ptk__mon_sync,
+    .events = mon_events,
+};

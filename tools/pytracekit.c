@@ -348,6 +348,7 @@ main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
+        int fk = filter_key(a, fkeys, NFKEYS); /* --include … --max-depth */
 #define TAKE(opt)                                                           \
     (strcmp(a, opt) == 0 ? (i + 1 < argc ? (val = argv[++i], 1)             \
                                          : (fprintf(stderr,                 \
@@ -399,14 +400,13 @@ main(int argc, char **argv)
         else if (strcmp(a, "--list-plugins") == 0) {
             list = 1;
         }
-        else if (filter_key(a, fkeys, NFKEYS) >= 0 && TAKE(a)) {
-            int f = filter_key(a, fkeys, NFKEYS);
+        else if (fk >= 0 && fk < NFKEYS && TAKE(a)) {
             /* repeated: the items add up (max_depth: the last one) */
-            if (fvals[f] != NULL && f == NFKEYS - 1) {
-                free(fvals[f]);
-                fvals[f] = NULL;
+            if (fvals[fk] != NULL && fk == NFKEYS - 1) {
+                free(fvals[fk]);
+                fvals[fk] = NULL;
             }
-            fvals[f] = join(fvals[f], fvals[f] ? ";" : "", val);
+            fvals[fk] = join(fvals[fk], fvals[fk] ? ";" : "", val);
         }
         else if (strcmp(a, "--version") == 0) {
             printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),

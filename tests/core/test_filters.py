@@ -166,6 +166,29 @@ class Instances(unittest.TestCase):
         self.assertEqual(c["events"]["call"], calls)
 
 
+class TimerSemantics(unittest.TestCase):
+    def test_filtered_callees_and_caller_edges(self):
+        """A filtered-out callee's time is its caller's own time; caller
+        edges skip filtered frames (docs/filters.md)."""
+        import pstats
+        with tempfile.TemporaryDirectory() as d:
+            r = run_cli(["-o", d, "-p", "timer:functions=w_run;w_helper", MAIN], cwd=CORPUS)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            st = pstats.Stats(os.path.join(d, "timer.pstats")).stats
+        by_name = {k[2]: v for k, v in st.items()}
+        python_fns = {k[2] for k in st if k[0] != "~"}
+        self.assertEqual(python_fns, {"w_run", "w_helper"})
+        cc, nc, tt, ct, callers = by_name["w_helper"]
+        self.assertEqual(nc, 25)  # 14 on the main thread, 11 on three threads
+        # main thread: under sum(w_gen(5)) (w_gen is filtered out) 5 times;
+        # from w_run through w_step / w_worker (filtered out) 9 times;
+        # on the other threads no selected frame calls it
+        self.assertEqual({k[2]: v[0] for k, v in callers.items()},
+                         {"<built-in method builtins.sum>": 5, "w_run": 9})
+        _, _, run_tt, run_ct, _ = by_name["w_run"]
+        self.assertGreater(run_tt, 0.5 * run_ct, "filtered callees' time is w_run's own")
+
+
 SESSIONS = r'''
 import json, os, sys
 sys.path.insert(0, %(corpus)r)

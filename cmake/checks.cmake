@@ -1,6 +1,8 @@
 # Features of the Python being built against, decided by compile checks
 # (never by version numbers). Results go into lib/ptk_config.h.
 include(CheckCSourceCompiles)
+include(${CMAKE_CURRENT_LIST_DIR}/gil.cmake)
+ptk_require_gil("${Python3_INCLUDE_DIRS}" "${Python3_EXECUTABLE}")
 
 set(CMAKE_REQUIRED_INCLUDES ${Python3_INCLUDE_DIRS})
 set(CMAKE_REQUIRED_LIBRARIES Python3::Python)

@@ -98,20 +98,22 @@ if(TARGET ptk_python)
     PATTERN "__pycache__" EXCLUDE)
 endif()
 
-# Where the installed plugins are, relative to the directories of the
-# installed command and Python extension: with a static library, the code
-# that looks for plugins lives in those (bin/, site-packages/pytracekit/),
-# not in lib/, so "<its directory>/pytracekit/plugins" misses them.
-# lib/loader.c searches these as well (relative paths only: never the cwd).
-file(RELATIVE_PATH _ptk_bin_to_plugins
-  "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}"
-  "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PLUGINDIR}")
-file(RELATIVE_PATH _ptk_py_to_plugins
-  "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PYTHONDIR}/pytracekit"
-  "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PLUGINDIR}")
-target_compile_definitions(pytracekit PRIVATE
-  PTK_PLUGINDIR_FROM_BINDIR="${_ptk_bin_to_plugins}"
-  PTK_PLUGINDIR_FROM_PYTHONDIR="${_ptk_py_to_plugins}")
+# Where the code that looks for plugins is installed, relative to the
+# prefix: the library (lib/), or with a static library the command (bin/)
+# and the Python extension (site-packages/pytracekit/). lib/loader.c finds
+# the prefix by removing that tail from its own directory and searches
+# only <prefix>/<plugin dir> (never a path that climbs out of the prefix).
+foreach(_d LIBDIR BINDIR PYTHONDIR PLUGINDIR)
+  if(_d STREQUAL "PYTHONDIR")
+    set(_full "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PYTHONDIR}/pytracekit")
+  elseif(_d STREQUAL "PLUGINDIR")
+    set(_full "${CMAKE_INSTALL_PREFIX}/${PTK_INSTALL_PLUGINDIR}")
+  else()
+    set(_full "${CMAKE_INSTALL_FULL_${_d}}")
+  endif()
+  file(RELATIVE_PATH _rel "${CMAKE_INSTALL_PREFIX}" "${_full}")
+  target_compile_definitions(pytracekit PRIVATE PTK_REL_${_d}="${_rel}")
+endforeach()
 
 # Shipped plugins install themselves (plugins/CMakeLists.txt,
 # ${PTK_INSTALL_PLUGINDIR}); they link nothing of ours and need no RPATH.

@@ -481,6 +481,17 @@ ptk__code_reset_lines_off(void)
     }
 }
 
+void
+ptk__code_reset(void)
+{
+    /* Code objects that outlived the interpreter (static ones) had their
+     * extra slots cleared without the free function: forget the records,
+     * and ask the next interpreter for an index of its own. */
+    extra_index = -1;
+    all_records = NULL;
+    ptk__disable_records = 0;
+}
+
 /* ---- filter verdicts and plugin slots ------------------------------------- */
 
 /* Judges code for every filtered slot of t that has not judged it yet.

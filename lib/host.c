@@ -127,6 +127,81 @@ host_fail(ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
     return code;
 }
 
+/* Report files written in this process, by the instance that wrote them,
+ * until that instance is freed: a second instance of a plugin (in the
+ * session or another one with the same directory) does not replace the
+ * first one's report. */
+typedef struct report_owner {
+    char *path;
+    uint64_t id;
+    struct report_owner *next;
+} report_owner;
+
+static report_owner *report_owners;
+
+static uint64_t
+report_owner_of(const char *path)
+{
+    for (report_owner *o = report_owners; o; o = o->next) {
+        if (strcmp(o->path, path) == 0) {
+            return o->id;
+        }
+    }
+    return 0;
+}
+
+void
+ptk__report_release(uint64_t id)
+{
+    for (report_owner **pp = &report_owners; *pp;) {
+        report_owner *o = *pp;
+        if (o->id == id) {
+            *pp = o->next;
+            free(o->path);
+            free(o);
+        }
+        else {
+            pp = &o->next;
+        }
+    }
+}
+
+/* DIR/NAME, or DIR/BASE-N.EXT for the first N >= 2 that no other instance
+ * of this process has written; the name is claimed for `id`. */
+static char *
+report_claim(const char *dir, const char *filename, uint64_t id)
+{
+    char *path = ptk__asprintf("%s/%s", dir, filename);
+    const char *dot = strrchr(filename, '.');
+    int base = dot && dot != filename ? (int)(dot - filename)
+                                      : (int)strlen(filename);
+    for (int n = 2; path != NULL; n++) {
+        uint64_t owner = report_owner_of(path);
+        if (owner == id) {
+            return path;
+        }
+        if (owner == 0) {
+            report_owner *o = malloc(sizeof *o);
+            if (o == NULL) {
+                return path; /* unclaimed, still written */
+            }
+            o->path = ptk__strdup(path);
+            o->id = id;
+            o->next = report_owners;
+            if (o->path == NULL) {
+                free(o);
+                return path;
+            }
+            report_owners = o;
+            return path;
+        }
+        free(path);
+        path = ptk__asprintf("%s/%.*s-%d%s", dir, base, filename, n,
+                             filename + base);
+    }
+    return NULL;
+}
+
 typedef struct report_file {
     FILE *fp;
     char *tmp;
@@ -146,10 +221,23 @@ host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
     }
     report_file *rf = calloc(1, sizeof *rf);
     if (rf == NULL) {
+        host_fail(ctx, PTK_ENOMEM, "cannot write report %s: out of memory",
+                  filename);
         return NULL;
     }
-    rf->final = ptk__asprintf("%s/%s", dir, filename);
-    rf->tmp = ptk__asprintf("%s/.%s.XXXXXX", dir, filename);
+    rf->final = ctx ? report_claim(dir, filename, ctx->id)
+                    : ptk__asprintf("%s/%s", dir, filename);
+    const char *name = rf->final ? strrchr(rf->final, '/') + 1 : filename;
+    if (ctx && rf->final && strcmp(name, filename) != 0) {
+        FILE *say = ctx->session && ctx->session->summary
+                        ? ctx->session->summary
+                        : stderr;
+        fprintf(say,
+                "pytracekit: %s/%s is another plugin instance's report: this "
+                "one ('%s') is %s\n",
+                dir, filename, ctx->name, rf->final);
+    }
+    rf->tmp = ptk__asprintf("%s/.%s.XXXXXX", dir, name);
     rf->ctx = ctx;
     int fd = rf->tmp ? mkstemp(rf->tmp) : -1;
     if (fd >= 0) {

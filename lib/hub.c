@@ -357,9 +357,16 @@ ptk__hub_rebuild(int install_here, char **errmsg)
         return rc;
     }
     ptk__table *t = NULL;
-    rc = build(&t, errmsg);
-    if (rc < 0) {
-        return rc;
+    int rc_build = build(&t, errmsg);
+    if (rc_build == PTK_ENOMEM) {
+        /* Keeping the old table would go on delivering to instances that
+         * were meant to leave: nobody gets events from here on, and every
+         * subscriber is detached with the reason. */
+        ptk__hub_out_of_memory("building the dispatch table");
+        t = &empty_table;
+    }
+    else if (rc_build < 0) {
+        return rc_build;
     }
     ptk__table *old = ptk__current;
     /* Mark which instances are attached; free the slots of the others. */
@@ -382,8 +389,30 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     if (ptk__dispatch_depth == 0) {
         free_retired();
     }
-    ptk__dispatch_cleanup = retired != NULL;
+    ptk__dispatch_cleanup = retired != NULL || rebuild_pending;
+    if (rc_build < 0) {
+        return rc_build;
+    }
     return rc_hooks < 0 ? rc_hooks : rc_ref;
+}
+
+void
+ptk__hub_out_of_memory(const char *what)
+{
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            if (!wanted(s, c)) {
+                continue;
+            }
+            if (c->fail_msg == NULL) {
+                c->fail_msg = ptk__asprintf(
+                    "pytracekit ran out of memory (%s): its events from "
+                    "here on would be incomplete",
+                    what);
+            }
+            ptk__plugin_fail(c, PTK_ENOMEM, 0);
+        }
+    }
 }
 
 void
@@ -484,4 +513,30 @@ ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
         PyErr_Restore(et, evv, etb);
     }
     return lines_off;
+}
+
+void
+ptk__hub_reset(void)
+{
+    for (struct ptk_session *s = ptk__active_sessions; s != NULL;) {
+        struct ptk_session *next = s->next_active;
+        s->running = 0;
+        s->next_active = NULL;
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            c->attached = 0;
+            c->slot = -1;
+        }
+        s = next;
+    }
+    ptk__active_sessions = NULL;
+    table_free(ptk__current);
+    ptk__current = &empty_table;
+    free_retired();
+    ptk__dispatch_depth = 0;
+    ptk__dispatch_slow = 0;
+    ptk__dispatch_cleanup = 0;
+    rebuild_pending = 0;
+    slots_used = 0;
+    hub_ready = 0;
+    ptk__hub_backend = PTK_BACKEND_AUTO;
 }

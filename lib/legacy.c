@@ -188,7 +188,10 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         else {
             ev.origin = PTK_ORIGIN_START;
         }
-        ptk__stack_push(th, code, frame);
+        if (ptk__stack_push(th, code, frame) < 0) {
+            ptk__hub_out_of_memory("the shadow stack");
+            return 0;
+        }
         ev.depth = th->pub.depth;
         break;
     case PyTrace_RETURN: {
@@ -238,7 +241,10 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         return 0;
     }
     case PyTrace_C_CALL:
-        ptk__cstack_push(th, arg);
+        if (ptk__cstack_push(th, arg) < 0) {
+            ptk__hub_out_of_memory("the stack of C calls");
+            return 0;
+        }
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION: {
@@ -669,11 +675,100 @@ opnum(PyObject *opmap, const char *name)
     return v ? (int)PyLong_AsLong(v) : -1;
 }
 
+/* ---- the program's own setprofile/settrace ---------------------------- */
+
+/* sys.setprofile, sys.settrace and PyEval_Set* (also the AllThreads
+ * forms, once per thread from the calling thread) raise these audit events
+ * before they replace a thread's function: remember when. The hub's own
+ * calls are made while tracing (under PyThreadState_EnterTracing, or from
+ * the hub object that CPython calls as a hook): those are not counted. */
+static uint64_t last_set_ns[2];
+
+static int
+audit_hook(const char *event, PyObject *args, void *data)
+{
+    (void)args;
+    (void)data;
+    if (event[0] == 's' && strncmp(event, "sys.set", 7) == 0) {
+        int profile = strcmp(event + 7, "profile") == 0;
+        if ((profile || strcmp(event + 7, "trace") == 0) &&
+            PyThreadState_Get()->tracing == 0) {
+            uint64_t now = ptk__clock_ns();
+            last_set_ns[profile] = now;
+            if (ptk__tls != NULL) {
+                ptk__tls->hook_set_ns[profile] = now;
+            }
+        }
+    }
+    return 0;
+}
+
+void
+ptk__legacy_check_displaced(struct ptk_session *s)
+{
+    const ptk__table *t = ptk__current;
+    if (ptk__hub_backend != PTK_BACKEND_LEGACY || ptk__hub_object == NULL ||
+        !(t->need_profile || t->need_trace)) {
+        return;
+    }
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    for (size_t i = 0; i < ptk__thread_count(); i++) {
+        ptk__thread *th = ptk__thread_at(i);
+        if (th->tstate == NULL ||
+            (s->threads != PTK_THREADS_ALL && &th->pub != s->owner)) {
+            continue;
+        }
+        PyThreadState *ts = PyInterpreterState_ThreadHead(interp);
+        while (ts != NULL && ts != th->tstate) {
+            ts = PyThreadState_Next(ts);
+        }
+        if (ts == NULL) {
+            continue; /* the thread has ended */
+        }
+        for (int profile = 1; profile >= 0; profile--) {
+            if (!(profile ? t->need_profile : t->need_trace) ||
+                (profile ? ts->c_profilefunc == profile_fn
+                         : ts->c_tracefunc == trace_fn) ||
+                (profile ? ts->c_profileobj : ts->c_traceobj) ==
+                    ptk__hub_object) {
+                continue;
+            }
+            ptk__thread_set_name(th);
+            uint64_t at = th->hook_set_ns[profile] > s->t_start
+                              ? th->hook_set_ns[profile]
+                              : last_set_ns[profile];
+            char when[64] = "at a time not known";
+            if (at > s->t_start) {
+                snprintf(when, sizeof when, "%.3f s after the start",
+                         (double)(at - s->t_start) / 1e9);
+            }
+            char *line = ptk__asprintf(
+                "%spytracekit: on thread '%s' (%llu) the program replaced "
+                "pytracekit's %s function (sys.%s or threading.%s) %s: the "
+                "events of that thread after it are missing from these "
+                "reports\n",
+                s->notes ? s->notes : "", th->pub.name ? th->pub.name : "?",
+                (unsigned long long)th->pub.ident,
+                profile ? "profile" : "trace",
+                profile ? "setprofile" : "settrace",
+                profile ? "setprofile_all_threads" : "settrace_all_threads",
+                when);
+            if (line != NULL) {
+                free(s->notes);
+                s->notes = line;
+            }
+        }
+    }
+}
+
 int
 ptk__legacy_init(char **errmsg)
 {
     if (ptk__hub_object != NULL) {
         return PTK_OK;
+    }
+    if (PySys_AddAuditHook(audit_hook, NULL) < 0) {
+        PyErr_Clear(); /* refused by another hook: no times in the notes */
     }
     PyObject *type = PyType_FromSpec(&hub_spec);
     if (type == NULL) {
@@ -710,6 +805,17 @@ ptk__legacy_init(char **errmsg)
     Py_XDECREF(prevobj);
     PyErr_Clear();
     return PTK_OK;
+}
+
+void
+ptk__legacy_reset(void)
+{
+    ptk__hub_object = NULL; /* went with the interpreter */
+    opcode_primed = 0;
+    for (int i = 0; i < 2; i++) {
+        saved_thread_hook[i] = NULL;
+        thread_hook_set[i] = 0;
+    }
 }
 
 /* ---- the backend's table ------------------------------------------------ */

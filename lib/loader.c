@@ -1,13 +1,16 @@
 /* The plugin loader: find a plugin by path or name, dlopen it strictly,
  * check its descriptor. Rejections say what was expected and what was found. */
 #include "ptk_internal.h"
+#include "elfcheck.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The directory libpytracekit was loaded from (relocatable lookups). */
 char *
@@ -32,29 +35,63 @@ ptk__library_dir(void)
     return path;
 }
 
-/* The search path, ':'-separated: extra, $PYTRACEKIT_PLUGIN_PATH, the build
- * tree's plugin directory, the installed one. Never the current directory:
- * empty and relative entries are dropped. */
+#ifndef PTK_REL_LIBDIR
+#define PTK_REL_LIBDIR "lib"
+#endif
+#ifndef PTK_REL_BINDIR
+#define PTK_REL_BINDIR "bin"
+#endif
+#ifndef PTK_REL_PYTHONDIR
+#define PTK_REL_PYTHONDIR "lib/python3/site-packages/pytracekit"
+#endif
+#ifndef PTK_REL_PLUGINDIR
+#define PTK_REL_PLUGINDIR "lib/pytracekit/plugins"
+#endif
+
+/* Where the code that searches can sit inside its tree: installed (the
+ * library, or with a static library the command and the Python extension)
+ * and in the build tree (lib/, tools/, python/pytracekit/). */
+static const char *const code_dirs[] = {
+    PTK_REL_LIBDIR, PTK_REL_BINDIR, PTK_REL_PYTHONDIR,
+    "lib", "tools", "python/pytracekit",
+};
+
+/* The built-in plugin directories for code in `dir`: the tree's root is
+ * `dir` without the tail it has in code_dirs; its plugins are in
+ * <root>/<plugin dir> when installed and <root>/plugins in the build tree.
+ * Nothing outside that root is searched (a fallback that climbs out of it
+ * would search, say, /opt/pytracekit/plugins for the prefix /opt/a/b). A
+ * directory that is in no known place has only <dir>/pytracekit/plugins. */
+static char *
+builtin_dirs(const char *dir)
+{
+    size_t dlen = strlen(dir);
+    for (size_t i = 0; i < sizeof code_dirs / sizeof *code_dirs; i++) {
+        const char *tail = code_dirs[i];
+        size_t tlen = strlen(tail);
+        if (tlen == 0 || tlen >= dlen || dir[dlen - tlen - 1] != '/' ||
+            strcmp(dir + dlen - tlen, tail) != 0 || strstr(tail, "..")) {
+            continue;
+        }
+        int root = (int)(dlen - tlen - 1);
+        return ptk__asprintf("%.*s/" PTK_REL_PLUGINDIR ":%.*s/plugins", root,
+                             dir, root, dir);
+    }
+    return ptk__asprintf("%s/pytracekit/plugins", dir);
+}
+
+/* The search path, ':'-separated: extra, $PYTRACEKIT_PLUGIN_PATH, the
+ * built-in plugin directories. Never the current directory: empty and
+ * relative entries are dropped. */
 static char *
 search_path(const char *extra)
 {
     const char *env = getenv("PYTRACEKIT_PLUGIN_PATH");
     char *libdir = ptk__library_dir();
-    const char *d = libdir ? libdir : "";
-#ifndef PTK_PLUGINDIR_FROM_BINDIR
-#define PTK_PLUGINDIR_FROM_BINDIR "../lib/pytracekit/plugins"
-#endif
-#ifndef PTK_PLUGINDIR_FROM_PYTHONDIR
-#define PTK_PLUGINDIR_FROM_PYTHONDIR "../../../pytracekit/plugins"
-#endif
-    /* The library's own directory in the build tree and when installed;
-     * with a static library the code is in the command (bin/) or the
-     * Python extension (site-packages/pytracekit/): their installed
-     * places relative to the plugin directory follow. */
-    char *p = ptk__asprintf("%s:%s:%s/../plugins:%s/pytracekit/plugins:"
-                            "%s/" PTK_PLUGINDIR_FROM_BINDIR ":"
-                            "%s/" PTK_PLUGINDIR_FROM_PYTHONDIR,
-                            extra ? extra : "", env ? env : "", d, d, d, d);
+    char *builtin = libdir ? builtin_dirs(libdir) : NULL;
+    char *p = ptk__asprintf("%s:%s:%s", extra ? extra : "", env ? env : "",
+                            builtin ? builtin : "");
+    free(builtin);
     free(libdir);
     return p;
 }
@@ -194,6 +231,34 @@ ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
     return PTK_OK;
 }
 
+/* Reads the start of a file and checks it before dlopen maps it (a
+ * truncated shared object would raise SIGBUS in the loader). */
+static int
+precheck(const char *file, char *why, size_t whylen)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    unsigned char *head = malloc(PTK__ELF_HEAD);
+    ssize_t n = head != NULL && fstat(fd, &st) == 0
+                    ? pread(fd, head, PTK__ELF_HEAD, 0)
+                    : -1;
+    int rc;
+    if (n < 0) {
+        snprintf(why, whylen, "%s", head ? strerror(errno) : "out of memory");
+        rc = -1;
+    }
+    else {
+        rc = ptk__elf_check(head, (size_t)n, (uint64_t)st.st_size, why, whylen);
+    }
+    free(head);
+    close(fd);
+    return rc;
+}
+
 /* Opens one file and returns its descriptor, without the mask checks
  * (which depend on options); *dl receives the handle. */
 static int
@@ -210,6 +275,13 @@ open_plugin(const char *file, const ptk_plugin_desc **desc, void **dl,
                         "cannot load plugin '%s': not a regular file "
                         "(expected a shared object)",
                         file);
+    }
+    char why[256];
+    if (precheck(file, why, sizeof why) < 0) {
+        return ptk__err(errmsg, PTK_ENOTSO,
+                        "cannot load plugin '%s': not a loadable shared "
+                        "object (%s)",
+                        file, why);
     }
     dlerror();
     void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);

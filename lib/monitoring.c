@@ -215,7 +215,10 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
     ev.origin = (ptk_event_origin)((mon_cb *)self)->what;
     if (t->track_stack) {
-        ptk__stack_push(th, code, NULL);
+        if (ptk__stack_push(th, code, NULL) < 0) {
+            ptk__hub_out_of_memory("the shadow stack");
+            return none();
+        }
         ev.depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
@@ -318,8 +321,10 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     ptk__thread *th = thread_here();
-    if (th != NULL) {
-        ptk__cstack_push(th, callable);
+    if (th != NULL && ptk__cstack_push(th, callable) < 0) {
+        ptk__hub_out_of_memory("the stack of C calls");
+    }
+    else if (th != NULL) {
         if (t->nsub[PTK_EV_C_CALL]) {
             ptk_event ev;
             ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,
@@ -841,6 +846,22 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     return rc;
 }
 
+void
+ptk__mon_reset(void)
+{
+    /* the tool id and its callbacks went with the interpreter */
+    tool = -1;
+    mon_module = NULL;
+    mon_DISABLE = mon_MISSING = NULL;
+    for (int i = 0; i < M_COUNT; i++) {
+        callbacks[i] = NULL;
+    }
+    mon_disabled = 0;
+    seen_serial = 0;
+    prev_track = 0;
+    prev_events = 0;
+}
+
 #else /* no sys.monitoring: CPython before 3.12 */
 
 int
@@ -864,6 +885,11 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     (void)install_here;
     (void)errmsg;
     return PTK_OK;
+}
+
+void
+ptk__mon_reset(void)
+{
 }
 
 #endif

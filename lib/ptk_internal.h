@@ -135,6 +135,8 @@ typedef struct ptk__thread {
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
     int name_tries; /* lookups so far (the monitoring backend retries) */
+    /* legacy: when sys.settrace [0] / sys.setprofile [1] last ran here */
+    uint64_t hook_set_ns[2];
     /* Filters: per subscriber slot, whether its `threads=` condition has
      * judged this thread and rejected it, and the number of frames its
      * code condition selects on this thread's stack (for max_depth). */
@@ -328,6 +330,11 @@ extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 
 /* An instance leaves the hub (stop, remove, failure): frees its slot and
  * its DISABLE records. */
 void ptk__hub_forget(struct ptk_plugin_ctx *c);
+/* Out of memory where events would come out unbalanced or missing (the
+ * shadow stack, the C-call stack, a thread record, the dispatch table):
+ * every subscriber fails with PTK_ENOMEM and is detached; the caller then
+ * drops the event. */
+void ptk__hub_out_of_memory(const char *what);
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
 extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */
@@ -460,6 +467,10 @@ int ptk__legacy_init(char **errmsg);
 /* Make the installed hooks match the table. `owner` is the thread whose
  * session just started (installs there even for PTK_THREADS_CURRENT). */
 int ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg);
+/* Before a running session stops: for each thread where the program's own
+ * sys.setprofile/settrace (or the AllThreads forms) replaced the hub's
+ * function, a line for the session's report (appended to s->notes). */
+void ptk__legacy_check_displaced(struct ptk_session *s);
 
 /* ---- sys.monitoring backend (monitoring.c; 3.12+) ----------------------- */
 
@@ -506,6 +517,7 @@ struct ptk_plugin_ctx {
     int removed;              /* detached by ptk_session_remove_plugin */
     int fail_code;
     char *fail_msg;           /* recorded message (host->fail or Python exc) */
+    uint64_t id;              /* unique in the process (report file owners) */
     struct ptk_plugin_ctx *next;
 };
 
@@ -523,9 +535,28 @@ struct ptk_session {
     const ptk_thread *owner;
     uint64_t t_start, t_stop;
     struct ptk_session *next_active;
+    uint64_t gen;             /* ptk__interp_gen when it was made */
+    char *notes;              /* lines printed with the report */
 };
 
 extern struct ptk_session *ptk__active_sessions;
+
+/* ---- the interpreter's life (life.c) ------------------------------------ */
+
+/* Counts interpreters: increases when Py_FinalizeEx has finished. */
+extern uint64_t ptk__interp_gen;
+/* PTK_ESTATE unless Python is initialised; the first call in each
+ * interpreter registers the callbacks that follow its finalization. */
+int ptk__interp_check(char **errmsg);
+/* PTK_EINVAL for NULL, PTK_ESTATE for a session of a finalized interpreter. */
+int ptk__session_check(const struct ptk_session *s, char **errmsg);
+/* After Py_FinalizeEx: forget everything that pointed into the interpreter
+ * (no Python calls; C memory of the records is kept or freed). */
+void ptk__hub_reset(void);
+void ptk__legacy_reset(void);
+void ptk__mon_reset(void);
+void ptk__code_reset(void);
+void ptk__thread_reset(void);
 
 int ptk__load(const char *path_or_name, const char *extra_path,
               const ptk_plugin_desc **desc, void **dl, char **found_path,
@@ -537,8 +568,22 @@ char *ptk__library_dir(void);
 /* ---- host services (host.c) ------------------------------------------- */
 
 extern const ptk_host ptk__host;
+/* The instance is freed: the report names it wrote are free again. */
+void ptk__report_release(uint64_t id);
 /* Saves the Python exception (with traceback) as text; clears it. */
 char *ptk__format_exception(void);
+
+/* ---- allocation-failure injection (fault.c) ----------------------------- */
+
+#ifdef PTK_FAULT_INJECTION
+void *ptk__fi_malloc(size_t n, const char *file, int line);
+void *ptk__fi_calloc(size_t a, size_t b, const char *file, int line);
+void *ptk__fi_realloc(void *p, size_t n, const char *file, int line);
+#include <stdlib.h> /* declared before the macros below */
+#define malloc(n) ptk__fi_malloc((n), __FILE__, __LINE__)
+#define calloc(a, b) ptk__fi_calloc((a), (b), __FILE__, __LINE__)
+#define realloc(p, n) ptk__fi_realloc((p), (n), __FILE__, __LINE__)
+#endif
 
 #pragma GCC visibility pop
 

@@ -60,6 +60,10 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
         return ptk__err(errmsg, PTK_EINVAL, "ptk_session_new: out is NULL");
     }
     *out = NULL;
+    int irc = ptk__interp_check(errmsg);
+    if (irc < 0) {
+        return irc;
+    }
     if (cfg == NULL) {
         cfg = &def;
     }
@@ -103,6 +107,7 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     s->requested = requested;
     s->backend_explicit = explicit;
     s->summary = cfg->summary ? cfg->summary : stderr;
+    s->gen = ptk__interp_gen;
     if (cfg->filter != NULL && *cfg->filter) {
         /* Checked now, so that a bad default filter fails here; each
          * plugin instance builds its own from these values. */
@@ -194,8 +199,10 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     memcpy(&c->desc_copy, desc, dsize);
     c->desc_orig = desc;
     desc = c->desc = &c->desc_copy;
+    static uint64_t instances;
     c->session = s;
     c->slot = -1;
+    c->id = ++instances;
     c->name = ptk__strdup(desc->name);
     c->events = desc->events;
     c->flags = desc->flags;
@@ -284,6 +291,10 @@ ptk_session_add_static(ptk_session *s, const ptk_plugin_desc *desc,
     if (s == NULL || desc == NULL) {
         return ptk__err(errmsg, PTK_EINVAL, "session and descriptor needed");
     }
+    int rc = ptk__session_check(s, errmsg);
+    if (rc < 0) {
+        return rc;
+    }
     return attach_instance(s, desc, NULL, NULL, options, errmsg);
 }
 
@@ -292,6 +303,10 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
 {
     if (s == NULL || spec == NULL || spec[0] == '\0') {
         return ptk__err(errmsg, PTK_EINVAL, "empty plugin specification");
+    }
+    int src = ptk__session_check(s, errmsg);
+    if (src < 0) {
+        return src;
     }
     /* NAME[:OPTIONS] or PATH[:OPTIONS]. Text before the first ':' with no
      * '/' is a NAME and the options follow that ':'. Otherwise it is a
@@ -335,6 +350,9 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
 int
 ptk_session_remove_plugin(ptk_session *s, const char *name)
 {
+    if (s != NULL && ptk__session_check(s, NULL) < 0) {
+        return PTK_ESTATE;
+    }
     for (struct ptk_plugin_ctx *c = s ? s->plugins : NULL; c; c = c->next) {
         if (!c->removed && strcmp(c->name, name) == 0) {
             c->removed = 1;
@@ -348,6 +366,8 @@ ptk_session_remove_plugin(ptk_session *s, const char *name)
     return PTK_ENOENT;
 }
 
+/* Makes path and its missing parents. On failure, removes the directories
+ * it made (deepest first) and keeps errno. */
 static int
 mkdirs(const char *path)
 {
@@ -355,26 +375,86 @@ mkdirs(const char *path)
     if (p == NULL) {
         return -1;
     }
-    for (char *q = p + 1; *q; q++) {
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                free(p);
-                return -1;
+    size_t made = 0, cap = 0;
+    char **dirs = NULL; /* made by this call, in order */
+    int rc = 0;
+    for (char *q = p + 1;; q++) {
+        if (*q != '/' && *q != '\0') {
+            continue;
+        }
+        char c = *q;
+        *q = '\0';
+        if (mkdir(p, 0777) == 0) {
+            if (made == cap) {
+                size_t ncap = cap ? cap * 2 : 8;
+                char **n = realloc(dirs, ncap * sizeof *n);
+                if (n == NULL) {
+                    rmdir(p);
+                    errno = ENOMEM;
+                    rc = -1;
+                    break;
+                }
+                dirs = n;
+                cap = ncap;
             }
-            *q = '/';
+            if ((dirs[made] = ptk__strdup(p)) == NULL) {
+                rmdir(p);
+                errno = ENOMEM;
+                rc = -1;
+                break;
+            }
+            made++;
+        }
+        else if (errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        *q = c;
+        if (c == '\0') {
+            break;
         }
     }
-    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    int e = errno;
+    while (made > 0) {
+        made--;
+        if (rc < 0) {
+            rmdir(dirs[made]);
+        }
+        free(dirs[made]);
+    }
+    free(dirs);
     free(p);
+    errno = e;
     return rc;
+}
+
+/* access() lets root pass where no file can be made (/proc, /sys, a
+ * read-only mount): make one, and remove it. */
+static int
+probe_writable(const char *dir)
+{
+    char *tmp = ptk__asprintf("%s/.pytracekit-probe.XXXXXX", dir);
+    if (tmp == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return 0;
 }
 
 int
 ptk_session_start(ptk_session *s, char **errmsg)
 {
-    if (s == NULL) {
-        return ptk__err(errmsg, PTK_EINVAL, "no session");
+    int crc = ptk__session_check(s, errmsg);
+    if (crc < 0) {
+        return crc;
     }
     if (s->running) {
         return ptk__err(errmsg, PTK_ESTATE, "the session is already running");
@@ -390,7 +470,7 @@ ptk_session_start(ptk_session *s, char **errmsg)
                         s->output_dir);
     }
     char *abs = realpath(s->output_dir, NULL);
-    if (abs == NULL || access(abs, W_OK | X_OK) != 0) {
+    if (abs == NULL || access(abs, W_OK | X_OK) != 0 || probe_writable(abs) != 0) {
         int e = errno;
         free(abs);
         return ptk__err(errmsg, PTK_EIO, "output directory %s is not writable: %s",
@@ -439,9 +519,10 @@ ptk_session_start(ptk_session *s, char **errmsg)
 int
 ptk_session_stop(ptk_session *s)
 {
-    if (s == NULL || !s->running) {
+    if (s == NULL || !s->running || ptk__session_check(s, NULL) < 0) {
         return PTK_ESTATE;
     }
+    ptk__legacy_check_displaced(s);
     s->running = 0;
     s->t_stop = ptk__clock_ns();
     ptk__hub_rebuild(0, NULL);
@@ -510,8 +591,9 @@ ptk_session_failures(const ptk_session *s)
 int
 ptk_session_report(ptk_session *s, char **errmsg)
 {
-    if (s == NULL) {
-        return ptk__err(errmsg, PTK_EINVAL, "no session");
+    int crc = ptk__session_check(s, errmsg);
+    if (crc < 0) {
+        return crc;
     }
     if (s->running) {
         return ptk__err(errmsg, PTK_ESTATE, "stop the session before reporting");
@@ -538,6 +620,9 @@ ptk_session_report(ptk_session *s, char **errmsg)
             PyErr_Clear();
         }
     }
+    if (s->notes != NULL) {
+        fputs(s->notes, s->summary);
+    }
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         if (!c->failed) {
             continue;
@@ -563,15 +648,19 @@ ptk_session_free(ptk_session *s)
     if (s == NULL) {
         return;
     }
-    if (s->running) {
+    /* After Py_FinalizeEx the plugins' state may hold objects of the
+     * interpreter that is gone: their fini cannot run, that memory stays. */
+    int alive = ptk__session_check(s, NULL) == PTK_OK;
+    if (alive && s->running) {
         ptk_session_stop(s);
     }
     struct ptk_plugin_ctx *c = s->plugins;
     while (c != NULL) {
         struct ptk_plugin_ctx *next = c->next;
-        if (c->initialised && c->desc->fini) {
+        if (alive && c->initialised && c->desc->fini) {
             c->desc->fini(c->state);
         }
+        ptk__report_release(c->id);
         free(c->path);
         /* shared objects stay loaded: CPython may still hold pointers into
          * them (types, functions) made by the plugin */
@@ -581,5 +670,6 @@ ptk_session_free(ptk_session *s)
     ptk__options_free(&s->filter_defaults);
     free(s->output_dir);
     free(s->plugin_path);
+    free(s->notes);
     free(s);
 }

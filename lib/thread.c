@@ -15,6 +15,7 @@ ptk__thread_get_slow(void)
 {
     ptk__thread *t = calloc(1, sizeof *t);
     if (t == NULL) {
+        ptk__hub_out_of_memory("a thread record");
         return NULL;
     }
     if (nthreads == cap_threads) {
@@ -22,6 +23,7 @@ ptk__thread_get_slow(void)
         ptk__thread **n = realloc(threads, ncap * sizeof *n);
         if (n == NULL) {
             free(t);
+            ptk__hub_out_of_memory("a thread record");
             return NULL;
         }
         threads = n;
@@ -208,10 +210,36 @@ ptk__seed_stack(int with_frames)
         f = PyFrame_GetBack(f);
     }
     Py_XDECREF(f);
+    int ok = 1;
     for (int i = n - 1; i >= 0; i--) {
         PyCodeObject *code = PyFrame_GetCode(chain[i]);
-        ptk__stack_push(th, code, with_frames ? chain[i] : NULL);
+        if (ok && ptk__stack_push(th, code, with_frames ? chain[i] : NULL) < 0) {
+            /* all the running frames or none: a missing one would pair
+             * the returns of the others wrongly */
+            th->pub.depth = 0;
+            ptk__hub_out_of_memory("the shadow stack");
+            ok = 0;
+        }
         Py_DECREF(code);   /* the running frame keeps both alive */
         Py_DECREF(chain[i]);
+    }
+}
+
+void
+ptk__thread_reset(void)
+{
+    for (size_t i = 0; i < nthreads; i++) {
+        ptk__thread *t = threads[i];
+        t->tstate = NULL;
+        t->tstate_watch = NULL;
+        t->prof_installed = t->trace_installed = 0;
+        t->pub.depth = 0;
+        t->cdepth = 0;
+        t->skip_frame = t->thrown_frame = NULL;
+        t->slow = 1;
+        free(t->name_storage);
+        t->name_storage = NULL;
+        t->pub.name = NULL;
+        t->name_tried = t->name_retry = t->name_tries = 0;
     }
 }

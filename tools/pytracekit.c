@@ -5,10 +5,14 @@
  *
  * The program sees the same sys.argv, sys.path[0] and __main__ as under
  * `python`: the interpreter is configured from the equivalent python
- * command line and run with Py_RunMain(). The session starts before the
- * program and its reports are written from an atexit callback, so they are
- * written when the program returns, raises, calls sys.exit or is
- * interrupted; the exit status is the program's own. */
+ * command line and run with Py_RunMain(). The session is checked (started
+ * and stopped) before Python runs anything, and started for good when the
+ * program starts (the audit event cpython.run_file, run_module,
+ * run_command or run_stdin): what the interpreter does before, such as
+ * asking whether the script is a zip file, is not the program's. Reports
+ * are written from an atexit callback, so they are written when the
+ * program returns, raises, calls sys.exit or is interrupted, and before
+ * os._exit in the same process; the exit status is the program's own. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -24,6 +28,11 @@
 #define EXIT_USAGE 2
 
 static ptk_session *session;
+/* A plugin's report failed, or tracing could not start: the run did not
+ * produce what it was asked to (exit status 1 when the program's is 0). */
+static int report_failed;
+static pid_t session_pid;   /* the process the session reports from */
+static int program_started; /* the program's start was seen */
 
 static void
 usage(FILE *out)
@@ -197,12 +206,23 @@ finish(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     int sigint = ended_by_keyboard_interrupt();
+    if (session != NULL && getpid() != session_pid) {
+        /* a forked child: its counts are not the program's report */
+        session = NULL;
+    }
+    if (session != NULL && !program_started) {
+        /* the program never started (a script that cannot be opened) */
+        ptk_session_free(session);
+        session = NULL;
+    }
     if (session != NULL) {
         char *err = NULL;
         ptk_session_stop(session);
-        if (ptk_session_report(session, &err) < 0 && err != NULL) {
-            /* already printed per plugin; keep the exit status */
-        }
+        int failed_before = ptk_session_failures(session);
+        /* failures are printed per plugin; those of the run keep the
+         * program's exit status, a report that failed does not */
+        ptk_session_report(session, &err);
+        report_failed |= ptk_session_failures(session) > failed_before;
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
@@ -215,6 +235,116 @@ finish(PyObject *self, PyObject *unused)
 
 static PyMethodDef finish_def = {"_pytracekit_finish", finish, METH_NOARGS,
                                  "write pytracekit's reports"};
+
+/* The audit hook: starts the session when the program starts. A script
+ * that cannot be read is not started (python says why and exits 2). For
+ * -c, the start is the exec of the command's own code ("<string>"): in
+ * between, 3.13 imports linecache to keep the command's source. */
+static int command_pending;
+
+static int
+start_now(void)
+{
+    program_started = 1;
+    char *err = NULL;
+    int rc = ptk_session_start(session, &err);
+    if (rc < 0) {
+        /* It started before (every check passed), so this is a resource
+         * running out: the program runs all the same, untraced, and the
+         * run does not count as a success. */
+        fprintf(stderr,
+                "pytracekit: cannot start tracing: %s; the program runs "
+                "without it and no report is written\n",
+                err ? err : ptk_strerror(rc));
+        ptk_free(err);
+        ptk_session_free(session);
+        session = NULL;
+        report_failed = 1;
+    }
+    return 0;
+}
+
+static int
+program_starts(const char *event, PyObject *args, void *data)
+{
+    (void)data;
+    if (program_started || session == NULL) {
+        return 0;
+    }
+    if (command_pending) {
+        if (strcmp(event, "exec") == 0 && PyTuple_Check(args) &&
+            PyTuple_GET_SIZE(args) >= 1 &&
+            PyCode_Check(PyTuple_GET_ITEM(args, 0)) &&
+            PyUnicode_CompareWithASCIIString(
+                ((PyCodeObject *)PyTuple_GET_ITEM(args, 0))->co_filename,
+                "<string>") == 0) {
+            return start_now();
+        }
+        return 0;
+    }
+    if (strncmp(event, "cpython.run_", 12) != 0) {
+        return 0;
+    }
+    const char *what = event + 12;
+    if (strcmp(what, "command") == 0) {
+        command_pending = 1;
+        return 0;
+    }
+    if (strcmp(what, "file") != 0 && strcmp(what, "module") != 0 &&
+        strcmp(what, "stdin") != 0) {
+        return 0;
+    }
+    if (strcmp(what, "file") == 0 && PyTuple_Check(args) &&
+        PyTuple_GET_SIZE(args) == 1) {
+        PyObject *bytes = NULL;
+        if (PyUnicode_FSConverter(PyTuple_GET_ITEM(args, 0), &bytes) &&
+            access(PyBytes_AS_STRING(bytes), R_OK) != 0) {
+            Py_DECREF(bytes);
+            return 0;
+        }
+        Py_XDECREF(bytes);
+        PyErr_Clear();
+    }
+    return start_now();
+}
+
+/* os._exit ends the process without atexit: in the process that traces,
+ * the reports are written first. */
+static PyObject *real_os_exit;
+
+static PyObject *
+os_exit(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    if (session != NULL && getpid() == session_pid) {
+        Py_XDECREF(finish(NULL, NULL));
+        if (report_failed && args != NULL && PyTuple_GET_SIZE(args) == 1 &&
+            PyLong_Check(PyTuple_GET_ITEM(args, 0)) &&
+            PyLong_AsLong(PyTuple_GET_ITEM(args, 0)) == 0) {
+            return PyObject_CallFunction(real_os_exit, "i", 1);
+        }
+    }
+    return PyObject_Call(real_os_exit, args, kwargs);
+}
+
+static PyMethodDef os_exit_def = {"_exit", (PyCFunction)(void (*)(void))os_exit,
+                                  METH_VARARGS | METH_KEYWORDS,
+                                  "os._exit, after pytracekit's reports"};
+
+static int
+wrap_os_exit(void)
+{
+    PyObject *os = PyImport_ImportModule("os");
+    real_os_exit = os ? PyObject_GetAttrString(os, "_exit") : NULL;
+    PyObject *fn = real_os_exit ? PyCFunction_New(&os_exit_def, NULL) : NULL;
+    int rc = fn ? PyObject_SetAttrString(os, "_exit", fn) : -1;
+    Py_XDECREF(fn);
+    Py_XDECREF(os);
+    if (rc < 0) {
+        PyErr_Print();
+    }
+    return rc;
+}
 
 static int
 register_finish(void)
@@ -456,7 +586,15 @@ main(int argc, char **argv)
         rc = register_finish() < 0 ? PTK_EPYTHON : PTK_OK;
     }
     if (rc == PTK_OK) {
+        /* every check now, before the program; the events from its start */
         rc = ptk_session_start(session, &err);
+        if (rc == PTK_OK) {
+            ptk_session_stop(session);
+            session_pid = getpid();
+            rc = wrap_os_exit() < 0 || PySys_AddAuditHook(program_starts, NULL) < 0
+                     ? PTK_EPYTHON
+                     : PTK_OK;
+        }
     }
     if (rc < 0) {
         fprintf(stderr, "pytracekit: %s\n", err ? err : ptk_strerror(rc));
@@ -470,6 +608,9 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     int status = Py_RunMain(); /* runs the program, then finalises */
+    if (status == 0 && report_failed) {
+        status = 1;
+    }
     free(plugin_path);
     free(filter);
     free(pargv);

@@ -7,8 +7,9 @@
  * It defines a small word-statistics module in the interpreter, runs it once
  * untraced (warm-up), once inside a session with the installed `counter`
  * plugin (found by name in the installed plugin directory), and once more
- * untraced. The counter's report (OUTPUT_DIR/counter.json) therefore holds
- * the calls of exactly one run.
+ * untraced; then it finalizes the interpreter, and does it all three times.
+ * The counter's report (OUTPUT_DIR/counter.json, written in each round)
+ * holds the calls of exactly one traced run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -105,30 +106,37 @@ main(int argc, char **argv)
     const char *output_dir = argc > 1 ? argv[1] : "embed-out";
     const char *spec = argc > 2 ? argv[2] : "counter:top=5";
 
-    PyConfig config;
-    PyConfig_InitPythonConfig(&config);
-    config.parse_argv = 0; /* our arguments are not Python's options */
-    PyStatus status = PyConfig_SetBytesArgv(&config, argc, argv);
-    if (!PyStatus_Exception(status)) {
-        status = Py_InitializeFromConfig(&config);
-    }
-    PyConfig_Clear(&config);
-    if (PyStatus_Exception(status)) {
-        Py_ExitStatusException(status);
-    }
+    /* Three lives of the interpreter, each with its own session: a session
+     * belongs to the interpreter it was made in, and is stopped, reported
+     * and freed before Py_FinalizeEx (after it, those calls answer
+     * PTK_ESTATE). */
+    int failed = 0;
+    for (int round = 1; round <= 3 && !failed; round++) {
+        PyConfig config;
+        PyConfig_InitPythonConfig(&config);
+        config.parse_argv = 0; /* our arguments are not Python's options */
+        PyStatus status = PyConfig_SetBytesArgv(&config, argc, argv);
+        if (!PyStatus_Exception(status)) {
+            status = Py_InitializeFromConfig(&config);
+        }
+        PyConfig_Clear(&config);
+        if (PyStatus_Exception(status)) {
+            Py_ExitStatusException(status);
+        }
 
-    printf("embed: pytracekit %s (headers %s), Python %s\n", ptk_version_string(),
-           PTK_VERSION_STRING, Py_GetVersion());
-    int failed = run(setup_code) < 0
-        || run("before = analyse(TEXT)\n") < 0
-        || traced_run(output_dir, spec) < 0
-        || run("after = analyse(TEXT)\n"
-               "assert before == traced == after, (before, traced, after)\n"
-               "print('embed: top words', traced)\n") < 0;
-    fflush(stdout);
+        printf("embed: round %d: pytracekit %s (headers %s), Python %s\n", round,
+               ptk_version_string(), PTK_VERSION_STRING, Py_GetVersion());
+        failed = run(setup_code) < 0
+            || run("before = analyse(TEXT)\n") < 0
+            || traced_run(output_dir, spec) < 0
+            || run("after = analyse(TEXT)\n"
+                   "assert before == traced == after, (before, traced, after)\n"
+                   "print('embed: top words', traced)\n") < 0;
+        fflush(stdout);
 
-    if (Py_FinalizeEx() < 0) {
-        failed = 1;
+        if (Py_FinalizeEx() < 0) {
+            failed = 1;
+        }
     }
     return failed ? 1 : 0;
 }

@@ -152,7 +152,8 @@ PTK_API int ptk_session_stop(ptk_session *s);
 /**
  * @brief Calls each plugin's `report` (the session must be stopped), then
  * prints the failures recorded for plugins that were detached.
- * @return #PTK_OK, or the first error (every plugin is still asked).
+ * @return #PTK_OK, or the first error (every plugin is still asked);
+ *   `PTK_ESTATE` after `Py_FinalizeEx` of the session's interpreter.
  * @since 0.1
  */
 PTK_API int ptk_session_report(ptk_session *s, char **errmsg);
@@ -165,6 +166,11 @@ PTK_API int ptk_session_failures(const ptk_session *s);
 
 /**
  * @brief Stops the session if needed, calls `fini` of every plugin, frees it.
+ *
+ * A session belongs to the interpreter it was made in. Once that
+ * interpreter has been finalized (`Py_FinalizeEx`), the plugins' `fini` is
+ * not called (their state may hold its objects) and only the session's own
+ * memory is freed; every other call on such a session returns `PTK_ESTATE`.
  * @param s The session; NULL is allowed.
  * @since 0.1
  */

@@ -178,7 +178,9 @@ leak_groups(const rt_state *st, uint64_t *leaked)
     if (merged == NULL) {
         return NULL;
     }
-    /* Sort by (-count, type, file, line, function); None sorts as empty. */
+    /* Sort by (-count, type, file, line, function); None sorts as empty.
+     * The merged keys are distinct, but None and "" are not: the dict
+     * order breaks that last tie (dicts themselves do not compare). */
     PyObject *rows = PyList_New(0);
     Py_ssize_t pos = 0;
     PyObject *k, *v;
@@ -195,10 +197,11 @@ leak_groups(const rt_state *st, uint64_t *leaked)
             PyDict_SetItemString(entry, "file", file) == 0 &&
             PyDict_SetItemString(entry, "line", line) == 0 &&
             PyDict_SetItemString(entry, "function", fn) == 0) {
-            row = Py_BuildValue("(OOsiO)", neg, PyTuple_GET_ITEM(k, 0),
+            row = Py_BuildValue("(OOsisnO)", neg, PyTuple_GET_ITEM(k, 0),
                                 file == Py_None ? "" : PyUnicode_AsUTF8(file),
                                 line == Py_None ? 0 : (int)PyLong_AsLong(line),
-                                entry);
+                                fn == Py_None ? "" : PyUnicode_AsUTF8(fn),
+                                pos, entry);
         }
         if (row == NULL || PyList_Append(rows, row) < 0) {
             Py_CLEAR(rows);
@@ -214,7 +217,7 @@ leak_groups(const rt_state *st, uint64_t *leaked)
     }
     PyObject *out = PyList_New(PyList_GET_SIZE(rows));
     for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(rows); i++) {
-        PyObject *e = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), 4);
+        PyObject *e = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), 6);
         PyList_SET_ITEM(out, i, Py_NewRef(e));
     }
     Py_DECREF(rows);

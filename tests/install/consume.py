@@ -375,8 +375,9 @@ def step_embed():
     bdir = cmake_example("embed")
     out = os.path.join(bdir, "out")
     p = sh([os.path.join(bdir, "embed"), out], run_env(), cwd=bdir)
-    check("embed: top words [('the', 5), ('events', 2), ('and', 1)]" in p.stdout,
-          "unexpected result")
+    check(p.stdout.count("embed: top words [('the', 5), ('events', 2), ('and', 1)]\n") == 3,
+          "unexpected result (three rounds of initialize, trace, finalize)")
+    check(re.findall(r"embed: round (\d)", p.stdout) == ["1", "2", "3"], "three rounds")
     with open(os.path.join(out, "counter.json")) as f:
         report = json.load(f)
     calls = {f["qualname"]: f["calls"] for f in report["functions"]

@@ -49,6 +49,20 @@ def case_counts_cli():
           "summary on stderr:\n" + proc.stderr)
 
 
+def case_tie():
+    # Groups equal in everything the sort looked at but the function: the
+    # report is still written, ordered by function name.
+    path = program("tie.py")
+    out, proc = run_cli(["reftrack"], path)
+    eq(proc.stdout, "kept 2\n", "program output")
+    check("failed" not in proc.stderr, "reftrack failed:\n" + proc.stderr)
+    line = marker_line(path, "TIE-LINE")
+    eq([(g["count"], g["file"], g["line"], g["function"])
+        for g in leaks_of(widgets_report(out), "__main__.Widget")],
+       [(1, path, line, "make"), (1, path, line, "make.<locals>.<lambda>")],
+       "the tied groups, by function")
+
+
 def case_counts_cli_nosites():
     n, k = 3000, 11
     out, proc = run_cli(["reftrack:sites=false"], program("counts.py"), (n, k))

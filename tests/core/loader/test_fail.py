@@ -195,6 +195,23 @@ def report_fails():
         check(leftovers(out) == [], "temporary files left", r)
 
 
+def report_fails_status():
+    """A report that fails is not a success: a program that exits 0 gives
+    exit status 1 (its own status when it is not 0); the other reports
+    are written."""
+    with Scratch("fail-report-status") as s:
+        ok = WORK.replace("sys.exit(5)", "")
+        r, out = run_prog(s, "run", ok, [fail_nth("mode=report"), "counter:top=0"])
+        check(r.out == WORK_OUT, "the program", r)
+        check(r.rc == 1, "a failed report left exit status %d, expected 1" % r.rc, r)
+        load_json(os.path.join(out, "counter.json"), r)
+        failure_block(r, "fail_nth", "PTK_EIO", ["fail_nth report failed as asked after "])
+        # a plugin detached while the program ran wrote no report either,
+        # but the failure happened in the program's time: its status stays
+        r, out = run_prog(s, "run2", ok, [fail_nth("n=10,mode=error"), "counter:top=0"])
+        check(r.rc == 0 and r.out == WORK_OUT, "a plugin detached during the run", r)
+
+
 def pending(kind, mode, code, needles):
     """The plugin fails while the program's own exception is being raised
     or unwinds: the program's `except` still gets it, unchanged."""
@@ -364,7 +381,7 @@ def module_session():
 
 CASES = {f.__name__: f for f in [
     nth_error, nth_error_first, nth_error_call, nth_python, nth_python_first, nth_pycode,
-    nth_leak, report_fails, unwind_python, unwind_leak, unwind_error, unwind_pycode,
+    nth_leak, report_fails, report_fails_status, unwind_python, unwind_leak, unwind_error, unwind_pycode,
     exception_python, exception_leak, c_exception_python, c_exception_error, in_a_thread,
     two_sessions,
     module_session]}

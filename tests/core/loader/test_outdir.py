@@ -43,6 +43,69 @@ def in_proc():
         not_run(s, "/proc/x", ["pytracekit: cannot create output directory /proc/x: "])
 
 
+def passes_access_but_unwritable():
+    """/proc and /sys as root: access(W_OK) says yes, creating a file says
+    no. Found at start (a file is made and removed), not at exit."""
+    found = False
+    for d in ("/proc", "/sys"):
+        if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+            continue
+        found = True
+        with Scratch("special") as s:
+            not_run(s, d, ["pytracekit: output directory %s is not writable: " % d])
+    if not found:
+        skip("neither /proc nor /sys passes access(W_OK) here (not root?)")
+
+
+def too_long_cleaned():
+    """A path too long to make fails at start and leaves none of the
+    directories it made on the way."""
+    with Scratch("too-long") as s:
+        path = "/".join(["d%03d" % i for i in range(1200)])  # 6,000 characters
+        r = not_run(s, path, ["pytracekit: cannot create output directory "])
+        left = [n for n in os.listdir(s.path) if n != "marker"]
+        check(left == [], "directories left behind: %r" % left[:3], r)
+        # a part of the path that existed before is kept
+        s.mkdir("d000")
+        not_run(s, path, ["cannot create output directory "])
+        check(os.listdir(s.join("d000")) == [], "left under d000: %r"
+              % os.listdir(s.join("d000")), r)
+
+
+def two_instances_one_file():
+    """Two instances of one plugin in one run would write the same report
+    file: the first keeps the name, the second writes NAME-2.EXT and the
+    summary says so (no report silently replaced)."""
+    with Scratch("two-instances") as s:
+        out = s.join("out")
+        prog = s.write("prog.py", "def f():\n    pass\nfor i in range(7):\n    f()\n")
+        r = cli(["-o", out, "-p", "counter:top=0", "-p", "counter:top=0,events=call", prog],
+                cwd=s.path)
+        check(r.rc == 0, "run failed", r)
+        check(sorted(os.listdir(out)) == ["counter-2.json", "counter.json"],
+              "files %r" % sorted(os.listdir(out)), r)
+        first = load_json(os.path.join(out, "counter.json"), r)
+        second = load_json(os.path.join(out, "counter-2.json"), r)
+        check(first["events"]["return"] > 0 and second["events"]["return"] == 0,
+              "the second report is the events=call instance's", r)
+        check_in("pytracekit: %s/counter.json is another plugin instance's report: "
+                 "this one ('counter') is %s/counter-2.json\n" % (out, out), r.err, "notice", r)
+        # the same through two sessions of the Python module in one process
+        code = textwrap.dedent("""\
+            import pytracekit, sys
+            a = pytracekit.Session(["counter:top=0"], output_dir=sys.argv[1])
+            b = pytracekit.Session(["counter:top=0"], output_dir=sys.argv[1])
+            a.start(); b.start(); b.stop(); a.stop()
+            a.report(); b.report()
+            """)
+        from ptk_loader_util import PYTHON, run
+        out2 = s.join("out2")
+        r = run([PYTHON, "-c", code, out2], cwd=s.path)
+        check(r.rc == 0, "module run failed", r)
+        check(sorted(os.listdir(out2)) == ["counter-2.json", "counter.json"],
+              "module: files %r" % sorted(os.listdir(out2)), r)
+
+
 def is_a_file():
     """-o naming an existing regular file: rejected up front, saying it is
     not a directory (also when the file is executable, which lets root pass
@@ -144,7 +207,8 @@ def report_mode():
 
 
 CASES = {f.__name__: f for f in [
-    under_a_file, in_proc, is_a_file, read_only_dir, nested_created,
+    under_a_file, in_proc, passes_access_but_unwritable, too_long_cleaned,
+    two_instances_one_file, is_a_file, read_only_dir, nested_created,
     relative_fixed_at_start, atomic_reports, report_mode]}
 
 if __name__ == "__main__":

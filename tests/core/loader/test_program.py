@@ -6,6 +6,7 @@ usage: test_program.py CASE
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -251,6 +252,9 @@ def missing_script():
         py, tk = both(s, ["nosuch_script.py"])
         check(py.rc != 0 and tk.rc == py.rc, "exit status %r (python: %r)" % (tk.rc, py.rc), tk)
         check_in("can't open file", tk.err, "stderr", tk)
+        # no program ran: no summary, no report
+        check("pytracekit counter" not in tk.err, "a summary was printed", tk)
+        check(not os.path.exists(s.join("out", "counter.json")), "a report was written", tk)
 
 
 def missing_module():
@@ -291,12 +295,138 @@ def hub_work_not_traced():
                   % (threads, json.dumps(bad[:8], indent=1)), r)
 
 
+def launcher_not_traced():
+    """What the interpreter does before the program starts (is the script a
+    zip file or a directory? opening it) is not the program's: a one-line
+    script's report has none of it. (The loader python makes for __main__
+    as it runs the file, FileLoader.__init__, is part of running it.)"""
+    launcher = {"zipimporter.__init__", "_read_directory", "open_code",
+                "FileFinder.path_hook.<locals>.path_hook_for_FileFinder",
+                "_path_stat", "_path_isdir"}
+    with Scratch("launcher") as s:
+        prog = s.write("prog.py", "x = 1\n")
+        for args in ([prog], ["-c", "x = 1"]):
+            out = s.join("out%d" % len(args))
+            r = cli(["-o", out, "-p", "counter:events=all"] + args, cwd=s.path)
+            check(r.rc == 0, "run failed", r)
+            data = load_json(os.path.join(out, "counter.json"), r)
+            bad = [f["qualname"] for f in data["functions"]
+                   if f["qualname"] in launcher or f.get("file") == "<frozen zipimport>"]
+            check(not bad, "%r: the launcher's frames are in the report: %r" % (args, bad), r)
+            mod = [f for f in data["functions"] if f["qualname"] == "<module>"]
+            check([f["calls"] for f in mod] == [1], "<module>: %r" % mod, r)
+
+
+EXIT_IN_ATEXIT = textwrap.dedent("""\
+    import atexit, os, sys
+    def marker():
+        return 42
+    def bye():
+        marker()
+        sys.stdout.flush()
+        os._exit(7)
+    atexit.register(bye)
+    print("registered")
+    """)
+
+
+def os_exit_in_atexit():
+    """os._exit in the program's atexit callback (which runs before the
+    command's own): the reports are written all the same, with the
+    callback's calls, and the status is the one os._exit gave."""
+    with Scratch("os-exit") as s:
+        prog = s.write("prog.py", EXIT_IN_ATEXIT)
+        out = s.join("out")
+        r = cli(["-o", out, "-p", "counter:top=0", prog], cwd=s.path)
+        check(r.rc == 7 and r.out == "registered\n", "exit status 7 expected", r)
+        reports_written(out, r)
+        calls = {f["qualname"]: f["calls"] for f in load_json(os.path.join(out, "counter.json"))["functions"]}
+        check(calls.get("marker") == 1 and calls.get("bye") == 1,
+              "the atexit callback's calls: %r" % calls, r)
+
+
+def os_exit_direct_and_child():
+    """os._exit in the program itself writes the reports; os._exit in a
+    forked child does not (the child's counts would replace the parent's)."""
+    code = textwrap.dedent("""\
+        import os, sys
+        def parent_only():
+            return 1
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        parent_only()
+        sys.stdout.flush()
+        os._exit(3)
+        """)
+    with Scratch("os-exit-child") as s:
+        prog = s.write("prog.py", code)
+        out = s.join("out")
+        r = cli(["-o", out, "-p", "counter:top=0", prog], cwd=s.path)
+        check(r.rc == 3, "exit status 3 expected", r)
+        reports_written(out, r)
+        calls = {f["qualname"]: f["calls"] for f in load_json(os.path.join(out, "counter.json"))["functions"]}
+        check(calls.get("parent_only") == 1, "the parent's report: %r" % calls, r)
+        check(r.err.count("pytracekit counter:") == 1, "one summary (the parent's)", r)
+
+
+SWITCH_OFF = textwrap.dedent("""\
+    import sys, threading, time
+    def before():
+        pass
+    def after():
+        pass
+    before()
+    time.sleep(0.2)
+    def mine(frame, event, arg):
+        pass
+    MODE
+    after()
+    """)
+
+
+def own_hook_noted():
+    """Legacy backend: the program's own sys.setprofile / sys.settrace /
+    threading.setprofile_all_threads replaces the hub's function on a
+    thread; the events after it are lost, and the report says so, with the
+    thread and the time."""
+    modes = [("sys.setprofile(mine)", "profile", "counter:top=0"),
+             ("sys.setprofile(None)", "profile", "counter:top=0"),
+             ("sys.settrace(mine)", "trace", "counter:top=0,events=line")]
+    if hasattr(threading_module(), "setprofile_all_threads"):
+        modes.append(("threading.setprofile_all_threads(mine)", "profile", "counter:top=0"))
+    with Scratch("own-hook") as s:
+        for i, (mode, which, spec) in enumerate(modes):
+            prog = s.write("prog%d.py" % i, SWITCH_OFF.replace("MODE", mode))
+            out = s.join("out%d" % i)
+            r = cli(["-o", out, "--backend", "legacy", "-p", spec, prog], cwd=s.path)
+            check(r.rc == 0, "%s: run failed" % mode, r)
+            m = re.search(r"pytracekit: on thread 'MainThread' \(\d+\) the program replaced "
+                          r"pytracekit's %s function \(sys\.set%s or threading\.set%s_all_threads\) "
+                          r"([0-9.]+) s after the start: the events of that thread after it are "
+                          r"missing from these reports\n" % (which, which, which), r.err)
+            check(m is not None, "%s: no notice" % mode, r)
+            check(0.2 <= float(m.group(1)) < 60, "%s: time %s" % (mode, m.group(1)), r)
+        # a program that leaves the hooks alone gets no notice
+        prog = s.write("quiet.py", SWITCH_OFF.replace("MODE", "pass"))
+        r = cli(["-o", s.join("quiet"), "--backend", "legacy", "-p", "counter:top=0", prog],
+                cwd=s.path)
+        check(r.rc == 0 and "the program replaced" not in r.err, "a notice without cause", r)
+
+
+def threading_module():
+    import threading
+    return threading
+
+
 CASES = {f.__name__: f for f in [
     exit_status, exit_message, uncaught, uncaught_in_code, keyboard_interrupt_raised,
     keyboard_interrupt_signal, script_form, script_elsewhere, script_after_dashdash,
     script_named_like_option,
     module_form, package_main_form, code_form, stdin_form, missing_script, missing_module,
-    program_output_unchanged, hub_work_not_traced]}
+    program_output_unchanged, hub_work_not_traced, launcher_not_traced, os_exit_in_atexit,
+    os_exit_direct_and_child, own_hook_noted]}
 
 if __name__ == "__main__":
     main(CASES)

@@ -6,10 +6,11 @@ usage: test_reject.py CASE
 """
 import os
 import re
+import struct
 import sys
 
 from ptk_loader_util import (HAVE_REFTRACER, PY_VERSION, PLUGIN_DIR, Scratch,
-                             check, check_in, clean_env, expect_rejected,
+                             check, check_in, clean_env, cli, expect_rejected,
                              expect_ran, main, test_plugin)
 
 
@@ -80,6 +81,45 @@ def notso_dir():
         expect_rejected(s, ["-p", d],
                         ["cannot load plugin '%s': not a regular file "
                          "(expected a shared object)" % d])
+
+
+def notso_truncated():
+    """A shared object cut short (a copy interrupted, a full disk) is
+    refused before dlopen maps it: mapping past the end of a file would
+    kill the command with SIGBUS. By path, by name, and in --list-plugins."""
+    src = os.path.join(PLUGIN_DIR, "counter.so")
+    with open(src, "rb") as f:
+        data = f.read()
+    with Scratch("truncated") as s:
+        d = s.mkdir("plugins")
+        # where the last loadable segment ends (64-bit little-endian ELF)
+        phoff, = struct.unpack_from("<Q", data, 32)
+        phentsize, phnum = struct.unpack_from("<HH", data, 54)
+        seg_end = 0
+        for i in range(phnum):
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from(
+                "<IIQQQQ", data, phoff + i * phentsize)
+            if p_type == 1:  # PT_LOAD
+                seg_end = max(seg_end, p_offset + p_filesz)
+        check(8192 < seg_end <= len(data), "counter.so's segments end at %d" % seg_end)
+        for n in (64, 1000, 3000, 8192, seg_end - 1):
+            cut = os.path.join(d, "cut.so")
+            with open(cut, "wb") as f:
+                f.write(data[:n])
+            expect_rejected(s, ["-p", cut],
+                            ["cannot load plugin '%s': not a loadable shared object (" % cut,
+                             "the file is truncated"])
+            expect_rejected(s, ["--plugin-path", d, "-p", "cut"],
+                            ["cannot load plugin '%s': not a loadable shared object (" % cut])
+            r = cli(["--list-plugins", "--plugin-path", d], cwd=s.path)
+            check(r.rc == 0, "--list-plugins with a truncated file (%d bytes)" % n, r)
+            check_in("%s: rejected: " % cut, r.out, "the truncated file is listed as rejected", r)
+            check_in("counter ", r.out, "the other plugins are still listed", r)
+        # the control: cut after the segments (only section headers lost), it loads
+        whole = os.path.join(d, "whole.so")
+        with open(whole, "wb") as f:
+            f.write(data[:seg_end])
+        expect_ran(s, ["-p", whole], out="out-whole")
 
 
 def noentry():
@@ -355,7 +395,7 @@ def module_codes():
 
 CASES = {f.__name__: f for f in [
     enoent_path, enoent_name, enoent_empty_options, notso_path, notso_name, notso_empty,
-    notso_dir, noentry, null_entry, abi_major, abi_minor, struct_size, struct_size_tiny,
+    notso_dir, notso_truncated, noentry, null_entry, abi_major, abi_minor, struct_size, struct_size_tiny,
     mask_no_on_event, mask_ref_no_on_ref, ref_unavailable, mask_unknown_bit, no_name,
     option_unknown, option_int, option_int_no_value, option_bool, option_choice,
     option_double, option_quote, option_after_quote, options_valid, option_value_with_slash, init_fails, init_raises, init_widens_mask,

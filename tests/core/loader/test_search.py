@@ -7,9 +7,9 @@ usage: test_search.py CASE
 import os
 import shutil
 
-from ptk_loader_util import (Scratch, check, check_in, clean_env, expect_ran,
-                             expect_rejected, load_json, main, shipped_plugin,
-                             test_plugin)
+from ptk_loader_util import (CLI, Scratch, check, check_in, clean_env, expect_ran,
+                             expect_rejected, load_json, main, marker_program, run,
+                             shipped_plugin, test_plugin)
 
 
 def copy(src, dst):
@@ -136,9 +136,55 @@ def default_counter():
         check_in("pytracekit counter:", r.err, "summary", r)
 
 
+def inside_prefix():
+    """The built-in plugin directories stay inside the tree the library (or,
+    when it is linked in, the command) was installed into: a copy placed as
+    <prefix>/lib and <prefix>/bin under PREFIX=.../opt/a/b searches nothing
+    outside PREFIX, and a plugin planted where relative fallbacks once
+    reached (<prefix>/lib/../../../pytracekit/plugins) is not found."""
+    build = os.environ["PTK_BUILD_DIR"]
+    with Scratch("prefix") as s:
+        prefix = s.mkdir(os.path.join("opt", "a", "b"))
+        os.makedirs(os.path.join(prefix, "lib"), exist_ok=True)
+        for name in os.listdir(os.path.join(build, "lib")):
+            src = os.path.join(build, "lib", name)
+            if name.startswith("libpytracekit.so") and not os.path.lexists(
+                    os.path.join(prefix, "lib", name)):
+                if os.path.islink(src):
+                    os.symlink(os.readlink(src), os.path.join(prefix, "lib", name))
+                else:
+                    shutil.copyfile(src, os.path.join(prefix, "lib", name))
+        cli_copy = copy(CLI, os.path.join(prefix, "bin", "pytracekit"))
+        os.chmod(cli_copy, 0o755)
+        copy(shipped_plugin("counter"),
+             os.path.join(prefix, "lib", "pytracekit", "plugins", "counter.so"))
+        for planted in (s.join("opt", "pytracekit", "plugins"),
+                        s.join("opt", "a", "pytracekit", "plugins"),
+                        s.join("pytracekit", "plugins"),
+                        s.join("opt", "lib", "pytracekit", "plugins"),
+                        s.join("opt", "a", "lib", "pytracekit", "plugins")):
+            copy(shipped_plugin("counter"), os.path.join(planted, "planted.so"))
+        env = clean_env({"LD_LIBRARY_PATH": os.path.join(prefix, "lib")})
+        marker = s.join("marker")
+        r = run([cli_copy, "-o", s.join("out"), "-p", "planted", "-c", marker_program(marker)],
+                cwd=s.path, env=env)
+        check(r.rc == 2 and not os.path.exists(marker),
+              "a plugin planted outside the prefix was loaded", r)
+        check_in("plugin 'planted' not found: no planted.so in ", r.err, "message", r)
+        looked = r.err.split(" in ", 1)[1].split(" (give", 1)[0].split(", ")
+        real_prefix = os.path.realpath(prefix)
+        outside = [d for d in looked
+                   if not os.path.normpath(d).startswith(real_prefix + os.sep)]
+        check(not outside, "searched outside the prefix %s: %r" % (real_prefix, outside), r)
+        # the installed plugin directory is still searched
+        r = run([cli_copy, "-o", s.join("out"), "-p", "counter", "-c", marker_program(marker)],
+                cwd=s.path, env=env)
+        check(r.rc == 0 and os.path.exists(marker), "the installed counter was not found", r)
+
+
 CASES = {f.__name__: f for f in [
     not_in_cwd, env_relative_ignored, env_path, cli_path, order, skip_non_files,
-    by_path, default_counter]}
+    by_path, default_counter, inside_prefix]}
 
 if __name__ == "__main__":
     main(CASES)

@@ -1,0 +1,80 @@
+/* Allocation-failure injection (built with -DPTK_FAULT_INJECTION=ON only).
+ *
+ * Every malloc/calloc/realloc of the library goes through here (macros in
+ * ptk_internal.h). PYTRACEKIT_FAIL_ALLOC=N makes the Nth one fail (N >= 1;
+ * 0 or unset: none fails). PYTRACEKIT_FAIL_ALLOC_LOG=FILE appends a line
+ * "fail N FILE:LINE" when the failure is injected, and "total N" at exit:
+ * how many allocations the run made (tests/core/faults drives every N up
+ * to that total). */
+#include "ptk_internal.h"
+
+#ifdef PTK_FAULT_INJECTION
+#undef malloc
+#undef calloc
+#undef realloc
+
+#include <stdlib.h>
+
+static long fail_at = -1; /* -1: not read yet */
+static long count;
+static const char *log_path;
+
+static void
+write_total(void)
+{
+    FILE *f = fopen(log_path, "a");
+    if (f != NULL) {
+        fprintf(f, "total %ld\n", count);
+        fclose(f);
+    }
+}
+
+static int
+inject(const char *file, int line)
+{
+    if (fail_at < 0) {
+        const char *v = getenv("PYTRACEKIT_FAIL_ALLOC");
+        fail_at = v ? strtol(v, NULL, 10) : 0;
+        log_path = getenv("PYTRACEKIT_FAIL_ALLOC_LOG");
+        if (log_path != NULL && log_path[0] != '\0') {
+            atexit(write_total);
+        }
+        else {
+            log_path = NULL;
+        }
+    }
+    if (++count != fail_at) {
+        return 0;
+    }
+    if (log_path != NULL) {
+        FILE *f = fopen(log_path, "a");
+        if (f != NULL) {
+            const char *base = strrchr(file, '/');
+            fprintf(f, "fail %ld %s:%d\n", count, base ? base + 1 : file, line);
+            fclose(f);
+        }
+    }
+    return 1;
+}
+
+void *
+ptk__fi_malloc(size_t n, const char *file, int line)
+{
+    return inject(file, line) ? NULL : malloc(n);
+}
+
+void *
+ptk__fi_calloc(size_t a, size_t b, const char *file, int line)
+{
+    return inject(file, line) ? NULL : calloc(a, b);
+}
+
+void *
+ptk__fi_realloc(void *p, size_t n, const char *file, int line)
+{
+    return inject(file, line) ? NULL : realloc(p, n);
+}
+
+#else
+typedef int ptk__fault_injection_off; /* ISO C wants something here */
+#endif

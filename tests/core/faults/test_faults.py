@@ -1,0 +1,114 @@
+"""Allocation-failure injection (a build with -DPTK_FAULT_INJECTION=ON):
+for every N up to the number of allocations the library makes in a short
+traced run, the run with the Nth allocation failing must
+
+  * never crash (no signal, no sanitizer report);
+  * either refuse before the program runs (exit 2, a message saying so), or
+    run the program to its own end with its own output and status;
+  * and then either give the same reports as without the failure, or say
+    that a plugin failed (no report silently short).
+
+Prints the matrix: allocation site x outcome.
+
+usage: test_faults.py PLUGINS [PART/PARTS]
+"""
+import collections
+import json
+import os
+import re
+import sys
+import tempfile
+
+from ptk_loader_util import CLI, Failure, Scratch, check, clean_env, run
+
+PROGRAM = """\
+import threading
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+def work():
+    return sorted([fib(12), len("abc"), max(1, 2)])
+t = threading.Thread(target=work)
+t.start()
+t.join()
+print("result", work(), fib(15))
+"""
+OUTPUT = "result [2, 3, 144] 610\n"
+
+
+def counts(out):
+    path = os.path.join(out, "counter.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        d = json.load(f)
+    return d["events"], sorted((f["qualname"], f["calls"]) for f in d["functions"])
+
+
+def one(s, prog, plugins, n, tag):
+    out = s.join("out-%s" % tag)
+    log = s.join("log-%s" % tag)
+    env = clean_env({"PYTRACEKIT_FAIL_ALLOC": str(n), "PYTRACEKIT_FAIL_ALLOC_LOG": log})
+    args = ["-o", out]
+    for p in plugins:
+        args += ["-p", p]
+    r = run([CLI] + args + [prog], cwd=s.path, env=env, timeout=120)
+    site, total = None, None
+    if os.path.exists(log):
+        with open(log) as f:
+            for line in f:
+                w = line.split()
+                if w[0] == "fail":
+                    site = w[2]
+                elif w[0] == "total":
+                    total = int(w[1])
+    return r, out, site, total
+
+
+def main():
+    plugins = sys.argv[1].split("+")
+    part, parts = (int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "0/1").split("/"))
+    with Scratch("faults") as s:
+        prog = s.write("prog.py", PROGRAM)
+        ref, ref_out, _, total = one(s, prog, plugins, 0, "ref")
+        check(ref.rc == 0 and ref.out == OUTPUT, "the reference run", ref)
+        check(total and total > 0, "no allocation count in the reference run", ref)
+        want = counts(ref_out)
+        matrix = collections.defaultdict(collections.Counter)
+        bad = []
+        for n in range(1 + part, total + 1, parts):
+            r, out, site, _ = one(s, prog, plugins, n, str(n))
+            site = site or "(not reached)"
+            crashed = r.rc < 0 or r.rc > 128 or "Sanitizer" in r.err or "Fatal Python" in r.err
+            if crashed:
+                outcome = "CRASH"
+            elif r.rc == 2 and "program ran" not in r.out and r.out == "":
+                outcome = "refused" if r.err.startswith("pytracekit: ") else "REFUSED-SILENTLY"
+            elif r.rc in (0, 1) and r.out == OUTPUT:
+                said = re.search(r"^pytracekit: ", r.err, re.M) is not None
+                if counts(out) == want and r.rc == 0:
+                    outcome = "absorbed"
+                elif said:
+                    outcome = "reported"
+                else:
+                    outcome = "SILENT-LOSS"
+            else:
+                outcome = "PROGRAM-CHANGED"
+            matrix[site][outcome] += 1
+            if outcome.isupper():
+                bad.append((n, site, outcome, r))
+        print("allocations in the run: %d (this part: every %dth from %d)" % (total, parts, part + 1))
+        print("%-28s %s" % ("site", "outcomes"))
+        for site in sorted(matrix):
+            print("%-28s %s" % (site, ", ".join("%s %d" % kv for kv in sorted(matrix[site].items()))))
+        for n, site, outcome, r in bad[:5]:
+            print("--- N=%d at %s: %s\n%s" % (n, site, outcome, r.describe()[:3000]))
+        check(not bad, "%d runs went wrong (above)" % len(bad))
+    print("ok")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Failure as e:
+        print("FAIL:", e)
+        sys.exit(1)

@@ -2,6 +2,8 @@
  * check its descriptor. Rejections say what was expected and what was found. */
 #include "ptk_internal.h"
 
+#include <stddef.h>
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -147,11 +149,14 @@ ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
                         where, d->abi_major, d->abi_minor, PTK_ABI_MAJOR,
                         PTK_ABI_MINOR);
     }
-    if (d->struct_size < sizeof(ptk_plugin_desc)) {
+    /* ABI 1.2 added on_thread_end last: a descriptor built before it ends
+     * at fini and is read only that far. */
+    size_t min_size = offsetof(ptk_plugin_desc, on_thread_end);
+    if (d->struct_size < min_size) {
         return ptk__err(errmsg, PTK_ESIZE,
                         "plugin %s: descriptor struct_size is %zu, at least "
                         "%zu expected for ABI %d.%d",
-                        where, d->struct_size, sizeof(ptk_plugin_desc),
+                        where, d->struct_size, min_size,
                         d->abi_major, d->abi_minor);
     }
     if (d->name == NULL || d->name[0] == '\0') {

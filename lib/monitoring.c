@@ -106,61 +106,13 @@ thread_slow(ptk__thread *th)
                th->name_tries < NAME_TRIES;
 }
 
-/* The thread state is read once per thread, not at every event: a small
- * object kept in the thread state's dict forgets it when CPython clears that
- * thread state (the thread ends, PyGILState_Release gives it up), so a
- * record never keeps a dangling pointer, and the next event on that OS
- * thread reads the new one. */
-typedef struct tswatch {
-    PyObject_HEAD
-    ptk__thread *th;
-} tswatch;
-
-static void
-tswatch_dealloc(PyObject *self)
-{
-    tswatch *w = (tswatch *)self;
-    if (w->th != NULL && w->th->tstate_watch == self) {
-        w->th->tstate_watch = NULL;
-        w->th->tstate = NULL;
-    }
-    PyObject_Free(self);
-}
-
-static PyTypeObject tswatch_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pytracekit.ThreadStateWatch",
-    .tp_basicsize = sizeof(tswatch),
-    .tp_dealloc = tswatch_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .tp_doc = "Tells pytracekit when this thread state goes away.",
-};
-
-static void
-watch_tstate(ptk__thread *th)
-{
-    th->tstate = PyThreadState_Get();
-    PyObject *d = PyThreadState_GetDict(); /* borrowed */
-    tswatch *w = d != NULL ? PyObject_New(tswatch, &tswatch_type) : NULL;
-    if (w == NULL) {
-        PyErr_Clear(); /* unwatched: read again at the next event */
-        return;
-    }
-    w->th = th;
-    if (PyDict_SetItemString(d, "pytracekit.tstate_watch", (PyObject *)w) == 0) {
-        th->tstate_watch = (PyObject *)w;
-    }
-    PyErr_Clear();
-    Py_DECREF(w); /* the dict keeps it */
-}
-
 static inline __attribute__((always_inline)) ptk__thread *
 thread_here(void)
 {
     ptk__thread *th = ptk__thread_get();
     if (th != NULL && (th->tstate_watch == NULL || th->slow)) {
         if (th->tstate_watch == NULL) {
-            watch_tstate(th);
+            ptk__thread_watch(th);
         }
         if (th->slow) {
             thread_slow(th);
@@ -496,7 +448,7 @@ mon_init(char **errmsg)
     if (mon_module != NULL) {
         return PTK_OK;
     }
-    if (PyType_Ready(&mon_cb_type) < 0 || PyType_Ready(&tswatch_type) < 0) {
+    if (PyType_Ready(&mon_cb_type) < 0) {
         PyErr_Clear();
         return ptk__err(errmsg, PTK_EPYTHON, "cannot create the callback type");
     }

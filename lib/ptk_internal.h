@@ -65,7 +65,8 @@ typedef struct ptk__thread {
     ptk__cframe *cstack;       /* C calls in progress (balances C events) */
     int32_t cdepth, ccap;
     PyThreadState *tstate;
-    PyObject *tstate_watch;    /* monitoring: set while tstate is known valid */
+    PyObject *tstate_watch;    /* the watch in tstate's dict (thread.c): set
+                                  while tstate is known valid */
     int prof_installed;        /* our profile function is in this thread's slot */
     int trace_installed;
     /* One event delivered through the hub object (a Python-level hook)
@@ -80,6 +81,7 @@ typedef struct ptk__thread {
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
     int name_tries; /* lookups so far (the monitoring backend retries) */
+    uint32_t ended; /* times its thread state was cleared (thread end) */
 } ptk__thread;
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
@@ -97,6 +99,12 @@ ptk__thread *ptk__thread_at(size_t index);
 void ptk__thread_set_name(ptk__thread *t); /* needs the GIL, may call Python */
 void ptk__thread_names_refresh(void);     /* retries the names still unknown */
 int ptk__stack_grow(ptk__thread *t);
+/* Puts a watch in the calling thread's state dict (and reads th->tstate):
+ * when CPython clears that thread state, th->tstate is forgotten and
+ * ptk__thread_end runs. Needs the GIL; not from the reference tracer. */
+void ptk__thread_watch(ptk__thread *th);
+/* The thread state of th was cleared: tells the plugins, frees the stacks. */
+void ptk__thread_end(ptk__thread *th);
 /* C calls in progress, so that each C_RETURN / C_EXCEPTION is delivered
  * only after its C_CALL (both backends). */
 int ptk__cstack_push(ptk__thread *th, PyObject *callable);
@@ -193,6 +201,8 @@ int ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev);
 int ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc);
 int ptk__sub_failed(const ptk__sub *s);
 void ptk__after_dispatch(void);
+/* Calls on_thread_end of every attached instance that has it (GIL held). */
+void ptk__hub_thread_ended(const ptk_thread *thread);
 extern int ptk__dispatch_depth;  /* dispatches in progress (all threads; GIL) */
 extern int ptk__dispatch_slow;   /* DISABLE records exist, or a failure is pending */
 extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 0 */

@@ -435,85 +435,6 @@ fail:
     return NULL;
 }
 
-/* ---- timer.json --------------------------------------------------------- */
-
-static PyObject *
-tm_acc_dict(const tm_acc *a)
-{
-    return Py_BuildValue("{sKsKsKsK}", "calls", (unsigned long long)a->calls,
-                         "primitive_calls",
-                         (unsigned long long)(a->calls - a->reccalls),
-                         "own_ns", (unsigned long long)a->it, "inclusive_ns",
-                         (unsigned long long)a->tt);
-}
-
-/* {"total_ns", "functions": [...], "edges": [...]} for one view. */
-static PyObject *
-tm_json_figures(const tm_labels *L, const tm_view *v)
-{
-    PyObject *out = NULL, *funcs = PyList_New(0), *edges = PyList_New(0);
-    if (funcs == NULL || edges == NULL) {
-        goto done;
-    }
-    for (size_t i = 0; i < L->n; i++) {
-        if (v->fn[i].calls == 0) {
-            continue;
-        }
-        PyObject *key = PyList_GET_ITEM(L->keys, i);
-        PyObject *d = tm_acc_dict(&v->fn[i]);
-        int bad = d == NULL;
-        if (!bad) {
-            int is_c = PyUnicode_CompareWithASCIIString(
-                           PyTuple_GET_ITEM(key, 0), "~") == 0 &&
-                       PyLong_AsLong(PyTuple_GET_ITEM(key, 1)) == 0;
-            PyObject *id = PyLong_FromSize_t(i);
-            PyObject *kind = PyUnicode_FromString(is_c ? "c" : "python");
-            bad = id == NULL || kind == NULL ||
-                  PyDict_SetItemString(d, "id", id) < 0 ||
-                  PyDict_SetItemString(d, "file", PyTuple_GET_ITEM(key, 0)) < 0 ||
-                  PyDict_SetItemString(d, "line", PyTuple_GET_ITEM(key, 1)) < 0 ||
-                  PyDict_SetItemString(d, "name", PyTuple_GET_ITEM(key, 2)) < 0 ||
-                  PyDict_SetItemString(d, "display",
-                                       PyList_GET_ITEM(L->names, i)) < 0 ||
-                  PyDict_SetItemString(d, "short",
-                                       PyList_GET_ITEM(L->shorts, i)) < 0 ||
-                  PyDict_SetItemString(d, "kind", kind) < 0 ||
-                  PyList_Append(funcs, d) < 0;
-            Py_XDECREF(id);
-            Py_XDECREF(kind);
-        }
-        Py_XDECREF(d);
-        if (bad) {
-            goto done;
-        }
-    }
-    for (size_t i = 0; i < v->nedges; i++) {
-        const tm_vedge *e = &v->edges[i];
-        PyObject *d = tm_acc_dict(&e->acc);
-        PyObject *a = PyLong_FromUnsignedLong(e->caller);
-        PyObject *b = PyLong_FromUnsignedLong(e->callee);
-        int bad = d == NULL || a == NULL || b == NULL ||
-                  PyDict_SetItemString(d, "caller", a) < 0 ||
-                  PyDict_SetItemString(d, "callee", b) < 0 ||
-                  PyList_Append(edges, d) < 0;
-        Py_XDECREF(d);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-        if (bad) {
-            goto done;
-        }
-    }
-    out = Py_BuildValue("{sKsKsKsOsO}", "total_ns",
-                        (unsigned long long)v->total_ns, "calls",
-                        (unsigned long long)v->calls, "primitive_calls",
-                        (unsigned long long)v->primitive, "functions", funcs,
-                        "edges", edges);
-done:
-    Py_XDECREF(funcs);
-    Py_XDECREF(edges);
-    return out;
-}
-
 /* ---- calling contexts: timer.speedscope.json, timer.folded --------------- */
 
 /* The calling contexts of some threads merged by label path: node 0 is the
@@ -960,6 +881,181 @@ tm_write_flame(tm_state *st, const tm_labels *L, long only, const char *prefix,
     return rc;
 }
 
+/* ---- timer.json ---------------------------------------------------------- */
+
+/* Written as it goes, one function or edge a line, not built as Python
+ * objects first: on a large program those took more memory than the
+ * profile itself. */
+
+static int
+tm_json_acc(FILE *f, const tm_acc *a)
+{
+    return fprintf(f, "\"calls\":%llu,\"primitive_calls\":%llu,\"own_ns\":%llu,"
+                      "\"inclusive_ns\":%llu",
+                   (unsigned long long)a->calls,
+                   (unsigned long long)(a->calls - a->reccalls),
+                   (unsigned long long)a->it, (unsigned long long)a->tt) < 0
+               ? -1
+               : 0;
+}
+
+static int
+tm_json_pystr(FILE *f, PyObject *s)
+{
+    const char *u = PyUnicode_AsUTF8(s);
+    if (u == NULL) {
+        return -1;
+    }
+    return tm_json_str(f, u);
+}
+
+/* "total_ns":…,"calls":…,"primitive_calls":…,"functions":[…],"edges":[…] */
+static int
+tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
+{
+    if (fprintf(f, "\"total_ns\":%llu,\"calls\":%llu,\"primitive_calls\":%llu,"
+                   "\n\"functions\":[",
+                (unsigned long long)v->total_ns, (unsigned long long)v->calls,
+                (unsigned long long)v->primitive) < 0) {
+        return -1;
+    }
+    int first = 1;
+    for (size_t i = 0; i < L->n; i++) {
+        if (v->fn[i].calls == 0) {
+            continue;
+        }
+        PyObject *key = PyList_GET_ITEM(L->keys, i);
+        const char *file = PyUnicode_AsUTF8(PyTuple_GET_ITEM(key, 0));
+        long line = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
+        if (file == NULL || PyErr_Occurred()) {
+            return -1;
+        }
+        int is_c = strcmp(file, "~") == 0 && line == 0;
+        if (fprintf(f, "%s\n{", first ? "" : ",") < 0 ||
+            tm_json_acc(f, &v->fn[i]) < 0 ||
+            fprintf(f, ",\"id\":%zu,\"file\":", i) < 0 || tm_json_str(f, file) < 0 ||
+            fprintf(f, ",\"line\":%ld,\"name\":", line) < 0 ||
+            tm_json_pystr(f, PyTuple_GET_ITEM(key, 2)) < 0 ||
+            fputs(",\"display\":", f) == EOF ||
+            tm_json_pystr(f, PyList_GET_ITEM(L->names, i)) < 0 ||
+            fputs(",\"short\":", f) == EOF ||
+            tm_json_pystr(f, PyList_GET_ITEM(L->shorts, i)) < 0 ||
+            fprintf(f, ",\"kind\":\"%s\"}", is_c ? "c" : "python") < 0) {
+            return -1;
+        }
+        first = 0;
+    }
+    if (fputs("],\n\"edges\":[", f) == EOF) {
+        return -1;
+    }
+    for (size_t i = 0; i < v->nedges; i++) {
+        const tm_vedge *e = &v->edges[i];
+        if (fprintf(f, "%s\n{", i ? "," : "") < 0 || tm_json_acc(f, &e->acc) < 0 ||
+            fprintf(f, ",\"caller\":%u,\"callee\":%u}", e->caller, e->callee) < 0) {
+            return -1;
+        }
+    }
+    return fputs("]", f) == EOF ? -1 : 0;
+}
+
+/* The calls merged by edge (contexts off, or past max_contexts). */
+static void
+tm_merged_counts(const tm_state *st, uint64_t *edges, uint64_t *ns)
+{
+    *edges = *ns = 0;
+    for (size_t t = 0; t <= st->nthreads; t++) {
+        const tm_thread *th = t < st->nthreads ? st->threads[t] : &st->gone;
+        for (size_t i = 0; th && th->nodes.slots && i <= th->nodes.mask; i++) {
+            const tm_node *n = th->nodes.slots[i].value;
+            if (n != NULL && n->merged) {
+                (*edges)++;
+                *ns += n->self_ns;
+            }
+        }
+    }
+}
+
+static uint64_t
+tm_thread_own(const tm_thread *th)
+{
+    uint64_t own = 0;
+    for (size_t i = 0; th->stats.slots && i <= th->stats.mask; i++) {
+        const tm_stat *s = th->stats.slots[i].value;
+        own += s != NULL ? s->fig.it : 0;
+    }
+    return own;
+}
+
+static int
+tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
+              const ptk_report_args *args, uint64_t max_depth,
+              uint64_t unmatched, uint64_t resynced, size_t written)
+{
+    void *token = NULL;
+    FILE *f = st->host->report_open(st->ctx, "timer.json", &token);
+    if (f == NULL) {
+        return PTK_EIO;
+    }
+    uint64_t medges, mns;
+    tm_merged_counts(st, &medges, &mns);
+    int ok = fprintf(f, "{\"plugin\":\"timer\",\"clock\":\"%s\",\"unit\":\"ns\","
+                        "\"builtins\":%s,\"per_thread\":%s,\"elapsed_s\":%.9f,"
+                        "\"max_depth\":%llu,\"unmatched_returns\":%llu,"
+                        "\"resynced_frames\":%llu,\n\"calling_contexts\":{"
+                        "\"kept\":%s,\"max_contexts\":%lld,\"contexts\":%zu,"
+                        "\"written\":%zu,\"merged_edges\":%llu,\"merged_ns\":%llu},\n",
+                     st->cpu_clock ? "cpu" : "wall", st->builtins ? "true" : "false",
+                     st->per_thread ? "true" : "false", args->elapsed_s,
+                     (unsigned long long)max_depth, (unsigned long long)unmatched,
+                     (unsigned long long)resynced, st->contexts ? "true" : "false",
+                     (long long)st->max_contexts, st->ncontexts, written,
+                     (unsigned long long)medges, (unsigned long long)mns) >= 0 &&
+             tm_json_figures(f, L, all) == 0 && fputs(",\n\"threads\":[", f) != EOF;
+    int first = 1;
+    for (size_t i = 0; ok && i < st->nthreads; i++) {
+        const tm_thread *th = st->threads[i];
+        const tm_done *dn = &st->done[i];
+        if (th == NULL && !dn->ended) {
+            continue;
+        }
+        const char *name = th != NULL ? th->name : dn->name;
+        ok = fprintf(f, "%s\n{\"index\":%zu,\"ident\":%llu,\"name\":",
+                     first ? "" : ",", i,
+                     (unsigned long long)(th != NULL ? th->ident : dn->ident)) >= 0 &&
+             (name != NULL ? tm_json_str(f, name) == 0 : fputs("null", f) != EOF) &&
+             fprintf(f, ",\"max_depth\":%zu,\"unmatched_returns\":%llu,"
+                        "\"resynced_frames\":%llu,\"ended\":%s,",
+                     th != NULL ? th->max_depth : dn->max_depth,
+                     (unsigned long long)(th != NULL ? th->unmatched : dn->unmatched),
+                     (unsigned long long)(th != NULL ? th->resynced : dn->resynced),
+                     th != NULL ? "false" : "true") >= 0;
+        first = 0;
+        if (ok && th != NULL && st->per_thread) {
+            tm_view v;
+            if (tm_view_build(st, L, (long)i, &v) != 0) {
+                ok = 0;
+                break;
+            }
+            ok = tm_json_figures(f, L, &v) == 0;
+            tm_view_clear(&v);
+        }
+        else if (ok) {
+            ok = fprintf(f, "\"total_ns\":%llu",
+                         (unsigned long long)(th != NULL ? tm_thread_own(th)
+                                                         : dn->own_ns)) >= 0;
+        }
+        ok = ok && fputc('}', f) != EOF;
+    }
+    ok = ok && fputs("]}\n", f) != EOF;
+    if (!ok && PyErr_Occurred()) {
+        PyErr_Clear();
+    }
+    if (st->host->report_commit(token, ok) != PTK_OK || !ok) {
+        return st->host->fail(st->ctx, PTK_EIO, "cannot write timer.json");
+    }
+    return PTK_OK;
+}
+
 /* ---- summary ------------------------------------------------------------ */
 
 static const tm_view *tm_sort_view;
@@ -1003,6 +1099,14 @@ tm_summary(tm_state *st, const tm_labels *L, const tm_view *v,
             st->cpu_clock ? "cpu" : "wall", (unsigned long long)v->calls,
             (unsigned long long)v->primitive, L->n, (double)v->total_ns * 1e-9,
             nthreads, nthreads == 1 ? "" : "s");
+    uint64_t medges, mns;
+    tm_merged_counts(st, &medges, &mns);
+    if (st->contexts && medges > 0) {
+        fprintf(out,
+                "timer: %zu calling contexts kept (max_contexts=%lld); %.6f s "
+                "in newer contexts is shown merged by caller\n",
+                st->ncontexts, (long long)st->max_contexts, (double)mns * 1e-9);
+    }
     if (st->top == 0 || L->n == 0) {
         return;
     }
@@ -1087,20 +1191,22 @@ tm__report(tm_state *st, const ptk_report_args *args)
     tm_labels L = {0};
     tm_view all = {0};
     tm_rtree rt = {0};
-    PyObject *json = NULL, *threads = NULL;
     size_t nthreads = 0;
     uint64_t unmatched = 0, resynced = 0, max_depth = 0;
 
     if (tm_labels_build(st, &L) != 0 || tm_view_build(st, &L, -1, &all) != 0) {
         goto done;
     }
-    threads = PyList_New(0);
-    if (threads == NULL) {
-        goto done;
-    }
     for (size_t i = 0; i < st->nthreads; i++) {
         tm_thread *th = st->threads[i];
+        const tm_done *dn = &st->done[i];
         if (th == NULL) {
+            if (dn->ended) {
+                nthreads++;
+                unmatched += dn->unmatched;
+                resynced += dn->resynced;
+                max_depth = dn->max_depth > max_depth ? dn->max_depth : max_depth;
+            }
             continue;
         }
         th->max_depth = tm__tree_depth(th);
@@ -1110,106 +1216,31 @@ tm__report(tm_state *st, const ptk_report_args *args)
         if (th->max_depth > max_depth) {
             max_depth = th->max_depth;
         }
-        PyObject *figs = NULL;
         if (st->per_thread) {
             tm_view v;
             char prefix[48];
             if (tm_view_build(st, &L, (long)i, &v) != 0) {
                 goto done;
             }
-            figs = tm_json_figures(&L, &v);
             snprintf(prefix, sizeof(prefix), "timer.thread-%u", th->index);
-            int r = figs == NULL ? PTK_EPYTHON : tm_write_view(st, &L, &v, prefix);
-            if (r == PTK_OK) {
-                r = tm_write_flame(st, &L, (long)i, prefix, NULL);
+            rc = tm_write_view(st, &L, &v, prefix);
+            if (rc == PTK_OK) {
+                rc = tm_write_flame(st, &L, (long)i, prefix, NULL);
             }
             tm_view_clear(&v);
-            if (r != PTK_OK) {
-                Py_XDECREF(figs);
-                rc = r;
+            if (rc != PTK_OK) {
                 goto done;
             }
         }
-        PyObject *d = Py_BuildValue(
-            "{sIsKszsnsKsK}", "index", th->index, "ident",
-            (unsigned long long)th->ident, "name", th->name, "max_depth",
-            (Py_ssize_t)th->max_depth, "unmatched_returns",
-            (unsigned long long)th->unmatched, "resynced_frames",
-            (unsigned long long)th->resynced);
-        if (d == NULL || (figs != NULL && PyDict_Update(d, figs) < 0) ||
-            PyList_Append(threads, d) < 0) {
-            Py_XDECREF(d);
-            Py_XDECREF(figs);
-            goto done;
-        }
-        Py_DECREF(d);
-        Py_XDECREF(figs);
     }
-
     rc = tm_write_view(st, &L, &all, "timer");
-    if (rc != PTK_OK) {
-        goto done;
+    if (rc == PTK_OK) {
+        rc = tm_write_flame(st, &L, -1, "timer", &rt);
     }
-    /* the threads that ended: their figures are in st->gone */
-    for (size_t i = 0; i < st->nthreads; i++) {
-        const tm_done *dn = &st->done[i];
-        if (!dn->ended || st->threads[i] != NULL) {
-            continue;
-        }
-        nthreads++;
-        unmatched += dn->unmatched;
-        resynced += dn->resynced;
-        if (dn->max_depth > max_depth) {
-            max_depth = dn->max_depth;
-        }
-        PyObject *d = Py_BuildValue(
-            "{sIsKszsnsKsKsKsO}", "index", (unsigned)i, "ident",
-            (unsigned long long)dn->ident, "name", dn->name, "max_depth",
-            (Py_ssize_t)dn->max_depth, "unmatched_returns",
-            (unsigned long long)dn->unmatched, "resynced_frames",
-            (unsigned long long)dn->resynced, "total_ns",
-            (unsigned long long)dn->own_ns, "ended", Py_True);
-        if (d == NULL || PyList_Append(threads, d) < 0) {
-            Py_XDECREF(d);
-            goto done;
-        }
-        Py_DECREF(d);
+    if (rc == PTK_OK) {
+        rc = tm_write_json(st, &L, &all, args, max_depth, unmatched, resynced,
+                           rt.n > 0 ? rt.n - 1 : 0);
     }
-    rc = tm_write_flame(st, &L, -1, "timer", &rt);
-    if (rc != PTK_OK) {
-        goto done;
-    }
-    rc = PTK_EPYTHON;
-    json = tm_json_figures(&L, &all);
-    if (json == NULL) {
-        goto done;
-    }
-    {
-        PyObject *meta = Py_BuildValue(
-            "{sssssssOsOsdsnsKsK}", "plugin", "timer", "clock",
-            st->cpu_clock ? "cpu" : "wall", "unit", "ns", "builtins",
-            st->builtins ? Py_True : Py_False, "per_thread", st->per_thread ? Py_True : Py_False,
-            "elapsed_s", args->elapsed_s, "max_depth", (Py_ssize_t)max_depth,
-            "unmatched_returns", (unsigned long long)unmatched,
-            "resynced_frames", (unsigned long long)resynced);
-        PyObject *ctx = Py_BuildValue(
-            "{sOsLsnsnsKsK}", "kept", st->contexts ? Py_True : Py_False,
-            "max_contexts", (long long)st->max_contexts, "contexts",
-            (Py_ssize_t)st->ncontexts, "written",
-            (Py_ssize_t)(rt.n > 0 ? rt.n - 1 : 0), "merged_edges",
-            (unsigned long long)rt.merged_edges, "merged_ns",
-            (unsigned long long)rt.merged_ns);
-        if (meta == NULL || ctx == NULL || PyDict_Update(meta, json) < 0 ||
-            PyDict_SetItemString(meta, "threads", threads) < 0 ||
-            PyDict_SetItemString(meta, "calling_contexts", ctx) < 0) {
-            Py_XDECREF(meta);
-            Py_XDECREF(ctx);
-            goto done;
-        }
-        Py_DECREF(ctx);
-        Py_SETREF(json, meta);
-    }
-    rc = st->host->report_write_object(st->ctx, "timer.json", json, PTK_FMT_JSON);
     if (rc == PTK_OK) {
         tm_summary(st, &L, &all, args, nthreads);
     }
@@ -1217,8 +1248,6 @@ done:
     if (rc == PTK_EPYTHON && PyErr_Occurred()) {
         rc = st->host->fail(st->ctx, PTK_EPYTHON, "cannot build the report");
     }
-    Py_XDECREF(json);
-    Py_XDECREF(threads);
     tm_view_clear(&all);
     tm_rtree_clear(&rt);
     tm_labels_clear(&L);

@@ -173,7 +173,7 @@ def mask_unknown_bit():
     with Scratch("mask") as s:
         expect_rejected(s, ["-p", p],
                         ["plugin 'bad_mask': event mask 0x100001 has bits that name no "
-                         "event (valid: 0x3ff)"])
+                         "event (valid: 0xfff)"])
 
 
 def no_name():
@@ -190,10 +190,12 @@ def option_unknown():
     with Scratch("opt-unknown") as s:
         expect_rejected(s, ["-p", opts("n=1,bogus=1")],
                         ["pytracekit: unknown option 'bogus' for plugin 'bad_opts' "
-                         "(it accepts: n, flag, mode, ratio, label, items, init)"])
+                         "(it accepts: n, flag, mode, ratio, label, items, init, "
+                         "include, exclude, modules, functions, threads, max_depth)"])
         expect_rejected(s, ["-p", "counter:tpo=5"],
                         ["pytracekit: unknown option 'tpo' for plugin 'counter' "
-                         "(it accepts: events, top)"])
+                         "(it accepts: events, top, include, exclude, modules, "
+                         "functions, threads, max_depth)"])
         # option names are case-sensitive
         expect_rejected(s, ["-p", "counter:TOP=5"], ["unknown option 'TOP' for plugin 'counter'"])
 

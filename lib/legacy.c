@@ -240,7 +240,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         if (i < 0) {
             return 0; /* no matching C_CALL: drop, keep the pairs balanced */
         }
-        th->cdepth = i;
+        ptk__cstack_truncate(th, i);
         break;
     }
     case PyTrace_LINE:

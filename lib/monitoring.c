@@ -252,8 +252,10 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     ptk__table *t = ptk__current;
     ptk__thread *th = thread_here();
-    if (th != NULL) {
-        ptk__cstack_push(th, callable);
+    if (th != NULL && ptk__cstack_push(th, callable) == 0) {
+        /* kept for the C_RETURN / C_RAISE: not made a second time */
+        th->cstack[th->cdepth - 1].made = made;
+        made = NULL;
         if (t->nsub[PTK_EV_C_CALL]) {
             ptk_event ev;
             ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,
@@ -272,26 +274,44 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
     (void)nargsf;
     (void)kw;
-    PyObject *made;
-    PyObject *callable = c_callable(args, &made);
-    if (callable == NULL) {
+    /* What c_callable would report, identified without making the bound
+     * method again: its C_CALL kept the one it made. */
+    PyObject *callable = args[2];
+    const void *fn, *cself;
+    if (Py_IS_TYPE(callable, &PyFunction_Type)) {
+        return none();
+    }
+    if (PyCFunction_Check(callable)) {
+        fn = ((PyCFunctionObject *)callable)->m_ml;
+        cself = ((PyCFunctionObject *)callable)->m_self;
+    }
+    else if (Py_TYPE(callable) == &PyMethodDescr_Type && args[3] != mon_MISSING) {
+        fn = ((PyMethodDescrObject *)callable)->d_method;
+        cself = args[3];
+    }
+    else {
         return none();
     }
     ptk__table *t = ptk__current;
     ptk__thread *th = thread_here();
-    int i = th ? ptk__cstack_match(th, callable) : -1;
+    int i = th ? ptk__cstack_find(th, fn, cself) : -1;
     if (i >= 0) { /* else: no matching C_CALL, dropped */
-        th->cdepth = i;
         int kind = ((mon_cb *)self)->what;
-        if (t->nsub[kind]) {
+        PyObject *made = th->cstack[i].made;
+        th->cstack[i].made = NULL; /* ours now: released after the event */
+        ptk__cstack_truncate(th, i);
+        if (made == NULL && !PyCFunction_Check(callable)) {
+            callable = c_callable(args, &made); /* not kept: make it */
+        }
+        if (t->nsub[kind] && (made != NULL || callable != NULL)) {
             ptk_event ev;
-            ev_init(&ev, th, kind, (PyCodeObject *)args[0], callable,
-                    th->pub.depth);
+            ev_init(&ev, th, kind, (PyCodeObject *)args[0],
+                    made != NULL ? made : callable, th->pub.depth);
             ev.lasti_ = (int32_t)small_int(args[1]);
             ptk__deliver_clean(t, th, &ev);
         }
+        Py_XDECREF(made);
     }
-    Py_XDECREF(made);
     return none();
 }
 

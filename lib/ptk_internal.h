@@ -111,6 +111,8 @@ typedef struct ptk__cframe {
     const void *fn;     /* PyMethodDef* of a PyCFunction, else the callable */
     const void *self;   /* its m_self (compared by identity only) */
     int32_t depth;      /* Python depth when the C call started */
+    PyObject *made;     /* monitoring: the bound method made for the C_CALL
+                           event (strong), passed again with its C_RETURN */
 } ptk__cframe;
 
 typedef struct ptk__thread {
@@ -171,12 +173,23 @@ int ptk__cstack_push(ptk__thread *th, PyObject *callable);
 /* Index of the C call that a C_RETURN / C_EXCEPTION of callable closes, at
  * the current depth; -1 if none (it started before tracing). */
 int ptk__cstack_match(ptk__thread *th, PyObject *callable);
+/* Index of the C call (fn, self) at the current depth; -1 if none. */
+int ptk__cstack_find(ptk__thread *th, const void *fn, const void *self);
+/* Drops the C calls from index n up. */
+static inline void
+ptk__cstack_truncate(ptk__thread *th, int32_t n)
+{
+    while (th->cdepth > n) {
+        PyObject *made = th->cstack[--th->cdepth].made;
+        Py_XDECREF(made);
+    }
+}
 /* Drops C calls started at depth >= depth (their frame has gone). */
 static inline void
 ptk__cstack_pop_stale(ptk__thread *th, int32_t depth)
 {
     while (th->cdepth > 0 && th->cstack[th->cdepth - 1].depth >= depth) {
-        th->cdepth--;
+        ptk__cstack_truncate(th, th->cdepth - 1);
     }
 }
 static inline int

@@ -113,6 +113,7 @@ ptk__thread_end(ptk__thread *th)
     th->stack_cap = 0;
     th->pub.stack = NULL;
     th->pub.depth = 0;
+    ptk__cstack_truncate(th, 0);
     free(th->cstack);
     th->cstack = NULL;
     th->cdepth = th->ccap = 0;
@@ -234,6 +235,7 @@ ptk__cstack_push(ptk__thread *th, PyObject *callable)
     c_identity(callable, &th->cstack[th->cdepth].fn,
                &th->cstack[th->cdepth].self);
     th->cstack[th->cdepth].depth = th->pub.depth;
+    th->cstack[th->cdepth].made = NULL;
     th->cdepth++;
     return 0;
 }
@@ -243,6 +245,12 @@ ptk__cstack_match(ptk__thread *th, PyObject *callable)
 {
     const void *fn, *self;
     c_identity(callable, &fn, &self);
+    return ptk__cstack_find(th, fn, self);
+}
+
+int
+ptk__cstack_find(ptk__thread *th, const void *fn, const void *self)
+{
     for (int i = th->cdepth - 1; i >= 0; i--) {
         if (th->cstack[i].depth != th->pub.depth) {
             break;

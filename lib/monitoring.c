@@ -223,10 +223,12 @@ c_callable(PyObject *const *args, PyObject **made)
     if (Py_IS_TYPE(callable, &PyFunction_Type)) {
         return NULL; /* the common case: a Python function, nothing to report */
     }
-    if (PyCFunction_Check(callable)) {
-        return callable;
+    if (Py_TYPE(callable) != &PyMethodDescr_Type) {
+        /* (checked first: the common case, and PyCFunction_Check is a
+         * subtype walk for anything that is not a PyCFunction) */
+        return PyCFunction_Check(callable) ? callable : NULL;
     }
-    if (Py_TYPE(callable) != &PyMethodDescr_Type || args[3] == mon_MISSING) {
+    if (args[3] == mon_MISSING) {
         return NULL;
     }
     PyObject *self_arg = args[3];
@@ -281,13 +283,16 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (Py_IS_TYPE(callable, &PyFunction_Type)) {
         return none();
     }
-    if (PyCFunction_Check(callable)) {
-        fn = ((PyCFunctionObject *)callable)->m_ml;
-        cself = ((PyCFunctionObject *)callable)->m_self;
-    }
-    else if (Py_TYPE(callable) == &PyMethodDescr_Type && args[3] != mon_MISSING) {
+    if (Py_TYPE(callable) == &PyMethodDescr_Type) {
+        if (args[3] == mon_MISSING) {
+            return none();
+        }
         fn = ((PyMethodDescrObject *)callable)->d_method;
         cself = args[3];
+    }
+    else if (PyCFunction_Check(callable)) {
+        fn = ((PyCFunctionObject *)callable)->m_ml;
+        cself = ((PyCFunctionObject *)callable)->m_self;
     }
     else {
         return none();

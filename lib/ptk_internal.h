@@ -169,7 +169,34 @@ void ptk__thread_watch(ptk__thread *th);
 void ptk__thread_end(ptk__thread *th);
 /* C calls in progress, so that each C_RETURN / C_EXCEPTION is delivered
  * only after its C_CALL (both backends). */
-int ptk__cstack_push(ptk__thread *th, PyObject *callable);
+int ptk__cstack_push_slow(ptk__thread *th, PyObject *callable);
+/* What identifies the C function: a bound builtin method is made anew for
+ * each event on 3.12+, so (method def, self) and not the object. */
+static inline void
+ptk__c_identity(PyObject *callable, const void **fn, const void **self)
+{
+    if (PyCFunction_Check(callable)) {
+        *fn = ((PyCFunctionObject *)callable)->m_ml;
+        *self = ((PyCFunctionObject *)callable)->m_self;
+    }
+    else {
+        *fn = callable;
+        *self = NULL;
+    }
+}
+/* Pushes a C call; -1 when out of memory. Inline: once per C call. */
+static inline int
+ptk__cstack_push(ptk__thread *th, PyObject *callable)
+{
+    if (th->cdepth == th->ccap) {
+        return ptk__cstack_push_slow(th, callable);
+    }
+    ptk__cframe *f = &th->cstack[th->cdepth++];
+    ptk__c_identity(callable, &f->fn, &f->self);
+    f->depth = th->pub.depth;
+    f->made = NULL;
+    return 0;
+}
 /* Index of the C call that a C_RETURN / C_EXCEPTION of callable closes, at
  * the current depth; -1 if none (it started before tracing). */
 int ptk__cstack_match(ptk__thread *th, PyObject *callable);

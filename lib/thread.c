@@ -205,23 +205,9 @@ ptk__thread_names_refresh(void)
 
 /* ---- C calls in progress ------------------------------------------------ */
 
-/* What identifies the C function: a bound builtin method is made anew for
- * each event on 3.12+, so (method def, self) and not the object. */
-static void
-c_identity(PyObject *callable, const void **fn, const void **self)
-{
-    if (PyCFunction_Check(callable)) {
-        *fn = ((PyCFunctionObject *)callable)->m_ml;
-        *self = ((PyCFunctionObject *)callable)->m_self;
-    }
-    else {
-        *fn = callable;
-        *self = NULL;
-    }
-}
-
+/* ptk__cstack_push when the stack is full: grows it first. */
 int
-ptk__cstack_push(ptk__thread *th, PyObject *callable)
+ptk__cstack_push_slow(ptk__thread *th, PyObject *callable)
 {
     if (th->cdepth == th->ccap) {
         int32_t ncap = th->ccap ? th->ccap * 2 : 32;
@@ -232,8 +218,8 @@ ptk__cstack_push(ptk__thread *th, PyObject *callable)
         th->cstack = n;
         th->ccap = ncap;
     }
-    c_identity(callable, &th->cstack[th->cdepth].fn,
-               &th->cstack[th->cdepth].self);
+    ptk__c_identity(callable, &th->cstack[th->cdepth].fn,
+                    &th->cstack[th->cdepth].self);
     th->cstack[th->cdepth].depth = th->pub.depth;
     th->cstack[th->cdepth].made = NULL;
     th->cdepth++;
@@ -244,7 +230,7 @@ int
 ptk__cstack_match(ptk__thread *th, PyObject *callable)
 {
     const void *fn, *self;
-    c_identity(callable, &fn, &self);
+    ptk__c_identity(callable, &fn, &self);
     return ptk__cstack_find(th, fn, self);
 }
 

@@ -41,7 +41,7 @@ static const ptk_option_spec tm_options[] = {
     [OPT_CONTEXTS] = {"contexts", PTK_OPT_BOOL, "true",
                       "keep calling contexts (false: none is kept, and no "
                       "speedscope or folded file is written)", NULL},
-    [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "50000",
+    [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "20000",
                           "calling contexts kept; calls in new contexts past "
                           "this are merged by caller and counted (0: no limit)",
                           NULL},

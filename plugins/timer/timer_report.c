@@ -1018,16 +1018,20 @@ tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
         if (th == NULL && !dn->ended) {
             continue;
         }
+        /* A record whose thread state ended and came back (a C thread's
+         * next PyGILState_Ensure) has both: its figures so far are merged. */
         const char *name = th != NULL ? th->name : dn->name;
+        size_t depth = th != NULL && th->max_depth > dn->max_depth ? th->max_depth
+                                                                   : dn->max_depth;
         ok = fprintf(f, "%s\n{\"index\":%zu,\"ident\":%llu,\"name\":",
                      first ? "" : ",", i,
                      (unsigned long long)(th != NULL ? th->ident : dn->ident)) >= 0 &&
              (name != NULL ? tm_json_str(f, name) == 0 : fputs("null", f) != EOF) &&
              fprintf(f, ",\"max_depth\":%zu,\"unmatched_returns\":%llu,"
                         "\"resynced_frames\":%llu,\"ended\":%s,",
-                     th != NULL ? th->max_depth : dn->max_depth,
-                     (unsigned long long)(th != NULL ? th->unmatched : dn->unmatched),
-                     (unsigned long long)(th != NULL ? th->resynced : dn->resynced),
+                     depth,
+                     (unsigned long long)((th != NULL ? th->unmatched : 0) + dn->unmatched),
+                     (unsigned long long)((th != NULL ? th->resynced : 0) + dn->resynced),
                      th != NULL ? "false" : "true") >= 0;
         first = 0;
         if (ok && th != NULL && st->per_thread) {
@@ -1041,8 +1045,8 @@ tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
         }
         else if (ok) {
             ok = fprintf(f, "\"total_ns\":%llu",
-                         (unsigned long long)(th != NULL ? tm_thread_own(th)
-                                                         : dn->own_ns)) >= 0;
+                         (unsigned long long)((th != NULL ? tm_thread_own(th) : 0) +
+                                              dn->own_ns)) >= 0;
         }
         ok = ok && fputc('}', f) != EOF;
     }
@@ -1200,13 +1204,13 @@ tm__report(tm_state *st, const ptk_report_args *args)
     for (size_t i = 0; i < st->nthreads; i++) {
         tm_thread *th = st->threads[i];
         const tm_done *dn = &st->done[i];
+        if (dn->ended) {
+            nthreads += th == NULL;
+            unmatched += dn->unmatched;
+            resynced += dn->resynced;
+            max_depth = dn->max_depth > max_depth ? dn->max_depth : max_depth;
+        }
         if (th == NULL) {
-            if (dn->ended) {
-                nthreads++;
-                unmatched += dn->unmatched;
-                resynced += dn->resynced;
-                max_depth = dn->max_depth > max_depth ? dn->max_depth : max_depth;
-            }
             continue;
         }
         th->max_depth = tm__tree_depth(th);

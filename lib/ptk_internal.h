@@ -440,6 +440,30 @@ int ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
  * (outermost first); `with_frames`: keep the frame pointers too. */
 void ptk__seed_stack(int with_frames);
 
+/* A backend: where events come from. One table per backend, in its own
+ * file; the hub calls only these. */
+typedef struct ptk__backend_ops {
+    ptk_backend id;
+    const char *name;
+    /* PTK_OK if this interpreter has it; else an error saying what is
+     * missing (errmsg may be NULL). Claims nothing. */
+    int (*available)(char **errmsg);
+    /* Takes what the backend needs (a tool id, probes); PTK_OK or an error
+     * (errmsg may be NULL). Called when the first session starts on it. */
+    int (*claim)(char **errmsg);
+    /* Lets go of it all; called when the last session stops. */
+    void (*release)(void);
+    /* Makes the installed hooks deliver exactly what the table needs. */
+    int (*sync)(const ptk__table *t, int install_here, char **errmsg);
+    /* The kinds it delivers (PTK_MASK bits, from the event table). */
+    unsigned int (*events)(void);
+} ptk__backend_ops;
+
+extern const ptk__backend_ops ptk__legacy_ops;     /* legacy.c */
+extern const ptk__backend_ops ptk__monitoring_ops; /* monitoring.c */
+/* NULL for PTK_BACKEND_AUTO or an unknown value. */
+const ptk__backend_ops *ptk__backend_ops_of(ptk_backend id);
+
 /* ---- legacy backend (legacy.c) ----------------------------------------- */
 
 extern PyObject *ptk__hub_object; /* the `obj` handed to CPython; callable */

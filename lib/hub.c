@@ -3,6 +3,7 @@
  * backends (legacy.c, ref.c) only read ptk__current. */
 #include "ptk_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -470,6 +471,26 @@ ptk__after_dispatch(void)
             free_retired();
         }
         ptk__dispatch_cleanup = rebuild_pending || retired != NULL;
+    }
+}
+
+/* The plugins hear that a thread ended; descriptors older than ABI 1.2
+ * (smaller struct_size) have no on_thread_end member to read. Runs with the
+ * GIL held, from CPython clearing a thread state: nothing here may call
+ * Python. */
+void
+ptk__hub_thread_ended(const ptk_thread *thread)
+{
+    size_t need = offsetof(ptk_plugin_desc, on_thread_end) +
+                  sizeof(((ptk_plugin_desc *)0)->on_thread_end);
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            const ptk_plugin_desc *d = c->desc;
+            if (c->attached && d->struct_size >= need &&
+                d->on_thread_end != NULL) {
+                d->on_thread_end(c->state, thread);
+            }
+        }
     }
 }
 

@@ -136,6 +136,9 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         if (!th->name_tried) {
             ptk__thread_set_name(th);
         }
+        if (th->tstate_watch == NULL) {
+            ptk__thread_watch(th); /* to hear of the thread's end */
+        }
     }
     PyCodeObject *code;
     if (th->pub.depth > 0 && th->stack[th->pub.depth - 1].frame == frame) {
@@ -252,7 +255,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         if (i < 0) {
             return 0; /* no matching C_CALL: drop, keep the pairs balanced */
         }
-        th->cdepth = i;
+        ptk__cstack_truncate(th, i);
         break;
     }
     case PyTrace_LINE:

@@ -106,61 +106,13 @@ thread_slow(ptk__thread *th)
                th->name_tries < NAME_TRIES;
 }
 
-/* The thread state is read once per thread, not at every event: a small
- * object kept in the thread state's dict forgets it when CPython clears that
- * thread state (the thread ends, PyGILState_Release gives it up), so a
- * record never keeps a dangling pointer, and the next event on that OS
- * thread reads the new one. */
-typedef struct tswatch {
-    PyObject_HEAD
-    ptk__thread *th;
-} tswatch;
-
-static void
-tswatch_dealloc(PyObject *self)
-{
-    tswatch *w = (tswatch *)self;
-    if (w->th != NULL && w->th->tstate_watch == self) {
-        w->th->tstate_watch = NULL;
-        w->th->tstate = NULL;
-    }
-    PyObject_Free(self);
-}
-
-static PyTypeObject tswatch_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pytracekit.ThreadStateWatch",
-    .tp_basicsize = sizeof(tswatch),
-    .tp_dealloc = tswatch_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .tp_doc = "Tells pytracekit when this thread state goes away.",
-};
-
-static void
-watch_tstate(ptk__thread *th)
-{
-    th->tstate = PyThreadState_Get();
-    PyObject *d = PyThreadState_GetDict(); /* borrowed */
-    tswatch *w = d != NULL ? PyObject_New(tswatch, &tswatch_type) : NULL;
-    if (w == NULL) {
-        PyErr_Clear(); /* unwatched: read again at the next event */
-        return;
-    }
-    w->th = th;
-    if (PyDict_SetItemString(d, "pytracekit.tstate_watch", (PyObject *)w) == 0) {
-        th->tstate_watch = (PyObject *)w;
-    }
-    PyErr_Clear();
-    Py_DECREF(w); /* the dict keeps it */
-}
-
 static inline __attribute__((always_inline)) ptk__thread *
 thread_here(void)
 {
     ptk__thread *th = ptk__thread_get();
     if (th != NULL && (th->tstate_watch == NULL || th->slow)) {
         if (th->tstate_watch == NULL) {
-            watch_tstate(th);
+            ptk__thread_watch(th);
         }
         if (th->slow) {
             thread_slow(th);
@@ -289,10 +241,12 @@ c_callable(PyObject *const *args, PyObject **made)
     if (Py_IS_TYPE(callable, &PyFunction_Type)) {
         return NULL; /* the common case: a Python function, nothing to report */
     }
-    if (PyCFunction_Check(callable)) {
-        return callable;
+    if (Py_TYPE(callable) != &PyMethodDescr_Type) {
+        /* (checked first: the common case, and PyCFunction_Check is a
+         * subtype walk for anything that is not a PyCFunction) */
+        return PyCFunction_Check(callable) ? callable : NULL;
     }
-    if (Py_TYPE(callable) != &PyMethodDescr_Type || args[3] == mon_MISSING) {
+    if (args[3] == mon_MISSING) {
         return NULL;
     }
     PyObject *self_arg = args[3];
@@ -325,6 +279,9 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         ptk__hub_out_of_memory("the stack of C calls");
     }
     else if (th != NULL) {
+        /* kept for the C_RETURN / C_RAISE: not made a second time */
+        th->cstack[th->cdepth - 1].made = made;
+        made = NULL;
         if (t->nsub[PTK_EV_C_CALL]) {
             ptk_event ev;
             ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,
@@ -347,25 +304,46 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (DEAD(t, (PyCodeObject *)args[0])) {
         return none(); /* C_RETURN and C_RAISE follow CALL: it is disabled */
     }
-    PyObject *made;
-    PyObject *callable = c_callable(args, &made);
-    if (callable == NULL) {
+    /* What c_callable would report, identified without making the bound
+     * method again: its C_CALL kept the one it made. */
+    PyObject *callable = args[2];
+    const void *fn, *cself;
+    if (Py_IS_TYPE(callable, &PyFunction_Type)) {
+        return none();
+    }
+    if (Py_TYPE(callable) == &PyMethodDescr_Type) {
+        if (args[3] == mon_MISSING) {
+            return none();
+        }
+        fn = ((PyMethodDescrObject *)callable)->d_method;
+        cself = args[3];
+    }
+    else if (PyCFunction_Check(callable)) {
+        fn = ((PyCFunctionObject *)callable)->m_ml;
+        cself = ((PyCFunctionObject *)callable)->m_self;
+    }
+    else {
         return none();
     }
     ptk__thread *th = thread_here();
-    int i = th ? ptk__cstack_match(th, callable) : -1;
+    int i = th ? ptk__cstack_find(th, fn, cself) : -1;
     if (i >= 0) { /* else: no matching C_CALL, dropped */
-        th->cdepth = i;
         int kind = ((mon_cb *)self)->what;
-        if (t->nsub[kind]) {
+        PyObject *made = th->cstack[i].made;
+        th->cstack[i].made = NULL; /* ours now: released after the event */
+        ptk__cstack_truncate(th, i);
+        if (made == NULL && !PyCFunction_Check(callable)) {
+            callable = c_callable(args, &made); /* not kept: make it */
+        }
+        if (t->nsub[kind] && (made != NULL || callable != NULL)) {
             ptk_event ev;
-            ev_init(&ev, th, kind, (PyCodeObject *)args[0], callable,
-                    th->pub.depth);
+            ev_init(&ev, th, kind, (PyCodeObject *)args[0],
+                    made != NULL ? made : callable, th->pub.depth);
             ev.lasti_ = (int32_t)small_int(args[1]);
             ptk__deliver_clean(t, th, &ev);
         }
+        Py_XDECREF(made);
     }
-    Py_XDECREF(made);
     return none();
 }
 
@@ -583,7 +561,7 @@ mon_init(char **errmsg)
     if (mon_module != NULL) {
         return PTK_OK;
     }
-    if (PyType_Ready(&mon_cb_type) < 0 || PyType_Ready(&tswatch_type) < 0) {
+    if (PyType_Ready(&mon_cb_type) < 0) {
         PyErr_Clear();
         return ptk__err(errmsg, PTK_EPYTHON, "cannot create the callback type");
     }

@@ -111,6 +111,8 @@ typedef struct ptk__cframe {
     const void *fn;     /* PyMethodDef* of a PyCFunction, else the callable */
     const void *self;   /* its m_self (compared by identity only) */
     int32_t depth;      /* Python depth when the C call started */
+    PyObject *made;     /* monitoring: the bound method made for the C_CALL
+                           event (strong), passed again with its C_RETURN */
 } ptk__cframe;
 
 typedef struct ptk__thread {
@@ -120,7 +122,8 @@ typedef struct ptk__thread {
     ptk__cframe *cstack;       /* C calls in progress (balances C events) */
     int32_t cdepth, ccap;
     PyThreadState *tstate;
-    PyObject *tstate_watch;    /* monitoring: set while tstate is known valid */
+    PyObject *tstate_watch;    /* the watch in tstate's dict (thread.c): set
+                                  while tstate is known valid */
     int prof_installed;        /* our profile function is in this thread's slot */
     int trace_installed;
     /* One event delivered through the hub object (a Python-level hook)
@@ -137,6 +140,7 @@ typedef struct ptk__thread {
     int name_tries; /* lookups so far (the monitoring backend retries) */
     /* legacy: when sys.settrace [0] / sys.setprofile [1] last ran here */
     uint64_t hook_set_ns[2];
+    uint32_t ended; /* times its thread state was cleared (thread end) */
     /* Filters: per subscriber slot, whether its `threads=` condition has
      * judged this thread and rejected it, and the number of frames its
      * code condition selects on this thread's stack (for max_depth). */
@@ -159,18 +163,62 @@ ptk__thread *ptk__thread_at(size_t index);
 void ptk__thread_set_name(ptk__thread *t); /* needs the GIL, may call Python */
 void ptk__thread_names_refresh(void);     /* retries the names still unknown */
 int ptk__stack_grow(ptk__thread *t);
+/* Puts a watch in the calling thread's state dict (and reads th->tstate):
+ * when CPython clears that thread state, th->tstate is forgotten and
+ * ptk__thread_end runs. Needs the GIL; not from the reference tracer. */
+void ptk__thread_watch(ptk__thread *th);
+/* The thread state of th was cleared: tells the plugins, frees the stacks. */
+void ptk__thread_end(ptk__thread *th);
 /* C calls in progress, so that each C_RETURN / C_EXCEPTION is delivered
  * only after its C_CALL (both backends). */
-int ptk__cstack_push(ptk__thread *th, PyObject *callable);
+int ptk__cstack_push_slow(ptk__thread *th, PyObject *callable);
+/* What identifies the C function: a bound builtin method is made anew for
+ * each event on 3.12+, so (method def, self) and not the object. */
+static inline void
+ptk__c_identity(PyObject *callable, const void **fn, const void **self)
+{
+    if (PyCFunction_Check(callable)) {
+        *fn = ((PyCFunctionObject *)callable)->m_ml;
+        *self = ((PyCFunctionObject *)callable)->m_self;
+    }
+    else {
+        *fn = callable;
+        *self = NULL;
+    }
+}
+/* Pushes a C call; -1 when out of memory. Inline: once per C call. */
+static inline int
+ptk__cstack_push(ptk__thread *th, PyObject *callable)
+{
+    if (th->cdepth == th->ccap) {
+        return ptk__cstack_push_slow(th, callable);
+    }
+    ptk__cframe *f = &th->cstack[th->cdepth++];
+    ptk__c_identity(callable, &f->fn, &f->self);
+    f->depth = th->pub.depth;
+    f->made = NULL;
+    return 0;
+}
 /* Index of the C call that a C_RETURN / C_EXCEPTION of callable closes, at
  * the current depth; -1 if none (it started before tracing). */
 int ptk__cstack_match(ptk__thread *th, PyObject *callable);
+/* Index of the C call (fn, self) at the current depth; -1 if none. */
+int ptk__cstack_find(ptk__thread *th, const void *fn, const void *self);
+/* Drops the C calls from index n up. */
+static inline void
+ptk__cstack_truncate(ptk__thread *th, int32_t n)
+{
+    while (th->cdepth > n) {
+        PyObject *made = th->cstack[--th->cdepth].made;
+        Py_XDECREF(made);
+    }
+}
 /* Drops C calls started at depth >= depth (their frame has gone). */
 static inline void
 ptk__cstack_pop_stale(ptk__thread *th, int32_t depth)
 {
     while (th->cdepth > 0 && th->cstack[th->cdepth - 1].depth >= depth) {
-        th->cdepth--;
+        ptk__cstack_truncate(th, th->cdepth - 1);
     }
 }
 static inline int
@@ -322,6 +370,8 @@ int ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev);
 int ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc);
 int ptk__sub_failed(const ptk__sub *s);
 void ptk__after_dispatch(void);
+/* Calls on_thread_end of every attached instance that has it (GIL held). */
+void ptk__hub_thread_ended(const ptk_thread *thread);
 extern int ptk__dispatch_depth;  /* dispatches in progress (all threads; GIL) */
 extern int ptk__dispatch_slow;   /* DISABLE records exist, or a failure is pending */
 extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 0 */

@@ -39,6 +39,92 @@ ptk__thread_get_slow(void)
     return t;
 }
 
+/* ---- the end of a thread ------------------------------------------------ */
+
+/* A small object kept in the dict of the thread state a record was last
+ * seen with (PyThreadState_GetDict()). CPython clears that dict, with the
+ * GIL held, when it clears the thread state: when a thread started by
+ * `threading` or `_thread` finishes (PyThreadState_Clear in thread_run,
+ * 3.11-3.13, on the ending thread itself), when a C thread gives its state
+ * up (PyGILState_Release), and at finalization or in a forked child (then
+ * from another thread). Its dealloc is how the hub learns that a thread has
+ * ended: the record forgets the thread state (no dangling pointer), the
+ * plugins hear of it (on_thread_end), and the shadow stacks are freed. The
+ * record itself stays, readable, with an empty stack; if the same OS thread
+ * calls Python again under a new thread state, the same record (same
+ * index) carries on and a new watch is made at its next event. */
+typedef struct tswatch {
+    PyObject_HEAD
+    ptk__thread *th;
+} tswatch;
+
+static void
+tswatch_dealloc(PyObject *self)
+{
+    tswatch *w = (tswatch *)self;
+    ptk__thread *th = w->th;
+    if (th != NULL && th->tstate_watch == self) {
+        th->tstate_watch = NULL;
+        th->tstate = NULL;
+        ptk__thread_end(th);
+    }
+    PyObject_Free(self);
+}
+
+static PyTypeObject tswatch_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pytracekit.ThreadStateWatch",
+    .tp_basicsize = sizeof(tswatch),
+    .tp_dealloc = tswatch_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .tp_doc = "Tells pytracekit when this thread state goes away.",
+};
+
+void
+ptk__thread_watch(ptk__thread *th)
+{
+    static int ready;
+    th->tstate = PyThreadState_Get();
+    if (!ready) {
+        if (PyType_Ready(&tswatch_type) < 0) {
+            PyErr_Clear();
+            return;
+        }
+        ready = 1;
+    }
+    PyObject *d = PyThreadState_GetDict(); /* borrowed */
+    tswatch *w = d != NULL ? PyObject_New(tswatch, &tswatch_type) : NULL;
+    if (w == NULL) {
+        PyErr_Clear(); /* unwatched: tried again at the next event */
+        return;
+    }
+    w->th = th;
+    if (PyDict_SetItemString(d, "pytracekit.tstate_watch", (PyObject *)w) == 0) {
+        th->tstate_watch = (PyObject *)w;
+    }
+    PyErr_Clear();
+    Py_DECREF(w); /* the dict keeps it */
+}
+
+void
+ptk__thread_end(ptk__thread *th)
+{
+    ptk__hub_thread_ended(&th->pub);
+    free(th->stack);
+    th->stack = NULL;
+    th->stack_cap = 0;
+    th->pub.stack = NULL;
+    th->pub.depth = 0;
+    ptk__cstack_truncate(th, 0);
+    free(th->cstack);
+    th->cstack = NULL;
+    th->cdepth = th->ccap = 0;
+    th->skip_frame = NULL;
+    th->thrown_frame = NULL;
+    th->ended++;
+    th->slow = 1; /* a new watch at the next event, if one comes */
+}
+
 size_t
 ptk__thread_count(void)
 {
@@ -137,23 +223,9 @@ ptk__thread_names_refresh(void)
 
 /* ---- C calls in progress ------------------------------------------------ */
 
-/* What identifies the C function: a bound builtin method is made anew for
- * each event on 3.12+, so (method def, self) and not the object. */
-static void
-c_identity(PyObject *callable, const void **fn, const void **self)
-{
-    if (PyCFunction_Check(callable)) {
-        *fn = ((PyCFunctionObject *)callable)->m_ml;
-        *self = ((PyCFunctionObject *)callable)->m_self;
-    }
-    else {
-        *fn = callable;
-        *self = NULL;
-    }
-}
-
+/* ptk__cstack_push when the stack is full: grows it first. */
 int
-ptk__cstack_push(ptk__thread *th, PyObject *callable)
+ptk__cstack_push_slow(ptk__thread *th, PyObject *callable)
 {
     if (th->cdepth == th->ccap) {
         int32_t ncap = th->ccap ? th->ccap * 2 : 32;
@@ -164,9 +236,10 @@ ptk__cstack_push(ptk__thread *th, PyObject *callable)
         th->cstack = n;
         th->ccap = ncap;
     }
-    c_identity(callable, &th->cstack[th->cdepth].fn,
-               &th->cstack[th->cdepth].self);
+    ptk__c_identity(callable, &th->cstack[th->cdepth].fn,
+                    &th->cstack[th->cdepth].self);
     th->cstack[th->cdepth].depth = th->pub.depth;
+    th->cstack[th->cdepth].made = NULL;
     th->cdepth++;
     return 0;
 }
@@ -175,7 +248,13 @@ int
 ptk__cstack_match(ptk__thread *th, PyObject *callable)
 {
     const void *fn, *self;
-    c_identity(callable, &fn, &self);
+    ptk__c_identity(callable, &fn, &self);
+    return ptk__cstack_find(th, fn, self);
+}
+
+int
+ptk__cstack_find(ptk__thread *th, const void *fn, const void *self)
+{
     for (int i = th->cdepth - 1; i >= 0; i--) {
         if (th->cstack[i].depth != th->pub.depth) {
             break;

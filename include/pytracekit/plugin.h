@@ -228,7 +228,21 @@ typedef struct ptk_plugin_desc {
     int (*report)(void *state, const ptk_report_args *args);
     /** Frees the instance. */
     void (*fini)(void *state);
-    /* End of ABI 1.0. */
+    /* End of ABI 1.0 and 1.1. */
+    /**
+     * A thread's state was cleared: the thread finished, or a C thread gave
+     * its Python thread state up (PyGILState_Release). Called for every
+     * attached instance, with the GIL held, possibly on another thread than
+     * @p thread's (at finalization, in a forked child); it MUST NOT call into
+     * Python. Free what the instance keeps per thread (keep what the report
+     * needs). The record stays readable (ident, index, name) with an empty
+     * stack, and its index is never reused; if the same OS thread calls
+     * Python again under a new thread state, events come again with the same
+     * record. May be NULL. Read by the host only when #struct_size covers it.
+     * @since 0.3
+     */
+    void (*on_thread_end)(void *state, const ptk_thread *thread);
+    /* End of ABI 1.2. */
 } ptk_plugin_desc;
 
 /**

@@ -17,7 +17,11 @@
 
 /* ---- options ------------------------------------------------------------ */
 
-enum { OPT_CLOCK, OPT_BUILTINS, OPT_PER_THREAD, OPT_TOP, OPT_SORT, OPT_FOLDED_DEPTH, OPT_COUNT };
+enum {
+    OPT_CLOCK, OPT_BUILTINS, OPT_PER_THREAD, OPT_TOP, OPT_SORT,
+    OPT_FOLDED_DEPTH, OPT_CONTEXTS, OPT_MAX_CONTEXTS, OPT_SPEEDSCOPE,
+    OPT_FOLDED, OPT_COUNT
+};
 
 static const ptk_option_spec tm_options[] = {
     [OPT_CLOCK] = {"clock", PTK_OPT_CHOICE, "wall",
@@ -31,8 +35,21 @@ static const ptk_option_spec tm_options[] = {
     [OPT_SORT] = {"sort", PTK_OPT_CHOICE, "tottime",
                   "summary order", "tottime|cumtime|calls"},
     [OPT_FOLDED_DEPTH] = {"folded_depth", PTK_OPT_INT, "128",
-                          "timer.folded: frames below this depth are merged "
-                          "into one '[deeper]' frame (0: no limit)", NULL},
+                          "timer.speedscope.json and timer.folded: frames "
+                          "below this depth are merged into one '[deeper]' "
+                          "frame (0: no limit)", NULL},
+    [OPT_CONTEXTS] = {"contexts", PTK_OPT_BOOL, "true",
+                      "keep calling contexts (false: none is kept, and no "
+                      "speedscope or folded file is written)", NULL},
+    [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "20000",
+                          "calling contexts kept; calls in new contexts past "
+                          "this are merged by caller and counted (0: no limit)",
+                          NULL},
+    [OPT_SPEEDSCOPE] = {"speedscope", PTK_OPT_BOOL, "true",
+                        "write timer.speedscope.json (calling contexts)", NULL},
+    [OPT_FOLDED] = {"folded", PTK_OPT_BOOL, "false",
+                    "write timer.folded (collapsed stacks for flamegraph.pl "
+                    "and inferno)", NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -166,6 +183,12 @@ tm_thread_get(tm_state *st, const ptk_thread *t)
         }
         memset(list + st->nthreads, 0, (n - st->nthreads) * sizeof(*list));
         st->threads = list;
+        tm_done *done = realloc(st->done, n * sizeof(*done));
+        if (done == NULL) {
+            return NULL;
+        }
+        memset(done + st->nthreads, 0, (n - st->nthreads) * sizeof(*done));
+        st->done = done;
         st->nthreads = n;
     }
     if (st->threads[idx] == NULL) {
@@ -178,17 +201,35 @@ tm_thread_get(tm_state *st, const ptk_thread *t)
         if (t->name != NULL) {
             th->name = strdup(t->name);
         }
+        else if (st->done[idx].name != NULL) {
+            th->name = strdup(st->done[idx].name);
+        }
         st->threads[idx] = th;
     }
     return st->threads[idx];
 }
 
-/* The tree node under @p parent for @p key (cache miss path). */
+/* The tree node under @p parent for @p key (cache miss path). A context
+ * node is keyed by (parent node, key); a merged node, one per edge, by
+ * (caller's stat, key), or (&root_edge, key) under the root: stats, nodes
+ * and root_edge are distinct objects, so the keys never collide. */
 static tm_node *
 tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
              PyObject *obj, int is_c)
 {
-    tm_node *n = tm__map_get(&th->nodes, parent, key);
+    int merged = parent->merged || !st->contexts ||
+                 (st->max_contexts > 0 &&
+                  st->ncontexts >= (size_t)st->max_contexts);
+    const void *anchor = parent;
+    if (merged) {
+        anchor = parent->stat != NULL ? (const void *)parent->stat
+                                      : (const void *)&th->root_edge;
+    }
+    tm_node *n = tm__map_get(&th->nodes, anchor, key);
+    if (n == NULL && merged && anchor != (const void *)parent) {
+        /* over max_contexts now, but this context was kept before */
+        n = tm__map_get(&th->nodes, parent, key);
+    }
     if (n != NULL) {
         return n;
     }
@@ -198,7 +239,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
         if (fn == NULL) {
             return NULL;
         }
-        s = tm__arena_alloc(&st->arena, sizeof(*s));
+        s = tm__arena_alloc(&th->arena, sizeof(*s));
         if (s == NULL || tm__map_put(&th->stats, key, NULL, s) != 0) {
             return NULL;
         }
@@ -209,7 +250,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     if (parent->stat != NULL) {
         e = tm__map_get(&th->edges, parent->stat, s);
         if (e == NULL) {
-            e = tm__arena_alloc(&st->arena, sizeof(*e));
+            e = tm__arena_alloc(&th->arena, sizeof(*e));
             if (e == NULL || tm__map_put(&th->edges, parent->stat, s, e) != 0) {
                 return NULL;
             }
@@ -217,16 +258,21 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
             e->callee = s;
         }
     }
-    n = tm__arena_alloc(&st->arena, sizeof(*n));
-    if (n == NULL || tm__map_put(&th->nodes, parent, key, n) != 0) {
+    n = tm__arena_alloc(&th->arena, sizeof(*n));
+    if (n == NULL || tm__map_put(&th->nodes, anchor, key, n) != 0) {
         return NULL;
     }
     n->parent = parent;
     n->key = key;
     n->stat = s;
     n->edge = e;
-    n->next_sibling = parent->first_child;
-    parent->first_child = n;
+    n->merged = merged;
+    if (!merged) {
+        n->next_sibling = parent->first_child;
+        parent->first_child = n;
+        th->ncontexts++;
+        st->ncontexts++;
+    }
     return n;
 }
 
@@ -444,6 +490,248 @@ tm__flush(tm_state *st)
     return PTK_OK;
 }
 
+/* ---- the end of a thread ------------------------------------------------ */
+
+static void
+tm_fig_add(tm_fig *to, const tm_fig *f)
+{
+    to->calls += f->calls;
+    to->reccalls += f->reccalls;
+    to->tt += f->tt;
+    to->it += f->it;
+}
+
+/* The stat of @p fn in the merged figures, made on first sight. */
+static tm_stat *
+tm_gone_stat(tm_thread *g, tm_func *fn)
+{
+    tm_stat *s = tm__map_get(&g->stats, fn->key, NULL);
+    if (s == NULL) {
+        s = tm__arena_alloc(&g->arena, sizeof(*s));
+        if (s == NULL || tm__map_put(&g->stats, fn->key, NULL, s) != 0) {
+            return NULL;
+        }
+        s->fn = fn;
+        g->nstats++;
+    }
+    return s;
+}
+
+static tm_edge *
+tm_gone_edge(tm_thread *g, tm_stat *caller, tm_stat *callee)
+{
+    if (caller == NULL) {
+        return &g->root_edge;
+    }
+    tm_edge *e = tm__map_get(&g->edges, caller, callee);
+    if (e == NULL) {
+        e = tm__arena_alloc(&g->arena, sizeof(*e));
+        if (e == NULL || tm__map_put(&g->edges, caller, callee, e) != 0) {
+            return NULL;
+        }
+        e->caller = caller;
+        e->callee = callee;
+    }
+    return e;
+}
+
+/* The node of the merged figures matching @p n (a node of another thread)
+ * under @p gparent (a context node, NULL for a merged node). */
+static tm_node *
+tm_gone_node(tm_state *st, tm_thread *g, tm_node *gparent, const tm_node *n)
+{
+    tm_stat *gs = tm_gone_stat(g, n->stat->fn);
+    tm_stat *gcaller = NULL;
+    if (gs == NULL) {
+        return NULL;
+    }
+    if (n->merged) {
+        if (n->edge->caller != NULL &&
+            (gcaller = tm_gone_stat(g, n->edge->caller->fn)) == NULL) {
+            return NULL;
+        }
+    }
+    else {
+        gcaller = gparent->stat;
+    }
+    const void *anchor = n->merged ? (gcaller != NULL ? (const void *)gcaller
+                                                      : (const void *)&g->root_edge)
+                                   : (const void *)gparent;
+    tm_node *gn = tm__map_get(&g->nodes, anchor, n->key);
+    if (gn != NULL) {
+        return gn;
+    }
+    tm_edge *ge = tm_gone_edge(g, gcaller, gs);
+    gn = ge != NULL ? tm__arena_alloc(&g->arena, sizeof(*gn)) : NULL;
+    if (gn == NULL || tm__map_put(&g->nodes, anchor, n->key, gn) != 0) {
+        return NULL;
+    }
+    gn->key = n->key;
+    gn->stat = gs;
+    gn->edge = ge;
+    gn->merged = n->merged;
+    if (!n->merged) {
+        gn->parent = gparent;
+        gn->next_sibling = gparent->first_child;
+        gparent->first_child = gn;
+        g->ncontexts++;
+        st->ncontexts++;
+    }
+    return gn;
+}
+
+/* Adds the figures of @p th to the merged figures. 0, or -1 when out of
+ * memory (then some figures may have been added: the instance fails). */
+static int
+tm_merge(tm_state *st, tm_thread *th)
+{
+    tm_thread *g = &st->gone;
+    for (size_t i = 0; th->stats.slots && i <= th->stats.mask; i++) {
+        const tm_stat *s = th->stats.slots[i].value;
+        tm_stat *gs = s != NULL ? tm_gone_stat(g, s->fn) : NULL;
+        if (s != NULL && gs == NULL) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; th->edges.slots && i <= th->edges.mask; i++) {
+        const tm_edge *e = th->edges.slots[i].value;
+        if (e != NULL && tm_gone_edge(g, tm_gone_stat(g, e->caller->fn),
+                                      tm_gone_stat(g, e->callee->fn)) == NULL) {
+            return -1;
+        }
+    }
+    /* Every record exists now (except nodes): add the figures. */
+    for (size_t i = 0; th->stats.slots && i <= th->stats.mask; i++) {
+        const tm_stat *s = th->stats.slots[i].value;
+        if (s != NULL) {
+            tm_fig_add(&tm_gone_stat(g, s->fn)->fig, &s->fig);
+        }
+    }
+    for (size_t i = 0; th->edges.slots && i <= th->edges.mask; i++) {
+        const tm_edge *e = th->edges.slots[i].value;
+        if (e != NULL) {
+            tm_fig_add(&tm_gone_edge(g, tm_gone_stat(g, e->caller->fn),
+                                     tm_gone_stat(g, e->callee->fn))->fig,
+                       &e->fig);
+        }
+    }
+    /* Nodes: the tree depth-first, then the merged ones. A node that cannot
+     * be made loses its own time to its parent, so that sums still hold. */
+    typedef struct {
+        const tm_node *n;
+        tm_node *gparent;
+    } item;
+    size_t cap = 64, top = 0;
+    item *todo = malloc(cap * sizeof(*todo));
+    int rc = todo != NULL ? 0 : -1;
+    for (const tm_node *c = th->root.first_child; todo && c; c = c->next_sibling) {
+        if (top == cap) {
+            item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
+            if (t == NULL) {
+                rc = -1;
+                break;
+            }
+            todo = t;
+        }
+        todo[top++] = (item){c, &g->root};
+    }
+    while (rc == 0 && top > 0) {
+        item it = todo[--top];
+        tm_node *gn = tm_gone_node(st, g, it.gparent, it.n);
+        if (gn == NULL) {
+            it.gparent->self_ns += it.n->self_ns;
+            rc = -1;
+            continue;
+        }
+        gn->self_ns += it.n->self_ns;
+        for (const tm_node *c = it.n->first_child; c; c = c->next_sibling) {
+            if (top == cap) {
+                item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
+                if (t == NULL) {
+                    rc = -1;
+                    break;
+                }
+                todo = t;
+            }
+            todo[top++] = (item){c, gn};
+        }
+    }
+    free(todo);
+    for (size_t i = 0; th->nodes.slots && i <= th->nodes.mask; i++) {
+        const tm_node *n = th->nodes.slots[i].value;
+        if (n != NULL && n->merged) {
+            tm_node *gn = tm_gone_node(st, g, NULL, n);
+            (gn != NULL ? gn : &g->root)->self_ns += n->self_ns;
+            rc = gn != NULL ? rc : -1;
+        }
+    }
+    return rc;
+}
+
+static void
+tm_thread_free(tm_state *st, tm_thread *th)
+{
+    st->ncontexts -= th->ncontexts;
+    tm__map_free(&th->stats);
+    tm__map_free(&th->edges);
+    tm__map_free(&th->nodes);
+    tm__arena_free(&th->arena);
+    free(th->stack);
+    free(th->name);
+    free(th);
+}
+
+/* A thread ended: close its frames and free its stack; unless the report
+ * wants figures per thread, merge its figures into st->gone and free the
+ * rest. No Python is called. */
+static void
+tm_on_thread_end(void *state, const ptk_thread *t)
+{
+    tm_state *st = state;
+    size_t idx = t->index;
+    tm_thread *th = idx < st->nthreads ? st->threads[idx] : NULL;
+    if (th == NULL) {
+        return;
+    }
+    while (th->sp > 0) {
+        tm_leave(th, th->last_ns);
+    }
+    free(th->stack);
+    th->stack = NULL;
+    th->cap = 0;
+    th->last_left = NULL;
+    if (st->per_thread) {
+        return;
+    }
+    size_t depth = tm__tree_depth(th);
+    uint64_t own = 0;
+    for (size_t i = 0; th->stats.slots && i <= th->stats.mask; i++) {
+        const tm_stat *s = th->stats.slots[i].value;
+        own += s != NULL ? s->fig.it : 0;
+    }
+    if (tm_merge(st, th) != 0) {
+        /* figures partly added: the report would count them twice */
+        st->host->fail(st->ctx, PTK_ENOMEM,
+                       "out of memory merging the figures of a thread");
+        return;
+    }
+    tm_done *d = &st->done[idx];
+    if (d->name == NULL && (th->name != NULL || t->name != NULL)) {
+        d->name = strdup(th->name != NULL ? th->name : t->name);
+    }
+    d->ident = th->ident;
+    if (depth > d->max_depth) {
+        d->max_depth = depth;
+    }
+    d->unmatched += th->unmatched;
+    d->resynced += th->resynced;
+    d->own_ns += own;
+    d->ended = 1;
+    st->ngone++;
+    st->threads[idx] = NULL;
+    tm_thread_free(st, th);
+}
+
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static int
@@ -460,6 +748,12 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
         snprintf(args->errbuf, args->errbuf_size,
                  "folded_depth must be 0 or more, not %lld",
                  (long long)o[OPT_FOLDED_DEPTH].i);
+        return PTK_EOPTTYPE;
+    }
+    if (o[OPT_MAX_CONTEXTS].i < 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "max_contexts must be 0 or more, not %lld",
+                 (long long)o[OPT_MAX_CONTEXTS].i);
         return PTK_EOPTTYPE;
     }
     if (o[OPT_TOP].i < 0) {
@@ -480,6 +774,10 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->top = o[OPT_TOP].i;
     st->folded_depth = o[OPT_FOLDED_DEPTH].i;
     st->sort = (int)o[OPT_SORT].i;
+    st->contexts = o[OPT_CONTEXTS].i != 0;
+    st->max_contexts = o[OPT_MAX_CONTEXTS].i;
+    st->speedscope = o[OPT_SPEEDSCOPE].i != 0;
+    st->folded = o[OPT_FOLDED].i != 0;
     if (!st->builtins) {
         *events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
     }
@@ -513,18 +811,17 @@ tm_fini(void *state)
         PyGILState_Release(gil);
     }
     for (size_t i = 0; i < st->nthreads; i++) {
-        tm_thread *th = st->threads[i];
-        if (th == NULL) {
-            continue;
+        if (st->threads[i] != NULL) {
+            tm_thread_free(st, st->threads[i]);
         }
-        tm__map_free(&th->stats);
-        tm__map_free(&th->edges);
-        tm__map_free(&th->nodes);
-        free(th->stack);
-        free(th->name);
-        free(th);
+        free(st->done[i].name);
     }
     free(st->threads);
+    free(st->done);
+    tm__map_free(&st->gone.stats);
+    tm__map_free(&st->gone.edges);
+    tm__map_free(&st->gone.nodes);
+    tm__arena_free(&st->gone.arena);
     free(st->func_list);
     tm__map_free(&st->funcs);
     tm__arena_free(&st->arena);
@@ -534,8 +831,8 @@ tm_fini(void *state)
 static const ptk_plugin_desc tm_desc = {
     PTK_PLUGIN_HEADER,
     .name = "timer",
-    .version = "0.1.0",
-    .description = "deterministic profiler: pstats, folded stacks and JSON",
+    .version = "0.3.0",
+    .description = "deterministic profiler: pstats, JSON, speedscope and folded stacks",
     .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
               PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
               PTK_MASK(PTK_EV_C_EXCEPTION),
@@ -546,6 +843,7 @@ static const ptk_plugin_desc tm_desc = {
     .on_ref = NULL,
     .report = tm_report_cb,
     .fini = tm_fini,
+    .on_thread_end = tm_on_thread_end,
 };
 
 PTK_PLUGIN_DEFINE(tm_desc)

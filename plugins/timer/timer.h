@@ -93,9 +93,12 @@ typedef struct tm_node {
     struct tm_node *last_child; /* lookup cache: the first call made here */
     struct tm_node *after;      /* lookup cache: the sibling called after
                                    this one returned, last time */
-    struct tm_node *first_child;
+    struct tm_node *first_child;  /* tree nodes only */
     struct tm_node *next_sibling;
     uint64_t self_ns;
+    int merged;   /* not a context: one node per caller->callee edge, made
+                     when contexts are off or over max_contexts; not linked
+                     into the tree (its callees are merged nodes too) */
 } tm_node;
 
 /** A frame running now. */
@@ -105,7 +108,8 @@ typedef struct tm_frame {
     uint64_t subt; /* inclusive time of the callees so far */
 } tm_frame;
 
-/** Per-thread state. */
+/** Per-thread state (one per live thread, plus the figures of the threads
+ *  that ended, merged into tm_state::gone). */
 typedef struct tm_thread {
     uint32_t index;
     uint64_t ident;
@@ -121,9 +125,21 @@ typedef struct tm_thread {
     tm_map edges;      /* (caller stat, callee stat) -> tm_edge */
     tm_map nodes;      /* (parent node, key) -> tm_node */
     size_t nstats;
+    size_t ncontexts;  /* tree nodes (not merged ones) */
+    tm_arena arena;    /* stats, edges and nodes of this thread */
     uint64_t unmatched;  /* RETURN / C_RETURN with no frame of ours */
     uint64_t resynced;   /* frames closed because an outer frame returned */
 } tm_thread;
+
+/** What the report says of a thread that ended (its figures are merged). */
+typedef struct tm_done {
+    uint64_t ident;
+    char *name;
+    size_t max_depth;
+    uint64_t unmatched, resynced;
+    uint64_t own_ns;   /* its total own time */
+    int ended;         /* 1 once set */
+} tm_done;
 
 /** What each sort= choice means, in the declared order. */
 enum { TM_SORT_TOTTIME = 0, TM_SORT_CUMTIME = 1, TM_SORT_CALLS = 2 };
@@ -138,12 +154,20 @@ typedef struct tm_state {
     int sort;
     int64_t top;
     int64_t folded_depth; /* 0: unlimited */
-    tm_arena arena;
+    int contexts;         /* keep calling contexts */
+    int speedscope;       /* write timer.speedscope.json */
+    int folded;           /* write timer.folded */
+    int64_t max_contexts; /* 0: unlimited */
+    size_t ncontexts;     /* context nodes of every tm_thread, gone included */
+    tm_arena arena;       /* tm_func records */
     tm_map funcs;       /* (key, NULL) -> tm_func */
     tm_func **func_list;
     size_t nfuncs, funcs_cap;
-    tm_thread **threads; /* by ptk_thread::index */
+    tm_thread **threads; /* by ptk_thread::index; NULL once ended */
     size_t nthreads;
+    tm_done *done;       /* by ptk_thread::index, [nthreads] */
+    tm_thread gone;      /* the figures of the threads that ended */
+    size_t ngone;        /* threads merged into gone */
     int flushed;
 } tm_state;
 
@@ -152,5 +176,6 @@ typedef struct tm_state {
 uint64_t tm__cpu_now(void);
 int tm__flush(tm_state *st);
 int tm__report(tm_state *st, const ptk_report_args *args);
+size_t tm__tree_depth(const tm_thread *th);
 
 #endif /* PTK_TIMER_H */

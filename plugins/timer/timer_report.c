@@ -38,7 +38,10 @@ typedef struct tm_labels {
     PyObject *keys;      /* list of pstats keys (file, line, name) */
     PyObject *names;     /* list of display names (str) */
     const char **cnames; /* UTF-8 of names, folded-safe */
+    const char **snames; /* UTF-8 of short names, folded-safe */
+    PyObject *shorts;    /* list of short names (str): flame graph frames */
     PyObject *cname_objs; /* list keeping the bytes of cnames alive */
+    uint32_t *first;     /* [n]: a function of each label */
 } tm_labels;
 
 static void
@@ -84,10 +87,126 @@ tm_labels_clear(tm_labels *L)
 {
     free(L->canon);
     free(L->cnames);
+    free(L->snames);
+    free(L->first);
+    Py_CLEAR(L->shorts);
     Py_CLEAR(L->keys);
     Py_CLEAR(L->names);
     Py_CLEAR(L->cname_objs);
     memset(L, 0, sizeof(*L));
+}
+
+/* The last @p k '/'-separated parts of @p path (all of it if it has fewer). */
+static const char *
+tm_path_suffix(const char *path, int k)
+{
+    const char *p = path + strlen(path);
+    while (p > path) {
+        if (p[-1] == '/' && --k == 0) {
+            return p;
+        }
+        p--;
+    }
+    return path;
+}
+
+/* Short, unambiguous frame names for the flame graph files: "qualname
+ * (file:line)" with the file cut to the fewest trailing path parts that no
+ * other profiled file ends with ("email/__init__.py", "difflib.py"); C
+ * functions keep their name. Returns a list (new reference) or NULL. */
+static PyObject *
+tm_short_names(tm_state *st, const tm_labels *L)
+{
+    PyObject *out = PyList_New((Py_ssize_t)L->n);
+    PyObject *files = PyDict_New();  /* filename -> suffix (str) */
+    PyObject *counts = PyDict_New(); /* suffix -> number of files */
+    PyObject *flist = NULL;
+    if (out == NULL || files == NULL || counts == NULL) {
+        goto fail;
+    }
+    for (size_t i = 0; i < L->n; i++) {
+        const tm_func *fn = st->func_list[L->first[i]];
+        if (!fn->is_c &&
+            PyDict_SetItem(files, ((PyCodeObject *)fn->code)->co_filename,
+                           Py_None) < 0) {
+            goto fail;
+        }
+    }
+    flist = PyDict_Keys(files);
+    if (flist == NULL) {
+        goto fail;
+    }
+    Py_ssize_t nf = PyList_GET_SIZE(flist), left = nf;
+    for (int k = 1; left > 0 && k < 256; k++) {
+        PyDict_Clear(counts);
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            const char *f = PyUnicode_AsUTF8(PyList_GET_ITEM(flist, j));
+            PyObject *suf = f ? PyUnicode_FromString(tm_path_suffix(f, k)) : NULL;
+            PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
+            PyObject *n = suf && !PyErr_Occurred()
+                              ? PyLong_FromLong(c ? PyLong_AsLong(c) + 1 : 1)
+                              : NULL;
+            int bad = n == NULL || PyDict_SetItem(counts, suf, n) < 0;
+            Py_XDECREF(suf);
+            Py_XDECREF(n);
+            if (bad) {
+                goto fail;
+            }
+        }
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            PyObject *file = PyList_GET_ITEM(flist, j);
+            if (PyDict_GetItemWithError(files, file) != Py_None) {
+                continue; /* settled */
+            }
+            const char *f = PyUnicode_AsUTF8(file);
+            const char *sufs = f ? tm_path_suffix(f, k) : NULL;
+            PyObject *suf = sufs ? PyUnicode_FromString(sufs) : NULL;
+            PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
+            if (c == NULL) {
+                Py_XDECREF(suf);
+                goto fail;
+            }
+            if (PyLong_AsLong(c) == 1 || sufs == f) {
+                if (PyDict_SetItem(files, file, suf) < 0) {
+                    Py_DECREF(suf);
+                    goto fail;
+                }
+                left--;
+            }
+            Py_DECREF(suf);
+        }
+    }
+    for (size_t i = 0; i < L->n; i++) {
+        const tm_func *fn = st->func_list[L->first[i]];
+        PyObject *name;
+        if (fn->is_c) {
+            name = Py_NewRef(PyList_GET_ITEM(L->names, i));
+        }
+        else {
+            PyCodeObject *co = (PyCodeObject *)fn->code;
+            PyObject *suf = PyDict_GetItemWithError(files, co->co_filename);
+            if (suf == NULL || suf == Py_None) {
+                suf = co->co_filename;
+            }
+            name = PyErr_Occurred() ? NULL
+                                    : PyUnicode_FromFormat("%U (%U:%d)", co->co_qualname,
+                                                           suf, co->co_firstlineno);
+        }
+        if (name == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, name);
+    }
+    Py_DECREF(files);
+    Py_DECREF(counts);
+    Py_DECREF(flist);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(files);
+    Py_XDECREF(counts);
+    Py_XDECREF(flist);
+    return NULL;
 }
 
 static int
@@ -96,10 +215,11 @@ tm_labels_build(tm_state *st, tm_labels *L)
     int rc = -1;
     PyObject *index = PyDict_New();
     L->canon = calloc(st->nfuncs + 1, sizeof(*L->canon));
+    L->first = calloc(st->nfuncs + 1, sizeof(*L->first));
     L->keys = PyList_New(0);
     L->names = PyList_New(0);
     L->cname_objs = PyList_New(0);
-    if (index == NULL || L->canon == NULL || L->keys == NULL ||
+    if (index == NULL || L->canon == NULL || L->first == NULL || L->keys == NULL ||
         L->names == NULL || L->cname_objs == NULL) {
         goto done;
     }
@@ -131,16 +251,22 @@ tm_labels_build(tm_state *st, tm_labels *L)
         if (bad) {
             goto done;
         }
+        L->first[L->n] = (uint32_t)i;
         L->canon[i] = (uint32_t)L->n++;
     }
     L->cnames = calloc(L->n + 1, sizeof(*L->cnames));
-    if (L->cnames == NULL) {
+    L->snames = calloc(L->n + 1, sizeof(*L->snames));
+    if (L->cnames == NULL || L->snames == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (size_t i = 0; i < L->n; i++) {
+    if ((L->shorts = tm_short_names(st, L)) == NULL) {
+        goto done;
+    }
+    for (size_t i = 0; i < 2 * L->n; i++) {
         /* ';' separates frames and a newline ends the line: replace both. */
-        PyObject *name = PyList_GET_ITEM(L->names, i);
+        PyObject *name = i < L->n ? PyList_GET_ITEM(L->names, i)
+                                  : PyList_GET_ITEM(L->shorts, i - L->n);
         PyObject *b = PyUnicode_AsEncodedString(name, "utf-8", "replace");
         if (b == NULL || PyList_Append(L->cname_objs, b) < 0) {
             Py_XDECREF(b);
@@ -156,7 +282,12 @@ tm_labels_build(tm_state *st, tm_labels *L)
                 *c = ' ';
             }
         }
-        L->cnames[i] = s;
+        if (i < L->n) {
+            L->cnames[i] = s;
+        }
+        else {
+            L->snames[i - L->n] = s;
+        }
     }
     rc = 0;
 done:
@@ -241,6 +372,11 @@ tm_view_build(tm_state *st, const tm_labels *L, long only, tm_view *v)
             return -1;
         }
     }
+    if (only < 0 && tm_view_add_thread(v, L, &st->gone) != 0) {
+        PyErr_NoMemory();
+        tm_view_clear(v);
+        return -1;
+    }
     return 0;
 }
 
@@ -299,139 +435,86 @@ fail:
     return NULL;
 }
 
-/* ---- timer.json --------------------------------------------------------- */
+/* ---- calling contexts: timer.speedscope.json, timer.folded --------------- */
 
-static PyObject *
-tm_acc_dict(const tm_acc *a)
+/* The calling contexts of some threads merged by label path: node 0 is the
+ * root, every parent comes before its children. Frames deeper than
+ * folded_depth become one "[deeper]" node; the calls merged by edge (over
+ * max_contexts, or with contexts off) hang under one "[merged contexts]"
+ * node by function. */
+typedef struct tm_rnode {
+    uint32_t parent, label;
+    uint32_t first_child, next_sibling; /* 0: none */
+    uint64_t self_ns, incl_ns;
+} tm_rnode;
+
+typedef struct tm_rtree {
+    tm_rnode *v;
+    size_t n, cap;
+    tm_map map; /* (parent+1, label+1) -> index */
+    uint32_t deeper, merged; /* the labels of the two pseudo frames */
+    uint64_t merged_edges, merged_ns;
+} tm_rtree;
+
+static void
+tm_rtree_clear(tm_rtree *r)
 {
-    return Py_BuildValue("{sKsKsKsK}", "calls", (unsigned long long)a->calls,
-                         "primitive_calls",
-                         (unsigned long long)(a->calls - a->reccalls),
-                         "own_ns", (unsigned long long)a->it, "inclusive_ns",
-                         (unsigned long long)a->tt);
+    free(r->v);
+    tm__map_free(&r->map);
+    memset(r, 0, sizeof(*r));
 }
 
-/* {"total_ns", "functions": [...], "edges": [...]} for one view. */
-static PyObject *
-tm_json_figures(const tm_labels *L, const tm_view *v)
+/* The child of @p parent for @p label; (uint32_t)-1 when out of memory. */
+static uint32_t
+tm_rtree_child(tm_rtree *r, uint32_t parent, uint32_t label)
 {
-    PyObject *out = NULL, *funcs = PyList_New(0), *edges = PyList_New(0);
-    if (funcs == NULL || edges == NULL) {
-        goto done;
+    const void *ka = (const void *)(uintptr_t)(parent + 1);
+    const void *kb = (const void *)(uintptr_t)(label + 1);
+    uintptr_t at = (uintptr_t)tm__map_get(&r->map, ka, kb);
+    if (at != 0) {
+        return (uint32_t)at;
     }
-    for (size_t i = 0; i < L->n; i++) {
-        if (v->fn[i].calls == 0) {
-            continue;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 1024;
+        tm_rnode *v = realloc(r->v, cap * sizeof(*v));
+        if (v == NULL) {
+            return (uint32_t)-1;
         }
-        PyObject *key = PyList_GET_ITEM(L->keys, i);
-        PyObject *d = tm_acc_dict(&v->fn[i]);
-        int bad = d == NULL;
-        if (!bad) {
-            int is_c = PyUnicode_CompareWithASCIIString(
-                           PyTuple_GET_ITEM(key, 0), "~") == 0 &&
-                       PyLong_AsLong(PyTuple_GET_ITEM(key, 1)) == 0;
-            PyObject *id = PyLong_FromSize_t(i);
-            PyObject *kind = PyUnicode_FromString(is_c ? "c" : "python");
-            bad = id == NULL || kind == NULL ||
-                  PyDict_SetItemString(d, "id", id) < 0 ||
-                  PyDict_SetItemString(d, "file", PyTuple_GET_ITEM(key, 0)) < 0 ||
-                  PyDict_SetItemString(d, "line", PyTuple_GET_ITEM(key, 1)) < 0 ||
-                  PyDict_SetItemString(d, "name", PyTuple_GET_ITEM(key, 2)) < 0 ||
-                  PyDict_SetItemString(d, "display",
-                                       PyList_GET_ITEM(L->names, i)) < 0 ||
-                  PyDict_SetItemString(d, "kind", kind) < 0 ||
-                  PyList_Append(funcs, d) < 0;
-            Py_XDECREF(id);
-            Py_XDECREF(kind);
-        }
-        Py_XDECREF(d);
-        if (bad) {
-            goto done;
-        }
+        r->v = v;
+        r->cap = cap;
     }
-    for (size_t i = 0; i < v->nedges; i++) {
-        const tm_vedge *e = &v->edges[i];
-        PyObject *d = tm_acc_dict(&e->acc);
-        PyObject *a = PyLong_FromUnsignedLong(e->caller);
-        PyObject *b = PyLong_FromUnsignedLong(e->callee);
-        int bad = d == NULL || a == NULL || b == NULL ||
-                  PyDict_SetItemString(d, "caller", a) < 0 ||
-                  PyDict_SetItemString(d, "callee", b) < 0 ||
-                  PyList_Append(edges, d) < 0;
-        Py_XDECREF(d);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-        if (bad) {
-            goto done;
-        }
+    uint32_t i = (uint32_t)r->n++;
+    memset(&r->v[i], 0, sizeof(r->v[i]));
+    r->v[i].parent = parent;
+    r->v[i].label = label;
+    r->v[i].next_sibling = r->v[parent].first_child;
+    r->v[parent].first_child = i;
+    if (tm__map_put(&r->map, ka, kb, (void *)(uintptr_t)i) != 0) {
+        return (uint32_t)-1;
     }
-    out = Py_BuildValue("{sKsKsKsOsO}", "total_ns",
-                        (unsigned long long)v->total_ns, "calls",
-                        (unsigned long long)v->calls, "primitive_calls",
-                        (unsigned long long)v->primitive, "functions", funcs,
-                        "edges", edges);
-done:
-    Py_XDECREF(funcs);
-    Py_XDECREF(edges);
-    return out;
+    return i;
 }
-
-/* ---- timer.folded ------------------------------------------------------- */
-
-typedef struct tm_buf {
-    char *p;
-    size_t len, cap;
-} tm_buf;
 
 static int
-tm_buf_put(tm_buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 1 > cap) {
-            cap *= 2;
-        }
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            return -1;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-/* Adds every stack of @p th with own time to @p acc (str -> int ns),
- * depth-first, so that @p acc keeps a parent-before-child order. Frames
- * deeper than @p max_depth (0: no limit) are merged into one "[deeper]"
- * frame, so that deep recursion does not make the file quadratic in its
- * depth; every nanosecond is still counted once. */
-static int
-tm_folded_collect(const tm_labels *L, const tm_thread *th, PyObject *acc,
-                  int64_t max_depth)
+tm_rtree_add_thread(tm_rtree *r, const tm_labels *L, const tm_thread *th,
+                    int64_t max_depth)
 {
     typedef struct {
         const tm_node *node;
-        size_t len;
+        uint32_t rparent;
         int64_t depth;
     } item;
-    int rc = -1;
     size_t cap = 64, n = 0;
     item *todo = malloc(cap * sizeof(*todo));
-    tm_buf path = {0};
     if (todo == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
     for (const tm_node *c = th->root.first_child; c; c = c->next_sibling) {
         if (n == cap) {
             item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
             if (t == NULL) {
-                PyErr_NoMemory();
-                goto done;
+                free(todo);
+                return -1;
             }
             todo = t;
         }
@@ -439,108 +522,542 @@ tm_folded_collect(const tm_labels *L, const tm_thread *th, PyObject *acc,
     }
     while (n > 0) {
         item it = todo[--n];
-        const char *name = L->cnames[L->canon[it.node->stat->fn->id]];
-        if (max_depth > 0 && it.depth > max_depth + 1) {
-            name = NULL; /* already inside "[deeper]": the parent's path */
-        }
-        else if (max_depth > 0 && it.depth == max_depth + 1) {
-            name = "[deeper]";
-        }
-        path.len = it.len;
-        if (name != NULL &&
-            ((it.len > 0 && tm_buf_put(&path, ";", 1) != 0) ||
-             tm_buf_put(&path, name, strlen(name)) != 0)) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        if (it.node->self_ns > 0) {
-            PyObject *k = PyUnicode_FromStringAndSize(path.p, (Py_ssize_t)path.len);
-            if (k == NULL) {
-                goto done;
-            }
-            PyObject *old = PyDict_GetItemWithError(acc, k);
-            unsigned long long prev = old ? PyLong_AsUnsignedLongLong(old) : 0;
-            PyObject *val = PyErr_Occurred()
-                                ? NULL
-                                : PyLong_FromUnsignedLongLong(prev + it.node->self_ns);
-            int bad = val == NULL || PyDict_SetItem(acc, k, val) < 0;
-            Py_DECREF(k);
-            Py_XDECREF(val);
-            if (bad) {
-                goto done;
+        uint32_t here = it.rparent; /* inside [deeper]: the parent's node */
+        if (max_depth <= 0 || it.depth <= max_depth + 1) {
+            uint32_t label = max_depth > 0 && it.depth == max_depth + 1
+                                 ? r->deeper
+                                 : L->canon[it.node->stat->fn->id];
+            here = tm_rtree_child(r, it.rparent, label);
+            if (here == (uint32_t)-1) {
+                free(todo);
+                return -1;
             }
         }
+        r->v[here].self_ns += it.node->self_ns;
         for (const tm_node *c = it.node->first_child; c; c = c->next_sibling) {
             if (n == cap) {
                 item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
                 if (t == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
+                    free(todo);
+                    return -1;
                 }
                 todo = t;
             }
-            todo[n++] = (item){c, path.len, it.depth + 1};
+            todo[n++] = (item){c, here, it.depth + 1};
         }
     }
-    rc = 0;
-done:
     free(todo);
-    free(path.p);
+    /* the calls merged by edge: their own time by function */
+    for (size_t i = 0; th->nodes.slots && i <= th->nodes.mask; i++) {
+        const tm_node *m = th->nodes.slots[i].value;
+        if (m == NULL || !m->merged) {
+            continue;
+        }
+        r->merged_edges++;
+        r->merged_ns += m->self_ns;
+        if (m->self_ns == 0) {
+            continue;
+        }
+        uint32_t top = tm_rtree_child(r, 0, r->merged);
+        uint32_t at = top == (uint32_t)-1
+                          ? top
+                          : tm_rtree_child(r, top, L->canon[m->stat->fn->id]);
+        if (at == (uint32_t)-1) {
+            return -1;
+        }
+        r->v[at].self_ns += m->self_ns;
+    }
+    return 0;
+}
+
+/* The contexts of one thread (@p only >= 0) or of every thread, with the
+ * inclusive time of each node. */
+static int
+tm_rtree_build(tm_state *st, const tm_labels *L, long only, tm_rtree *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->deeper = (uint32_t)L->n;
+    r->merged = (uint32_t)L->n + 1;
+    r->cap = 1024;
+    r->v = calloc(r->cap, sizeof(*r->v));
+    if (r->v == NULL) {
+        return -1;
+    }
+    r->n = 1; /* the root */
+    int bad = 0;
+    for (size_t i = 0; !bad && i < st->nthreads; i++) {
+        if (st->threads[i] != NULL && (only < 0 || (size_t)only == i)) {
+            bad = tm_rtree_add_thread(r, L, st->threads[i], st->folded_depth);
+        }
+    }
+    if (!bad && only < 0) {
+        bad = tm_rtree_add_thread(r, L, &st->gone, st->folded_depth);
+    }
+    if (bad) {
+        tm_rtree_clear(r);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = r->n; i-- > 1;) {
+        r->v[i].incl_ns += r->v[i].self_ns;
+        r->v[r->v[i].parent].incl_ns += r->v[i].incl_ns;
+    }
+    r->v[0].incl_ns += r->v[0].self_ns;
+    return 0;
+}
+
+static const char *
+tm_rname(const tm_labels *L, const tm_rtree *r, uint32_t label)
+{
+    if (label == r->deeper) {
+        return "[deeper]";
+    }
+    if (label == r->merged) {
+        return "[merged contexts]";
+    }
+    return L->snames[label];
+}
+
+/* Depth-first over the nodes with time (contexts whose inclusive time is 0
+ * are left out), calling @p visit on the way in (@p in = 1) and out. */
+typedef int (*tm_rvisit)(void *arg, const tm_rtree *r, uint32_t node,
+                         int in, size_t depth);
+
+static int
+tm_rtree_walk(const tm_rtree *r, tm_rvisit visit, void *arg)
+{
+    size_t cap = 64, n = 0;
+    uint32_t *stack = malloc(cap * sizeof(*stack)); /* nodes entered */
+    uint32_t *next = malloc(cap * sizeof(*next));   /* their next child */
+    int rc = 0;
+    if (stack == NULL || next == NULL) {
+        free(stack);
+        free(next);
+        return -1;
+    }
+    stack[0] = 0;
+    next[0] = r->v[0].first_child;
+    n = 1;
+    while (n > 0 && rc == 0) {
+        uint32_t c = next[n - 1];
+        if (c == 0) {
+            if (n > 1) {
+                rc = visit(arg, r, stack[n - 1], 0, n - 1);
+            }
+            n--;
+            continue;
+        }
+        next[n - 1] = r->v[c].next_sibling;
+        if (r->v[c].incl_ns == 0) {
+            continue;
+        }
+        if (n == cap) {
+            cap *= 2;
+            uint32_t *s2 = realloc(stack, cap * sizeof(*stack));
+            if (s2 != NULL) {
+                stack = s2;
+            }
+            uint32_t *n2 = realloc(next, cap * sizeof(*next));
+            if (n2 != NULL) {
+                next = n2;
+            }
+            if (s2 == NULL || n2 == NULL) {
+                rc = -1;
+                break;
+            }
+        }
+        stack[n] = c;
+        next[n] = r->v[c].first_child;
+        n++;
+        rc = visit(arg, r, c, 1, n - 1);
+    }
+    free(stack);
+    free(next);
     return rc;
 }
 
-/* Writes @p acc as "stack microseconds" lines. Values are rounded so that
- * they add up to floor(total ns / 1000) exactly: each line is within 1 us
- * of its own time, and a stack whose time rounds to 0 still gets its line. */
+/* timer.folded: one "frame;frame;... microseconds" line per context with
+ * own time. Values are rounded so that they add up to floor(total ns /
+ * 1000) exactly: each line is within 1 us of its own time. */
+typedef struct tm_folded_ctx {
+    FILE *f;
+    const tm_labels *L;
+    uint32_t *path; /* labels of the nodes entered */
+    size_t cap;
+    unsigned long long cum_ns, cum_us;
+} tm_folded_ctx;
+
 static int
-tm_folded_write(tm_state *st, const char *filename, PyObject *acc)
+tm_folded_visit(void *arg, const tm_rtree *r, uint32_t node, int in,
+                size_t depth)
+{
+    tm_folded_ctx *c = arg;
+    if (!in) {
+        return 0;
+    }
+    if (depth > c->cap) {
+        size_t cap = depth * 2;
+        uint32_t *p = realloc(c->path, cap * sizeof(*p));
+        if (p == NULL) {
+            return -1;
+        }
+        c->path = p;
+        c->cap = cap;
+    }
+    c->path[depth - 1] = r->v[node].label;
+    if (r->v[node].self_ns == 0) {
+        return 0;
+    }
+    c->cum_ns += r->v[node].self_ns;
+    unsigned long long us = c->cum_ns / 1000 - c->cum_us;
+    c->cum_us += us;
+    for (size_t i = 0; i < depth; i++) {
+        if ((i > 0 && fputc(';', c->f) == EOF) ||
+            fputs(tm_rname(c->L, r, c->path[i]), c->f) == EOF) {
+            return -1;
+        }
+    }
+    return fprintf(c->f, " %llu\n", us) < 0 ? -1 : 0;
+}
+
+static int
+tm_write_folded(tm_state *st, const tm_labels *L, const tm_rtree *r,
+                const char *filename)
 {
     void *token = NULL;
     FILE *f = st->host->report_open(st->ctx, filename, &token);
     if (f == NULL) {
         return PTK_EIO;
     }
-    PyObject *k, *val;
-    Py_ssize_t pos = 0;
-    unsigned long long cum_ns = 0, cum_us = 0;
-    int ok = 1;
-    while (PyDict_Next(acc, &pos, &k, &val)) {
-        cum_ns += PyLong_AsUnsignedLongLong(val);
-        unsigned long long us = cum_ns / 1000 - cum_us;
-        cum_us += us;
-        const char *s = PyUnicode_AsUTF8(k);
-        if (s == NULL || fprintf(f, "%s %llu\n", s, us) < 0) {
-            PyErr_Clear();
-            ok = 0;
-            break;
-        }
-    }
+    tm_folded_ctx c = {f, L, NULL, 0, 0, 0};
+    int ok = tm_rtree_walk(r, tm_folded_visit, &c) == 0;
+    free(c.path);
     if (st->host->report_commit(token, ok) != PTK_OK || !ok) {
         return st->host->fail(st->ctx, PTK_EIO, "cannot write %s", filename);
     }
     return PTK_OK;
 }
 
+/* timer.speedscope.json: speedscope's own format
+ * (https://www.speedscope.app/file-format-schema.json): one shared frame
+ * table and one "evented" profile whose open/close events lay the contexts
+ * out side by side, each as wide as its inclusive time: two events per
+ * context, whatever its depth. */
+typedef struct tm_ss_ctx {
+    FILE *f;
+    uint64_t *start; /* by depth: where the node entered at that depth began */
+    size_t cap;
+    uint64_t at;
+    int first;
+} tm_ss_ctx;
+
 static int
-tm_write_folded(tm_state *st, const tm_labels *L, long only,
-                const char *filename)
+tm_ss_visit(void *arg, const tm_rtree *r, uint32_t node, int in, size_t depth)
 {
-    PyObject *acc = PyDict_New();
-    if (acc == NULL) {
+    tm_ss_ctx *c = arg;
+    if (depth >= c->cap) {
+        size_t cap = depth * 2 + 2;
+        uint64_t *p = realloc(c->start, cap * sizeof(*p));
+        if (p == NULL) {
+            return -1;
+        }
+        c->start = p;
+        c->cap = cap;
+    }
+    if (in) {
+        c->start[depth] = c->at;
+    }
+    else {
+        /* the node's own time comes after its callees */
+        c->at = c->start[depth] + r->v[node].incl_ns;
+    }
+    int rc = fprintf(c->f, "%s\n{\"type\":\"%c\",\"frame\":%u,\"at\":%llu}",
+                     c->first ? "" : ",", in ? 'O' : 'C', r->v[node].label,
+                     (unsigned long long)c->at);
+    c->first = 0;
+    return rc < 0 ? -1 : 0;
+}
+
+/* Writes @p s as a JSON string. */
+static int
+tm_json_str(FILE *f, const char *s)
+{
+    if (fputc('"', f) == EOF) {
+        return -1;
+    }
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int rc;
+        if (*p == '"' || *p == '\\') {
+            rc = fprintf(f, "\\%c", *p);
+        }
+        else if (*p < 0x20) {
+            rc = fprintf(f, "\\u%04x", *p);
+        }
+        else {
+            rc = fputc(*p, f) == EOF ? -1 : 0;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return fputc('"', f) == EOF ? -1 : 0;
+}
+
+static int
+tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
+                    const char *filename, const char *title)
+{
+    void *token = NULL;
+    FILE *f = st->host->report_open(st->ctx, filename, &token);
+    if (f == NULL) {
+        return PTK_EIO;
+    }
+    int ok = fputs("{\"$schema\":\"https://www.speedscope.app/"
+                   "file-format-schema.json\",\n\"exporter\":\"pytracekit timer\",\n"
+                   "\"name\":",
+                   f) != EOF &&
+             tm_json_str(f, title) == 0 &&
+             fputs(",\n\"shared\":{\"frames\":[", f) != EOF;
+    for (size_t i = 0; ok && i < L->n + 2; i++) {
+        ok = fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f) != EOF &&
+             tm_json_str(f, tm_rname(L, r, (uint32_t)i)) == 0;
+        if (ok && i < L->n) {
+            PyObject *key = PyList_GET_ITEM(L->keys, i);
+            const char *file = PyUnicode_AsUTF8(PyTuple_GET_ITEM(key, 0));
+            long line = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
+            if (file == NULL) {
+                PyErr_Clear();
+            }
+            else if (strcmp(file, "~") != 0) {
+                ok = fputs(",\"file\":", f) != EOF && tm_json_str(f, file) == 0 &&
+                     fprintf(f, ",\"line\":%ld", line) >= 0;
+            }
+        }
+        ok = ok && fputc('}', f) != EOF;
+    }
+    ok = ok && fprintf(f, "]},\n\"profiles\":[{\"type\":\"evented\",\"name\":") >= 0 &&
+         tm_json_str(f, title) == 0 &&
+         fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,"
+                    "\n\"events\":[",
+                 (unsigned long long)r->v[0].incl_ns) >= 0;
+    tm_ss_ctx c = {f, NULL, 0, 0, 1};
+    ok = ok && tm_rtree_walk(r, tm_ss_visit, &c) == 0;
+    free(c.start);
+    ok = ok && fputs("]}]}\n", f) != EOF;
+    if (st->host->report_commit(token, ok) != PTK_OK || !ok) {
+        return st->host->fail(st->ctx, PTK_EIO, "cannot write %s", filename);
+    }
+    return PTK_OK;
+}
+
+/* The calling-context files of one thread (@p only >= 0) or of all. */
+static int
+tm_write_flame(tm_state *st, const tm_labels *L, long only, const char *prefix,
+               tm_rtree *keep)
+{
+    if (!st->contexts || (!st->speedscope && !st->folded)) {
+        return PTK_OK;
+    }
+    tm_rtree r;
+    char name[96];
+    if (tm_rtree_build(st, L, only, &r) != 0) {
         return PTK_EPYTHON;
     }
-    for (size_t i = 0; i < st->nthreads; i++) {
-        if (st->threads[i] == NULL || (only >= 0 && (size_t)only != i)) {
+    int rc = PTK_OK;
+    if (st->speedscope) {
+        snprintf(name, sizeof(name), "%s.speedscope.json", prefix);
+        rc = tm_write_speedscope(st, L, &r, name, prefix);
+    }
+    if (rc == PTK_OK && st->folded) {
+        snprintf(name, sizeof(name), "%s.folded", prefix);
+        rc = tm_write_folded(st, L, &r, name);
+    }
+    if (keep != NULL) {
+        *keep = r;
+    }
+    else {
+        tm_rtree_clear(&r);
+    }
+    return rc;
+}
+
+/* ---- timer.json ---------------------------------------------------------- */
+
+/* Written as it goes, one function or edge a line, not built as Python
+ * objects first: on a large program those took more memory than the
+ * profile itself. */
+
+static int
+tm_json_acc(FILE *f, const tm_acc *a)
+{
+    return fprintf(f, "\"calls\":%llu,\"primitive_calls\":%llu,\"own_ns\":%llu,"
+                      "\"inclusive_ns\":%llu",
+                   (unsigned long long)a->calls,
+                   (unsigned long long)(a->calls - a->reccalls),
+                   (unsigned long long)a->it, (unsigned long long)a->tt) < 0
+               ? -1
+               : 0;
+}
+
+static int
+tm_json_pystr(FILE *f, PyObject *s)
+{
+    const char *u = PyUnicode_AsUTF8(s);
+    if (u == NULL) {
+        return -1;
+    }
+    return tm_json_str(f, u);
+}
+
+/* "total_ns":…,"calls":…,"primitive_calls":…,"functions":[…],"edges":[…] */
+static int
+tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
+{
+    if (fprintf(f, "\"total_ns\":%llu,\"calls\":%llu,\"primitive_calls\":%llu,"
+                   "\n\"functions\":[",
+                (unsigned long long)v->total_ns, (unsigned long long)v->calls,
+                (unsigned long long)v->primitive) < 0) {
+        return -1;
+    }
+    int first = 1;
+    for (size_t i = 0; i < L->n; i++) {
+        if (v->fn[i].calls == 0) {
             continue;
         }
-        if (tm_folded_collect(L, st->threads[i], acc, st->folded_depth) != 0) {
-            Py_DECREF(acc);
-            return PTK_EPYTHON;
+        PyObject *key = PyList_GET_ITEM(L->keys, i);
+        const char *file = PyUnicode_AsUTF8(PyTuple_GET_ITEM(key, 0));
+        long line = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
+        if (file == NULL || PyErr_Occurred()) {
+            return -1;
+        }
+        int is_c = strcmp(file, "~") == 0 && line == 0;
+        if (fprintf(f, "%s\n{", first ? "" : ",") < 0 ||
+            tm_json_acc(f, &v->fn[i]) < 0 ||
+            fprintf(f, ",\"id\":%zu,\"file\":", i) < 0 || tm_json_str(f, file) < 0 ||
+            fprintf(f, ",\"line\":%ld,\"name\":", line) < 0 ||
+            tm_json_pystr(f, PyTuple_GET_ITEM(key, 2)) < 0 ||
+            fputs(",\"display\":", f) == EOF ||
+            tm_json_pystr(f, PyList_GET_ITEM(L->names, i)) < 0 ||
+            fputs(",\"short\":", f) == EOF ||
+            tm_json_pystr(f, PyList_GET_ITEM(L->shorts, i)) < 0 ||
+            fprintf(f, ",\"kind\":\"%s\"}", is_c ? "c" : "python") < 0) {
+            return -1;
+        }
+        first = 0;
+    }
+    if (fputs("],\n\"edges\":[", f) == EOF) {
+        return -1;
+    }
+    for (size_t i = 0; i < v->nedges; i++) {
+        const tm_vedge *e = &v->edges[i];
+        if (fprintf(f, "%s\n{", i ? "," : "") < 0 || tm_json_acc(f, &e->acc) < 0 ||
+            fprintf(f, ",\"caller\":%u,\"callee\":%u}", e->caller, e->callee) < 0) {
+            return -1;
         }
     }
-    int rc = tm_folded_write(st, filename, acc);
-    Py_DECREF(acc);
-    return rc;
+    return fputs("]", f) == EOF ? -1 : 0;
+}
+
+/* The calls merged by edge (contexts off, or past max_contexts). */
+static void
+tm_merged_counts(const tm_state *st, uint64_t *edges, uint64_t *ns)
+{
+    *edges = *ns = 0;
+    for (size_t t = 0; t <= st->nthreads; t++) {
+        const tm_thread *th = t < st->nthreads ? st->threads[t] : &st->gone;
+        for (size_t i = 0; th && th->nodes.slots && i <= th->nodes.mask; i++) {
+            const tm_node *n = th->nodes.slots[i].value;
+            if (n != NULL && n->merged) {
+                (*edges)++;
+                *ns += n->self_ns;
+            }
+        }
+    }
+}
+
+static uint64_t
+tm_thread_own(const tm_thread *th)
+{
+    uint64_t own = 0;
+    for (size_t i = 0; th->stats.slots && i <= th->stats.mask; i++) {
+        const tm_stat *s = th->stats.slots[i].value;
+        own += s != NULL ? s->fig.it : 0;
+    }
+    return own;
+}
+
+static int
+tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
+              const ptk_report_args *args, uint64_t max_depth,
+              uint64_t unmatched, uint64_t resynced, size_t written)
+{
+    void *token = NULL;
+    FILE *f = st->host->report_open(st->ctx, "timer.json", &token);
+    if (f == NULL) {
+        return PTK_EIO;
+    }
+    uint64_t medges, mns;
+    tm_merged_counts(st, &medges, &mns);
+    int ok = fprintf(f, "{\"plugin\":\"timer\",\"clock\":\"%s\",\"unit\":\"ns\","
+                        "\"builtins\":%s,\"per_thread\":%s,\"elapsed_s\":%.9f,"
+                        "\"max_depth\":%llu,\"unmatched_returns\":%llu,"
+                        "\"resynced_frames\":%llu,\n\"calling_contexts\":{"
+                        "\"kept\":%s,\"max_contexts\":%lld,\"contexts\":%zu,"
+                        "\"written\":%zu,\"merged_edges\":%llu,\"merged_ns\":%llu},\n",
+                     st->cpu_clock ? "cpu" : "wall", st->builtins ? "true" : "false",
+                     st->per_thread ? "true" : "false", args->elapsed_s,
+                     (unsigned long long)max_depth, (unsigned long long)unmatched,
+                     (unsigned long long)resynced, st->contexts ? "true" : "false",
+                     (long long)st->max_contexts, st->ncontexts, written,
+                     (unsigned long long)medges, (unsigned long long)mns) >= 0 &&
+             tm_json_figures(f, L, all) == 0 && fputs(",\n\"threads\":[", f) != EOF;
+    int first = 1;
+    for (size_t i = 0; ok && i < st->nthreads; i++) {
+        const tm_thread *th = st->threads[i];
+        const tm_done *dn = &st->done[i];
+        if (th == NULL && !dn->ended) {
+            continue;
+        }
+        /* A record whose thread state ended and came back (a C thread's
+         * next PyGILState_Ensure) has both: its figures so far are merged. */
+        const char *name = th != NULL ? th->name : dn->name;
+        size_t depth = th != NULL && th->max_depth > dn->max_depth ? th->max_depth
+                                                                   : dn->max_depth;
+        ok = fprintf(f, "%s\n{\"index\":%zu,\"ident\":%llu,\"name\":",
+                     first ? "" : ",", i,
+                     (unsigned long long)(th != NULL ? th->ident : dn->ident)) >= 0 &&
+             (name != NULL ? tm_json_str(f, name) == 0 : fputs("null", f) != EOF) &&
+             fprintf(f, ",\"max_depth\":%zu,\"unmatched_returns\":%llu,"
+                        "\"resynced_frames\":%llu,\"ended\":%s,",
+                     depth,
+                     (unsigned long long)((th != NULL ? th->unmatched : 0) + dn->unmatched),
+                     (unsigned long long)((th != NULL ? th->resynced : 0) + dn->resynced),
+                     th != NULL ? "false" : "true") >= 0;
+        first = 0;
+        if (ok && th != NULL && st->per_thread) {
+            tm_view v;
+            if (tm_view_build(st, L, (long)i, &v) != 0) {
+                ok = 0;
+                break;
+            }
+            ok = tm_json_figures(f, L, &v) == 0;
+            tm_view_clear(&v);
+        }
+        else if (ok) {
+            ok = fprintf(f, "\"total_ns\":%llu",
+                         (unsigned long long)((th != NULL ? tm_thread_own(th) : 0) +
+                                              dn->own_ns)) >= 0;
+        }
+        ok = ok && fputc('}', f) != EOF;
+    }
+    ok = ok && fputs("]}\n", f) != EOF;
+    if (!ok && PyErr_Occurred()) {
+        PyErr_Clear();
+    }
+    if (st->host->report_commit(token, ok) != PTK_OK || !ok) {
+        return st->host->fail(st->ctx, PTK_EIO, "cannot write timer.json");
+    }
+    return PTK_OK;
 }
 
 /* ---- summary ------------------------------------------------------------ */
@@ -586,6 +1103,14 @@ tm_summary(tm_state *st, const tm_labels *L, const tm_view *v,
             st->cpu_clock ? "cpu" : "wall", (unsigned long long)v->calls,
             (unsigned long long)v->primitive, L->n, (double)v->total_ns * 1e-9,
             nthreads, nthreads == 1 ? "" : "s");
+    uint64_t medges, mns;
+    tm_merged_counts(st, &medges, &mns);
+    if (st->contexts && medges > 0) {
+        fprintf(out,
+                "timer: %zu calling contexts kept (max_contexts=%lld); %.6f s "
+                "in newer contexts is shown merged by caller\n",
+                st->ncontexts, (long long)st->max_contexts, (double)mns * 1e-9);
+    }
     if (st->top == 0 || L->n == 0) {
         return;
     }
@@ -625,8 +1150,8 @@ tm_summary(tm_state *st, const tm_labels *L, const tm_view *v,
 /* ---- all of it ---------------------------------------------------------- */
 
 /* The depth of the deepest stack: that of the calling-context tree. */
-static size_t
-tm_tree_depth(const tm_thread *th)
+size_t
+tm__tree_depth(const tm_thread *th)
 {
     size_t best = 0, d = 1;
     const tm_node *n = th->root.first_child;
@@ -669,95 +1194,57 @@ tm__report(tm_state *st, const ptk_report_args *args)
     int rc = PTK_EPYTHON;
     tm_labels L = {0};
     tm_view all = {0};
-    PyObject *json = NULL, *threads = NULL;
+    tm_rtree rt = {0};
     size_t nthreads = 0;
     uint64_t unmatched = 0, resynced = 0, max_depth = 0;
 
     if (tm_labels_build(st, &L) != 0 || tm_view_build(st, &L, -1, &all) != 0) {
         goto done;
     }
-    threads = PyList_New(0);
-    if (threads == NULL) {
-        goto done;
-    }
     for (size_t i = 0; i < st->nthreads; i++) {
         tm_thread *th = st->threads[i];
+        const tm_done *dn = &st->done[i];
+        if (dn->ended) {
+            nthreads += th == NULL;
+            unmatched += dn->unmatched;
+            resynced += dn->resynced;
+            max_depth = dn->max_depth > max_depth ? dn->max_depth : max_depth;
+        }
         if (th == NULL) {
             continue;
         }
-        th->max_depth = tm_tree_depth(th);
+        th->max_depth = tm__tree_depth(th);
         nthreads++;
         unmatched += th->unmatched;
         resynced += th->resynced;
         if (th->max_depth > max_depth) {
             max_depth = th->max_depth;
         }
-        PyObject *figs = NULL;
         if (st->per_thread) {
             tm_view v;
-            char prefix[48], folded[64];
+            char prefix[48];
             if (tm_view_build(st, &L, (long)i, &v) != 0) {
                 goto done;
             }
-            figs = tm_json_figures(&L, &v);
             snprintf(prefix, sizeof(prefix), "timer.thread-%u", th->index);
-            snprintf(folded, sizeof(folded), "%s.folded", prefix);
-            int r = figs == NULL ? PTK_EPYTHON : tm_write_view(st, &L, &v, prefix);
-            if (r == PTK_OK) {
-                r = tm_write_folded(st, &L, (long)i, folded);
+            rc = tm_write_view(st, &L, &v, prefix);
+            if (rc == PTK_OK) {
+                rc = tm_write_flame(st, &L, (long)i, prefix, NULL);
             }
             tm_view_clear(&v);
-            if (r != PTK_OK) {
-                Py_XDECREF(figs);
-                rc = r;
+            if (rc != PTK_OK) {
                 goto done;
             }
         }
-        PyObject *d = Py_BuildValue(
-            "{sIsKszsnsKsK}", "index", th->index, "ident",
-            (unsigned long long)th->ident, "name", th->name, "max_depth",
-            (Py_ssize_t)th->max_depth, "unmatched_returns",
-            (unsigned long long)th->unmatched, "resynced_frames",
-            (unsigned long long)th->resynced);
-        if (d == NULL || (figs != NULL && PyDict_Update(d, figs) < 0) ||
-            PyList_Append(threads, d) < 0) {
-            Py_XDECREF(d);
-            Py_XDECREF(figs);
-            goto done;
-        }
-        Py_DECREF(d);
-        Py_XDECREF(figs);
     }
-
     rc = tm_write_view(st, &L, &all, "timer");
-    if (rc != PTK_OK) {
-        goto done;
+    if (rc == PTK_OK) {
+        rc = tm_write_flame(st, &L, -1, "timer", &rt);
     }
-    rc = tm_write_folded(st, &L, -1, "timer.folded");
-    if (rc != PTK_OK) {
-        goto done;
+    if (rc == PTK_OK) {
+        rc = tm_write_json(st, &L, &all, args, max_depth, unmatched, resynced,
+                           rt.n > 0 ? rt.n - 1 : 0);
     }
-    rc = PTK_EPYTHON;
-    json = tm_json_figures(&L, &all);
-    if (json == NULL) {
-        goto done;
-    }
-    {
-        PyObject *meta = Py_BuildValue(
-            "{sssssssOsOsdsnsKsK}", "plugin", "timer", "clock",
-            st->cpu_clock ? "cpu" : "wall", "unit", "ns", "builtins",
-            st->builtins ? Py_True : Py_False, "per_thread", st->per_thread ? Py_True : Py_False,
-            "elapsed_s", args->elapsed_s, "max_depth", (Py_ssize_t)max_depth,
-            "unmatched_returns", (unsigned long long)unmatched,
-            "resynced_frames", (unsigned long long)resynced);
-        if (meta == NULL || PyDict_Update(meta, json) < 0 ||
-            PyDict_SetItemString(meta, "threads", threads) < 0) {
-            Py_XDECREF(meta);
-            goto done;
-        }
-        Py_SETREF(json, meta);
-    }
-    rc = st->host->report_write_object(st->ctx, "timer.json", json, PTK_FMT_JSON);
     if (rc == PTK_OK) {
         tm_summary(st, &L, &all, args, nthreads);
     }
@@ -765,9 +1252,8 @@ done:
     if (rc == PTK_EPYTHON && PyErr_Occurred()) {
         rc = st->host->fail(st->ctx, PTK_EPYTHON, "cannot build the report");
     }
-    Py_XDECREF(json);
-    Py_XDECREF(threads);
     tm_view_clear(&all);
+    tm_rtree_clear(&rt);
     tm_labels_clear(&L);
     return rc;
 }

@@ -194,7 +194,7 @@ class Arguments(Tmp):
         s = self.session("timer:top=0")
         with s:
             work()
-        self.assertEqual(sorted(s.results), ["timer"])
+        self.assertEqual(sorted(s.results), ["timer", "timer.speedscope"])
 
     def test_pathlike(self):
         import pathlib
@@ -210,8 +210,8 @@ class Sessions(Tmp):
     def test_results_are_the_files(self):
         with self.session(["counter:top=0", "timer:top=0"]) as s:
             fib(8)
-        self.assertEqual(sorted(s.results), ["counter", "timer"])
-        for name in ("counter", "timer"):
+        self.assertEqual(sorted(s.results), ["counter", "timer", "timer.speedscope"])
+        for name in ("counter", "timer", "timer.speedscope"):
             with open(os.path.join(self.out, name + ".json")) as f:
                 self.assertEqual(s.results[name], json.load(f))
         calls = {f["qualname"]: f["calls"] for f in s.results["counter"]["functions"]}
@@ -257,7 +257,7 @@ class Sessions(Tmp):
             s.add_plugin("timer:top=0")     # attached at once while running
             fib(4)
             s.remove_plugin("counter")      # detached: no report
-        self.assertEqual(sorted(s.results), ["timer"])
+        self.assertEqual(sorted(s.results), ["timer", "timer.speedscope"])
 
     def test_exception_in_block(self):
         with self.assertRaises(ZeroDivisionError):

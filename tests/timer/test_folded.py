@@ -9,7 +9,7 @@ import ptk_timer_util as U
 
 def main():
     script = U.program("recursion.py")
-    outdir, _ = U.run_timer(script)
+    outdir, _ = U.run_timer(script, "folded=true")
     lines = U.parse_folded(os.path.join(outdir, "timer.folded"))
     meta = U.load_json(outdir)
     U.check(lines, "timer.folded is empty")
@@ -22,7 +22,7 @@ def main():
     for frames, us in lines:
         leaf[frames[-1]] += us
         nlines[frames[-1]] += 1
-    own = {f["display"].replace(";", ":"): f["own_ns"] for f in meta["functions"]}
+    own = {f["short"].replace(";", ":"): f["own_ns"] for f in meta["functions"]}
     for name, us in leaf.items():
         U.check(name in own, "folded frame %r is no function of timer.json" % name)
         U.check(abs(us * 1000 - own[name]) <= 1000 * (nlines[name] + 1),

@@ -8,7 +8,7 @@ import ptk_timer_util as U
 
 def main():
     script = U.program("recursion.py")
-    outdir, _ = U.run_timer(script, opts="folded_depth=5")
+    outdir, _ = U.run_timer(script, opts="folded_depth=5,folded=true")
     lines = U.parse_folded(os.path.join(outdir, "timer.folded"))
     meta = U.load_json(outdir)
     total_us = sum(v for _, v in lines)
@@ -23,7 +23,7 @@ def main():
     U.check(all("[deeper]" not in fr for fr, _ in lines if len(fr) < 6),
             "[deeper] in a short line")
     # without the option (default 128) the same program has no [deeper]
-    outdir, _ = U.run_timer(script)
+    outdir, _ = U.run_timer(script, "folded=true")
     lines = U.parse_folded(os.path.join(outdir, "timer.folded"))
     U.check(all(fr[-1] != "[deeper]" for fr, _ in lines), "[deeper] at the default depth")
     print("OK: %d lines, deepest %d frames" % (len(lines), deepest))

@@ -14,7 +14,7 @@ def counts(stats, script):
 
 def main():
     script = U.program("threads.py")
-    outdir, _ = U.run_timer(script, "per_thread=true", threads="all")
+    outdir, _ = U.run_timer(script, "per_thread=true,folded=true", threads="all")
     merged = U.load_pstats(os.path.join(outdir, "timer.pstats"))
     U.check_consistent(merged, "merged")
     U.check(counts(merged, script) == (1300, 700),

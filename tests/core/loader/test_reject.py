@@ -361,7 +361,7 @@ def module_codes():
         ("nosuch_plugin", -3, "not found"),
         (test_plugin("bad_noentry"), -5, "no ptk_plugin_entry"),
         (test_plugin("bad_abimajor"), -6, "ABI 2.0"),
-        (test_plugin("bad_abiminor"), -7, "ABI 1.2"),
+        (test_plugin("bad_abiminor"), -7, "ABI 1.3"),
         (test_plugin("bad_size"), -8, "struct_size"),
         (test_plugin("bad_nocb"), -9, "no on_event callback"),
         (test_plugin("bad_refnocb"), -9, "no on_ref callback"),

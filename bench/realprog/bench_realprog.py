@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The timer on real programs: CPython's own unittest suites, bare, under
+cProfile and under the timer (defaults, and with calling contexts off).
+
+Whole-process CPU time (user + sys) and peak RSS come from os.wait4's
+rusage of each run; the variants of a suite take turns (the order rotates
+each round) and the median of the rounds is kept. The sizes of the files
+each profiler wrote are recorded too.
+
+    python3 bench/realprog/bench_realprog.py --build build/bench-313 \
+        [--build build/bench-312 ...] [--suites test_difflib,test_json] \
+        [--reps 3] [--results FILE]
+    python3 bench/realprog/bench_realprog.py --table FILE   # markdown table
+
+Every run is appended to the results file (JSON lines) as it finishes, so
+an interrupted measurement keeps what it has; --table reads that file.
+Runs on any Python 3; the interpreter under test is the one each --build
+directory was configured for (its CMakeCache.txt).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+SUITES = ["test_difflib", "test_argparse", "test_email", "test_json",
+          "test_enum", "test_asyncio.test_tasks"]
+VARIANTS = ["bare", "cprofile", "timer", "timer_noctx"]
+
+
+def cache_value(build, name):
+    with open(os.path.join(build, "CMakeCache.txt")) as f:
+        for line in f:
+            m = re.match(r"%s(:[A-Z]+)?=(.*)$" % re.escape(name), line.strip())
+            if m:
+                return m.group(2)
+    raise SystemExit("%s: no %s in CMakeCache.txt" % (build, name))
+
+
+def python_version(python):
+    import subprocess
+    out = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def command(variant, python, build, suite, outdir):
+    test = ["-m", "unittest", "-q", "test." + suite]
+    if variant == "bare":
+        return [python] + test
+    if variant == "cprofile":
+        return [python, "-m", "cProfile", "-o", os.path.join(outdir, "cprofile.pstats")] + test
+    spec = "timer" if variant == "timer" else "timer:contexts=false"
+    return [os.path.join(build, "tools", "pytracekit"), "-o", outdir,
+            "--plugin-path", os.path.join(build, "plugins"), "-p", spec] + test
+
+
+def run_once(argv, cwd):
+    """(cpu seconds, peak RSS in kB, wall seconds, exit status)."""
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            fd = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.monotonic() - t0
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss, wall, os.waitstatus_to_exitcode(status)
+
+
+def measure(args):
+    for build in args.build:
+        build = os.path.abspath(build)
+        python = cache_value(build, "Python3_EXECUTABLE")
+        version = python_version(python)
+        for rnd in range(args.reps):
+            for suite in args.suites:
+                order = VARIANTS[rnd % len(VARIANTS):] + VARIANTS[:rnd % len(VARIANTS)]
+                for variant in order:
+                    work = tempfile.mkdtemp(prefix="ptk-realprog-")
+                    outdir = os.path.join(work, "out")
+                    os.mkdir(outdir)
+                    argv = command(variant, python, build, suite, outdir)
+                    cpu, rss, wall, rc = run_once(argv, work)
+                    sizes = {f: os.path.getsize(os.path.join(outdir, f))
+                             for f in sorted(os.listdir(outdir))}
+                    shutil.rmtree(work, ignore_errors=True)
+                    rec = {"python": version, "suite": suite, "variant": variant,
+                           "round": rnd, "cpu_s": round(cpu, 3), "maxrss_kb": rss,
+                           "wall_s": round(wall, 3), "rc": rc, "sizes": sizes}
+                    with open(args.results, "a") as f:
+                        f.write(json.dumps(rec) + "\n")
+                    print("%s %-24s %-12s cpu %6.2f s  rss %6.1f MB  files %6.1f MB  rc %d"
+                          % (version, suite, variant, cpu, rss / 1024,
+                             sum(sizes.values()) / 1e6, rc), flush=True)
+
+
+def table(path):
+    runs = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            runs.setdefault((r["python"], r["suite"], r["variant"]), []).append(r)
+
+    def med(key, field):
+        v = [r[field] for r in runs.get(key, [])]
+        return statistics.median(v) if v else None
+
+    def nrounds(key):
+        return len(runs.get(key, []))
+
+    rows = sorted({(p, s) for p, s, _ in runs})
+    print("| Python | suite | bare CPU / RSS | cProfile CPU / RSS | timer CPU (× cProfile) / RSS (×) "
+          "| timer, contexts off: CPU (×) / RSS (×) | timer files (speedscope) | rounds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for p, s in rows:
+        def cell(v, base=None):
+            key = (p, s, v)
+            cpu, rss = med(key, "cpu_s"), med(key, "maxrss_kb")
+            if cpu is None:
+                return "–"
+            if base is None:
+                return "%.2f s / %.0f MB" % (cpu, rss / 1024)
+            bc, br = med((p, s, base), "cpu_s"), med((p, s, base), "maxrss_kb")
+            return "%.2f s (%.2f×) / %.0f MB (%.2f×)" % (cpu, cpu / bc, rss / 1024, rss / br)
+        tk = (p, s, "timer")
+        files = "–"
+        if runs.get(tk):
+            total = statistics.median(sum(r["sizes"].values()) for r in runs[tk])
+            ss = statistics.median(r["sizes"].get("timer.speedscope.json", 0) for r in runs[tk])
+            files = "%.1f MB (%.1f MB)" % (total / 1e6, ss / 1e6)
+        bad = sorted({r["rc"] for v in VARIANTS for r in runs.get((p, s, v), [])} - {0})
+        n = min(nrounds((p, s, v)) for v in VARIANTS)
+        print("| %s | %s | %s | %s | %s | %s | %s | %d%s |" % (
+            p, s, cell("bare"), cell("cprofile"), cell("timer", "cprofile"),
+            cell("timer_noctx", "cprofile"), files, n,
+            " (exit %s)" % bad if bad else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", action="append", default=[])
+    ap.add_argument("--suites", default=",".join(SUITES[:5]))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--results", default="realprog-results.jsonl")
+    ap.add_argument("--table", metavar="FILE")
+    args = ap.parse_args()
+    if args.table:
+        table(args.table)
+        return
+    if not args.build:
+        ap.error("give at least one --build")
+    args.suites = [s for s in args.suites.split(",") if s]
+    measure(args)
+
+
+if __name__ == "__main__":
+    main()

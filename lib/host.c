@@ -149,7 +149,10 @@ host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
         return NULL;
     }
     rf->final = ptk__asprintf("%s/%s", dir, filename);
-    rf->tmp = ptk__asprintf("%s/.%s.XXXXXX", dir, filename);
+    /* The pid in the name lets the next session there remove it if this
+     * process dies before the rename (process.c). */
+    rf->tmp = ptk__asprintf("%s/.%s.%ld.XXXXXX", dir, filename,
+                            (long)getpid());
     rf->ctx = ctx;
     int fd = rf->tmp ? mkstemp(rf->tmp) : -1;
     if (fd >= 0) {
@@ -196,6 +199,9 @@ host_report_commit(void *token, int keep)
             rc = PTK_EIO;
             unlink(rf->tmp);
         }
+        else {
+            ptk__process_note_written(rf->ctx, strrchr(rf->final, '/') + 1);
+        }
     }
     else {
         unlink(rf->tmp);
@@ -216,6 +222,21 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
 {
     PyObject *data = NULL;
     if (format == PTK_FMT_JSON) {
+        /* A JSON object says which run it comes from (process.c). */
+        PyObject *marked = NULL;
+        if (PyDict_Check(obj) && ctx && ctx->session &&
+            PyDict_GetItemString(obj, "run") == NULL) {
+            PyObject *id = ptk__process_identity(ctx->session);
+            marked = id ? PyDict_Copy(obj) : NULL;
+            if (marked == NULL || PyDict_SetItemString(marked, "run", id) < 0) {
+                Py_CLEAR(marked);
+            }
+            Py_XDECREF(id);
+            PyErr_Clear();
+        }
+        if (marked != NULL) {
+            obj = marked;
+        }
         PyObject *json = PyImport_ImportModule("json");
         PyObject *kw = json ? Py_BuildValue("{s:i}", "indent", 1) : NULL;
         PyObject *dumps = json ? PyObject_GetAttrString(json, "dumps") : NULL;
@@ -227,6 +248,7 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
         Py_XDECREF(dumps);
         Py_XDECREF(kw);
         Py_XDECREF(json);
+        Py_XDECREF(marked);
     }
     else if (format == PTK_FMT_MARSHAL) {
         data = PyMarshal_WriteObjectToString(obj, Py_MARSHAL_VERSION);

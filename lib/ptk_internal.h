@@ -340,6 +340,7 @@ struct ptk_plugin_ctx {
     int removed;              /* detached by ptk_session_remove_plugin */
     int fail_code;
     char *fail_msg;           /* recorded message (host->fail or Python exc) */
+    char *spec;               /* NAME[:OPTIONS] as given (children get it) */
     struct ptk_plugin_ctx *next;
 };
 
@@ -356,6 +357,14 @@ struct ptk_session {
     const ptk_thread *owner;
     uint64_t t_start, t_stop;
     struct ptk_session *next_active;
+    /* processes (process.c) */
+    long pid;                 /* the process it reports in (0: not started) */
+    int follow;               /* follows child processes */
+    int flushed;              /* reported early (exec, _exit, a signal) */
+    char *follow_root;        /* followed children report in pid-N/ here */
+    double started_wall, ended_wall; /* seconds since the epoch */
+    char **written;           /* report files of this run (names) */
+    size_t nwritten;
 };
 
 extern struct ptk_session *ptk__active_sessions;
@@ -366,6 +375,25 @@ int ptk__load(const char *path_or_name, const char *extra_path,
 int ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
                        unsigned int events, char **errmsg);
 char *ptk__library_dir(void);
+
+/* ---- processes (process.c) ------------------------------------------- */
+
+/* At ptk_session_start, once the output directory exists: remembers the
+ * process and the start time, removes temporary files of dead processes,
+ * installs the process hooks once (at-fork, os._exit/os.exec*, SIGTERM and
+ * SIGHUP) and, for a session that follows children, the environment. */
+int ptk__process_session_start(struct ptk_session *s, char **errmsg);
+/* Does s report in this process (and has not already)? */
+int ptk__process_owns(const struct ptk_session *s);
+/* Around the plugins' reports: SIGINT is held (delivered afterwards). */
+void ptk__process_report_begin(struct ptk_session *s);
+void ptk__process_report_end(struct ptk_session *s);
+/* A report file was committed (its name is listed in run.json). */
+void ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name);
+/* {"pid", "ppid", "started", "argv", "host"}: the run, for JSON reports.
+ * A new reference, or NULL with an exception. */
+PyObject *ptk__process_identity(const struct ptk_session *s);
+void ptk__process_session_free(struct ptk_session *s);
 
 /* ---- host services (host.c) ------------------------------------------- */
 

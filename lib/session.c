@@ -239,6 +239,13 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
         free(path);
         /* dl stays open: a failed init may have left callbacks registered */
     }
+    else {
+        struct ptk_plugin_ctx *c = s->plugins;
+        while (c->next) {
+            c = c->next;
+        }
+        c->spec = ptk__strdup(spec);
+    }
     return rc;
 }
 
@@ -308,12 +315,16 @@ ptk_session_start(ptk_session *s, char **errmsg)
     }
     free(s->output_dir);
     s->output_dir = abs;
+    int rc = ptk__process_session_start(s, errmsg);
+    if (rc < 0) {
+        return rc;
+    }
     ptk__thread *me = ptk__thread_get();
     if (me == NULL) {
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
     ptk_backend use;
-    int rc = ptk__backend_choose(s->requested, s->backend_explicit, s->summary,
+    rc = ptk__backend_choose(s->requested, s->backend_explicit, s->summary,
                                  &use, errmsg);
     if (rc < 0) {
         return rc;
@@ -413,8 +424,12 @@ ptk_session_report(ptk_session *s, char **errmsg)
         return ptk__err(errmsg, PTK_ESTATE, "stop the session before reporting");
     }
     int first = PTK_OK;
+    if (!ptk__process_owns(s)) {
+        return PTK_OK; /* a forked child's copy, or already written */
+    }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    ptk__process_report_begin(s);
     ptk__thread_names_refresh();
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         if (!c->initialised || c->failed || c->removed || !c->desc->report) {
@@ -434,6 +449,7 @@ ptk_session_report(ptk_session *s, char **errmsg)
             PyErr_Clear();
         }
     }
+    ptk__process_report_end(s);
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         if (!c->failed) {
             continue;
@@ -470,6 +486,7 @@ ptk_session_free(ptk_session *s)
         }
         ptk__options_free(&c->opts);
         free(c->fail_msg);
+        free(c->spec);
         free(c->name);
         free(c->path);
         /* shared objects stay loaded: CPython may still hold pointers into
@@ -477,6 +494,7 @@ ptk_session_free(ptk_session *s)
         free(c);
         c = next;
     }
+    ptk__process_session_free(s);
     free(s->output_dir);
     free(s->plugin_path);
     free(s);

@@ -31,13 +31,14 @@ static int
 Session_init(SessionObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"plugins", "output_dir", "threads", "plugin_path",
-                             "backend", NULL};
+                             "backend", "follow_children", NULL};
     PyObject *plugins = NULL;
     const char *outdir = "pytracekit-out", *threads = "current",
                *plugin_path = NULL, *backend = "auto";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osszs", kwlist, &plugins,
+    int follow = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osszsp", kwlist, &plugins,
                                      &outdir, &threads, &plugin_path,
-                                     &backend)) {
+                                     &backend, &follow)) {
         return -1;
     }
     if (self->s != NULL) {
@@ -69,6 +70,7 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
         raise_ptk(rc, err);
         return -1;
     }
+    ptk_session_follow_children(self->s, follow);
     if (plugins != NULL && plugins != Py_None) {
         PyObject *seq = PySequence_Fast(plugins, "plugins must be a sequence of str");
         if (seq == NULL) {
@@ -279,7 +281,7 @@ static PyType_Slot Session_slots[] = {
     {Py_tp_getset, Session_getset},
     {Py_tp_doc, (void *)"Session(plugins=(), output_dir='pytracekit-out', "
                         "threads='current', plugin_path=None, "
-                        "backend='auto')"},
+                        "backend='auto', follow_children=False)"},
     {0, NULL},
 };
 

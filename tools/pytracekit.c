@@ -22,6 +22,7 @@
 #define EXIT_USAGE 2
 
 static ptk_session *session;
+static int report_failed; /* a report could not be written */
 
 static void
 usage(FILE *out)
@@ -29,9 +30,10 @@ usage(FILE *out)
     fprintf(out,
             "usage: pytracekit [-p PLUGIN[:KEY=VALUE,...]]... [-o DIR]\n"
             "                  [--threads current|all] [--plugin-path DIR]\n"
-            "                  [--backend auto|legacy|monitoring]\n"
+            "                  [--backend auto|legacy|monitoring] [--follow-children]\n"
             "                  (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n"
             "       pytracekit --list-plugins [--plugin-path DIR]\n"
+            "       pytracekit combine [-o DIR] [--paths A=B]... DIR...\n"
             "       pytracekit --version | --help\n"
             "\n"
             "Runs a Python program with the given plugins attached to the\n"
@@ -49,11 +51,17 @@ usage(FILE *out)
             "                      SetTrace), monitoring (sys.monitoring, 3.12+) or\n"
             "                      auto (default: $PYTRACEKIT_BACKEND if set, else\n"
             "                      monitoring on 3.12+)\n"
+            "  --follow-children   trace child processes too (fork, multiprocessing,\n"
+            "                      Python subprocesses, exec) with the same plugins,\n"
+            "                      each reporting into DIR/pid-N/ (also:\n"
+            "                      PYTRACEKIT_FOLLOW_CHILDREN=1)\n"
             "  --list-plugins      list the plugins found, their events and options\n"
             "  --version           print the version\n"
             "\n"
             "Exit status: the program's own; 2 for a usage error or a plugin\n"
-            "that fails to load (before the program starts).\n");
+            "that fails to load (before the program starts); 3 when the program\n"
+            "ended with 0 but a report could not be written. SIGTERM and SIGHUP\n"
+            "write the reports, then end the program by that signal.\n");
 }
 
 static void
@@ -124,8 +132,9 @@ finish(PyObject *self, PyObject *unused)
     if (session != NULL) {
         char *err = NULL;
         ptk_session_stop(session);
-        if (ptk_session_report(session, &err) < 0 && err != NULL) {
-            /* already printed per plugin; keep the exit status */
+        if (ptk_session_report(session, &err) < 0) {
+            /* already printed per plugin; the exit status says so */
+            report_failed = 1;
         }
         ptk_free(err);
         ptk_session_free(session);
@@ -167,6 +176,8 @@ main(int argc, char **argv)
     ptk_backend backend = PTK_BACKEND_AUTO;
     char *plugin_path = NULL;
     int list = 0;
+    const char *fenv = getenv("PYTRACEKIT_FOLLOW_CHILDREN");
+    int follow = fenv != NULL && fenv[0] != '\0' && strcmp(fenv, "0") != 0;
     int i;
     const char *mode = NULL; /* NULL: script; "-m" or "-c" */
     for (i = 1; i < argc; i++) {
@@ -219,6 +230,9 @@ main(int argc, char **argv)
                      plugin_path ? ":" : "", val);
             free(plugin_path);
             plugin_path = np;
+        }
+        else if (strcmp(a, "--follow-children") == 0) {
+            follow = 1;
         }
         else if (strcmp(a, "--list-plugins") == 0) {
             list = 1;
@@ -324,6 +338,9 @@ main(int argc, char **argv)
         rc = ptk_session_add_plugin(session, plugins[p], &err);
     }
     if (rc == PTK_OK) {
+        ptk_session_follow_children(session, follow);
+    }
+    if (rc == PTK_OK) {
         rc = register_finish() < 0 ? PTK_EPYTHON : PTK_OK;
     }
     if (rc == PTK_OK) {
@@ -340,6 +357,9 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     int status = Py_RunMain(); /* runs the program, then finalises */
+    if (status == 0 && report_failed) {
+        status = PTK_EXIT_REPORT_FAILED;
+    }
     free(plugin_path);
     free(pargv);
     return status;

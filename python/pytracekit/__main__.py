@@ -19,6 +19,9 @@ def main(argv=None):
     ap.add_argument("--plugin-path", action="append", default=[])
     ap.add_argument("--backend", choices=["auto", "legacy", "monitoring"],
                     default="auto")
+    ap.add_argument("--follow-children", action="store_true",
+                    default=os.environ.get("PYTRACEKIT_FOLLOW_CHILDREN", "0")
+                    not in ("", "0"))
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("-m", dest="module")
     g.add_argument("-c", dest="code")
@@ -28,7 +31,8 @@ def main(argv=None):
     try:
         s = Session(ns.plugin or ["counter"], output_dir=ns.output,
                     threads=ns.threads, backend=ns.backend,
-                    plugin_path=":".join(ns.plugin_path) or None)
+                    plugin_path=":".join(ns.plugin_path) or None,
+                    follow_children=ns.follow_children)
     except Error as e:
         print(f"pytracekit: {e}", file=sys.stderr)
         return 2

@@ -492,6 +492,7 @@ ptk__process_session_start(ptk_session *s, char **errmsg)
         }
     }
     s->pid = (long)getpid();
+    s->ppid = (long)getppid();
     s->flushed = 0;
     s->started_wall = wall_now();
     return PTK_OK;
@@ -509,7 +510,7 @@ ptk__process_identity(const ptk_session *s)
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     return Py_BuildValue("{s:l,s:l,s:d,s:O,s:s}", "pid", s->pid, "ppid",
-                         (long)getppid(), "started", s->started_wall, "argv",
+                         s->ppid, "started", s->started_wall, "argv",
                          argv ? argv : Py_None, "host", host);
 }
 

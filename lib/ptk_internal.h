@@ -359,6 +359,7 @@ struct ptk_session {
     struct ptk_session *next_active;
     /* processes (process.c) */
     long pid;                 /* the process it reports in (0: not started) */
+    long ppid;                /* its parent when the session started */
     int follow;               /* follows child processes */
     int flushed;              /* reported early (exec, _exit, a signal) */
     char *follow_root;        /* followed children report in pid-N/ here */

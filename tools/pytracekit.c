@@ -12,6 +12,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,25 @@
 
 static ptk_session *session;
 static int report_failed; /* a report could not be written */
+static int sigint_at_exit; /* Ctrl-C came while the reports were written */
+
+/* Runs in exit() with the status given to it (also when sys.exit() ends
+ * the program, which exits from inside Py_RunMain): a Ctrl-C held while
+ * reports were written ends the process by SIGINT now; a report that could
+ * not be written turns a status of 0 into PTK_EXIT_REPORT_FAILED. */
+static void
+exit_status_hook(int status, void *unused)
+{
+    (void)unused;
+    fflush(NULL);
+    if (sigint_at_exit) {
+        signal(SIGINT, SIG_DFL);
+        raise(SIGINT);
+    }
+    if (status == 0 && report_failed) {
+        _exit(PTK_EXIT_REPORT_FAILED);
+    }
+}
 
 static void
 usage(FILE *out)
@@ -139,6 +159,13 @@ finish(PyObject *self, PyObject *unused)
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
+        /* A Ctrl-C held while the reports were written is pending now. */
+        if (PyErr_CheckSignals() < 0) {
+            if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+                sigint_at_exit = 1;
+            }
+            PyErr_Clear();
+        }
     }
     if (sigint) {
         rearm_keyboard_interrupt();
@@ -356,6 +383,7 @@ main(int argc, char **argv)
         free(pargv);
         return EXIT_USAGE;
     }
+    on_exit(exit_status_hook, NULL);
     int status = Py_RunMain(); /* runs the program, then finalises */
     if (status == 0 && report_failed) {
         status = PTK_EXIT_REPORT_FAILED;

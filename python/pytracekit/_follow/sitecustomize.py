@@ -39,6 +39,7 @@ def _start():
         return
     sys.path.insert(0, pkgdir)
     try:
+        from pytracekit import _pytracekit
         from pytracekit._pytracekit import Session, Error
     except ImportError as e:
         sys.stderr.write("pytracekit: cannot follow into %s (Python %d.%d): %s\n"
@@ -60,6 +61,10 @@ def _start():
     except (Error, OSError) as e:
         sys.stderr.write("pytracekit: cannot trace process %d: %s\n" % (os.getpid(), e))
         return
+    # Held by the module, not only by the exit hook: multiprocessing's fork
+    # server clears the atexit hooks in its children (they report through
+    # os._exit, which pytracekit wraps).
+    _pytracekit._followed_session = session
 
     def finish():
         if session.running:

@@ -95,6 +95,9 @@ if(TARGET ptk_python)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/pytracekit/
     DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
     FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+  install(FILES ${PROJECT_SOURCE_DIR}/tools/pytracekit-coverage.py
+    DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
+    RENAME _coverage_format.py)
 endif()
 
 # Where the installed plugins are, relative to the directories of the

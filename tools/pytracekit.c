@@ -12,6 +12,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,9 +194,60 @@ register_finish(void)
     return 0;
 }
 
+/* `pytracekit combine ...` is `python -m pytracekit combine ...` with the
+ * pytracekit package of this build (build tree) or installation. */
+static int
+run_combine(int argc, char **argv)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+    }
+    const char *rel[] = {"../python", PTK_PYTHONDIR_FROM_BINDIR};
+    char dir[4096 + 256] = "";
+    for (int k = 0; k < 2 && dir[0] == '\0'; k++) {
+        char probe[4096 + 300];
+        snprintf(probe, sizeof probe, "%s/%s/pytracekit/combining.py", exe, rel[k]);
+        if (access(probe, R_OK) == 0) {
+            snprintf(dir, sizeof dir, "%s/%s", exe, rel[k]);
+        }
+    }
+    if (dir[0] == '\0') {
+        fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
+                "is not installed next to %s\n", exe);
+        return EXIT_USAGE;
+    }
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
+    char *pp = malloc(len);
+    snprintf(pp, len, "%s%s%s", dir, old && old[0] ? ":" : "",
+             old ? old : "");
+    setenv("PYTHONPATH", pp, 1);
+    free(pp);
+    char **args = calloc((size_t)argc + 4, sizeof *args);
+    int k = 0;
+    args[k++] = (char *)PTK_PYTHON_EXECUTABLE;
+    args[k++] = (char *)"-m";
+    args[k++] = (char *)"pytracekit";
+    for (int i = 1; i < argc; i++) {
+        args[k++] = argv[i];
+    }
+    execv(PTK_PYTHON_EXECUTABLE, args);
+    fprintf(stderr, "pytracekit: combine: cannot run %s: %s\n",
+            PTK_PYTHON_EXECUTABLE, strerror(errno));
+    free(args);
+    return EXIT_USAGE;
+}
+
 int
 main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "combine") == 0) {
+        return run_combine(argc, argv);
+    }
     const char *plugins[64];
     int nplugins = 0;
     const char *outdir = "pytracekit-out";

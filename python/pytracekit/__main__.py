@@ -12,6 +12,11 @@ from . import Session, Error
 
 
 def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "combine":
+        from .combining import main as combine_main
+        return combine_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m pytracekit")
     ap.add_argument("-p", "--plugin", action="append", default=[])
     ap.add_argument("-o", "--output", default="pytracekit-out")

@@ -12,12 +12,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static int hooks_installed;      /* inherited by forked children */
 static int reporting;            /* sessions writing reports now */
 static int pending_signal;       /* SIGTERM/SIGHUP came meanwhile */
 static void die_by(int signum);
+static void retry_stop(void);
 static PyObject *orig_exit, *orig_execv, *orig_execve;
 
 static double
@@ -143,6 +145,61 @@ wrap_execve(PyObject *self, PyObject *args, PyObject *kw)
     return call_original(orig_execve, args, kw);
 }
 
+/* SIGTERM and SIGHUP reach Python's handler (on_signal) through this C
+ * handler. Python runs it at its next check for signals; a signal that
+ * comes just before a blocking call (multiprocessing's semaphores, which a
+ * terminated Pool worker waits on) would leave it waiting for ever, so until
+ * the handler has run, the signal is sent again every 50 ms by a POSIX timer
+ * (timer_settime is async-signal-safe; a timer belongs to the process that
+ * made it, so a forked child makes its own). */
+static timer_t retry_timer[2];
+static long retry_pid;
+static volatile sig_atomic_t retry_pending;
+
+static void
+term_handler(int signum)
+{
+    int saved = errno;
+    PyErr_SetInterruptEx(signum);
+    if (retry_pid == (long)getpid()) {
+        struct itimerspec its;
+        memset(&its, 0, sizeof its);
+        its.it_value.tv_nsec = 50 * 1000 * 1000;
+        retry_pending = 1;
+        timer_settime(retry_timer[signum == SIGHUP], 0, &its, NULL);
+    }
+    errno = saved;
+}
+
+static void
+retry_stop(void)
+{
+    if (retry_pid == (long)getpid() && retry_pending) {
+        struct itimerspec off;
+        memset(&off, 0, sizeof off);
+        timer_settime(retry_timer[0], 0, &off, NULL);
+        timer_settime(retry_timer[1], 0, &off, NULL);
+        retry_pending = 0;
+    }
+}
+
+static void
+retry_setup(void)
+{
+    int sigs[2] = {SIGTERM, SIGHUP};
+    for (int i = 0; i < 2; i++) {
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_SIGNAL;
+        ev.sigev_signo = sigs[i];
+        if (timer_create(CLOCK_MONOTONIC, &ev, &retry_timer[i]) != 0) {
+            return;
+        }
+    }
+    retry_pid = (long)getpid();
+    retry_pending = 0;
+}
+
 static PyObject *
 on_signal(PyObject *self, PyObject *args)
 {
@@ -152,6 +209,7 @@ on_signal(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "iO", &signum, &frame)) {
         return NULL;
     }
+    retry_stop();
     if (reporting > 0) {
         /* Reports are being written (at exit, say): end once they are. */
         pending_signal = signum;
@@ -270,6 +328,9 @@ after_fork_child(PyObject *self, PyObject *unused)
          s = s->next_active) {
         todo[n++] = s;
     }
+    if (hooks_installed) {
+        retry_setup(); /* timers are not inherited */
+    }
     for (int i = 0; i < n; i++) {
         if (todo[i]->follow && !todo[i]->flushed) {
             follow_into_child(todo[i]);
@@ -353,6 +414,14 @@ install_hooks(void)
         if (cur != NULL && PyObject_RichCompareBool(cur, dfl, Py_EQ) == 1) {
             PyObject *r2 = PyObject_CallMethod(sig, "signal", "OO", num,
                                                handler);
+            if (r2 != NULL) {
+                struct sigaction sa;
+                memset(&sa, 0, sizeof sa);
+                sa.sa_handler = term_handler;
+                sigemptyset(&sa.sa_mask);
+                sa.sa_flags = SA_ONSTACK;
+                sigaction(i == 0 ? SIGTERM : SIGHUP, &sa, NULL);
+            }
             Py_XDECREF(r2);
         }
         Py_XDECREF(cur);
@@ -363,6 +432,7 @@ install_hooks(void)
     Py_XDECREF(dfl);
     Py_XDECREF(sig);
     PyErr_Clear();
+    retry_setup();
 }
 
 /* ---- following children: the environment ------------------------------ */

@@ -14,9 +14,10 @@ running 1,000 short tasks, per start method, run as
             writing its own reports)
 
 and prints followed / traced and traced / bare. Then the start-up of one
-process: `python -c pass` bare, under the command (a session started by the
-command) and as a followed child (the start-up hook on PYTHONPATH starting
-the same session), so the two ways of starting a session compare directly.
+process: `python -c pass` bare, under the command, with a session the
+program starts itself (pytracekit.Session + atexit) and as a followed child
+(the start-up hook on PYTHONPATH starting the same session), so the ways of
+starting a session compare directly.
 """
 import argparse
 import json
@@ -84,6 +85,13 @@ def main():
         su_bare = best([python, "-c", "pass"], a.reps * 2, env, tmp)
         su_cmd = best([cli, "-p", "counter:top=0", "-o", out, "-c", "pass"], a.reps * 2, env,
                       tmp, out)
+        penv = dict(env)
+        penv["PYTHONPATH"] = os.path.join(build, "python")
+        su_prog = best([python, "-c", "import atexit, pytracekit\n"
+                        "s = pytracekit.Session(['counter:top=0'], output_dir=%r, threads='all')\n"
+                        "s.start()\n"
+                        "atexit.register(lambda: (s.stop(), s.report()))\n" % out],
+                       a.reps * 2, penv, tmp, out)
         fenv = dict(env)
         spec = {"plugins": ["counter:top=0"], "output_dir": out, "threads": "all",
                 "backend": env.get("PYTRACEKIT_BACKEND", "auto"), "plugin_path": None,
@@ -107,6 +115,7 @@ def main():
     print("| | s | minus bare (ms) |")
     print("|---|---:|---:|")
     for label, t in (("bare python", su_bare), ("session from the command", su_cmd),
+                     ("session started by the program (pytracekit.Session)", su_prog),
                      ("session from the start-up hook (followed child)", su_follow)):
         print("| %s | %.4f | %.1f |" % (label, t, (t - su_bare) * 1000))
 

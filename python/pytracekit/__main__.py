@@ -53,7 +53,8 @@ def main(argv=None):
         target = lambda: runpy.run_path(ns.script, run_name="__main__")
     with s:
         target()
-    return 0
+    # As the command: 3 when the program succeeded but a report failed.
+    return 3 if s.failures else 0
 
 
 if __name__ == "__main__":

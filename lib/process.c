@@ -46,7 +46,9 @@ ptk_session_follow_children(ptk_session *s, int follow)
 int
 ptk__process_owns(const ptk_session *s)
 {
-    return s != NULL && s->pid == (long)getpid() && !s->flushed;
+    /* pid 0: never started here or elsewhere (its plugins report empty) */
+    return s != NULL && (s->pid == 0 || s->pid == (long)getpid()) &&
+           !s->flushed;
 }
 
 /* ---- stale temporary files ------------------------------------------- */

@@ -325,7 +325,7 @@ ptk_session_start(ptk_session *s, char **errmsg)
     }
     ptk_backend use;
     rc = ptk__backend_choose(s->requested, s->backend_explicit, s->summary,
-                                 &use, errmsg);
+                             &use, errmsg);
     if (rc < 0) {
         return rc;
     }

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,17 +44,22 @@ def cache_value(build, key):
 
 
 def best(cmd, reps, env=None, cwd=None, out=None):
-    times = []
+    """(min wall s, min CPU s) over reps; CPU is user+system of the process
+    and of every descendant that was waited for (the workers)."""
+    times, cpus = [], []
     for _ in range(reps):
         if out:
             shutil.rmtree(out, ignore_errors=True)
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
         times.append(time.perf_counter() - t)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         if p.returncode != 0:
             raise SystemExit("%s failed (%d): %s" % (cmd, p.returncode, p.stderr))
-    return min(times)
+    return min(times), min(cpus)
 
 
 def main():
@@ -101,23 +107,27 @@ def main():
         os.makedirs(out, exist_ok=True)
         su_follow = best([python, "-c", "pass"], a.reps * 2, fenv, tmp)
 
-    print("Python %s, %s, min of %d runs, whole-process wall time" % (
-        version, os.environ.get("PYTRACEKIT_BACKEND", "default backend"), a.reps))
+    print("Python %s, %s, min of %d runs: whole-process wall time, and CPU time "
+          "(user+system, with the workers)" % (
+              version, os.environ.get("PYTRACEKIT_BACKEND", "default backend"), a.reps))
     print()
     print("Pool(8), 1,000 short tasks")
-    print("| start method | bare s | traced s | followed s | report sets | traced/bare | followed/traced |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| start method | bare s | traced s | followed s | report sets "
+          "| traced/bare | followed/traced | CPU traced/bare | CPU followed/traced |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for method, bare, traced, followed, nsets in rows:
-        print("| %s | %.3f | %.3f | %.3f | %d | %.2fx | %.2fx |" % (
-            method, bare, traced, followed, nsets, traced / bare, followed / traced))
+        print("| %s | %.3f | %.3f | %.3f | %d | %.2fx | %.2fx | %.2fx | %.2fx |" % (
+            method, bare[0], traced[0], followed[0], nsets, traced[0] / bare[0],
+            followed[0] / traced[0], traced[1] / bare[1], followed[1] / traced[1]))
     print()
     print("Start-up of one process (`-c pass`)")
-    print("| | s | minus bare (ms) |")
-    print("|---|---:|---:|")
+    print("| | wall s | wall minus bare (ms) | CPU s | CPU minus bare (ms) |")
+    print("|---|---:|---:|---:|---:|")
     for label, t in (("bare python", su_bare), ("session from the command", su_cmd),
                      ("session started by the program (pytracekit.Session)", su_prog),
                      ("session from the start-up hook (followed child)", su_follow)):
-        print("| %s | %.4f | %.1f |" % (label, t, (t - su_bare) * 1000))
+        print("| %s | %.4f | %.1f | %.4f | %.1f |" % (
+            label, t[0], (t[0] - su_bare[0]) * 1000, t[1], (t[1] - su_bare[1]) * 1000))
 
 
 if __name__ == "__main__":

@@ -135,7 +135,8 @@ def contained(mode, code, needles, order="after", extra=""):
         check(counter_data(out, r) == counter_data(ref_out, ref),
               "counter's counts differ from a counter-only run:\n%s\nvs\n%s"
               % (counter_data(out, r), counter_data(ref_out, ref)), r)
-        check(sorted(os.listdir(out)) == ["counter.json"],
+        # (run.json: the run's manifest, docs/processes.md)
+        check(sorted(os.listdir(out)) == ["counter.json", "run.json"],
               "a detached plugin must not report: %r" % os.listdir(out), r)
         failure_block(r, "fail_nth", code, needles)
         check(r.err.count("pytracekit: plugin 'fail_nth' failed") == 1,

@@ -157,6 +157,15 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     ev.time_ns = 0;
     ev.frame_ = frame;
     ev.lasti_ = -1;
+    ev.target = -1;
+    if (t->dead_possible && ptk__code_dead(t, code)) {
+        /* No subscriber's filter selects this code: nothing to deliver,
+         * nothing pushed (its RETURN finds no entry), no lines. */
+        if (what == PyTrace_CALL && t->need_trace) {
+            frame_lines_off(frame);
+        }
+        return 0;
+    }
 
     switch (what) {
     case PyTrace_CALL:
@@ -310,6 +319,14 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     }
     th->tstate = PyThreadState_Get();
     if (what == PyTrace_CALL) {
+        if (t->dead_possible) {
+            PyCodeObject *code = PyFrame_GetCode(frame);
+            Py_DECREF(code); /* the frame keeps it */
+            if (ptk__code_dead(t, code)) {
+                frame_lines_off(frame);
+                return 0;
+            }
+        }
         trace_frame_setup(t, frame);
     }
     if ((what == PyTrace_CALL || what == PyTrace_RETURN) &&
@@ -694,3 +711,34 @@ ptk__legacy_init(char **errmsg)
     PyErr_Clear();
     return PTK_OK;
 }
+
+/* ---- the backend's table ------------------------------------------------ */
+
+static int
+legacy_available(char **errmsg)
+{
+    (void)errmsg;
+    return PTK_OK; /* every supported CPython has the profile/trace hooks */
+}
+
+static void
+legacy_release(void)
+{
+    /* the hooks go lazily (remove_here) once the table wants nothing */
+}
+
+static unsigned int
+legacy_events(void)
+{
+    return ptk__fed_mask(PTK_FEED_LEGACY);
+}
+
+const ptk__backend_ops ptk__legacy_ops = {
+    .id = PTK_BACKEND_LEGACY,
+    .name = "legacy",
+    .available = legacy_available,
+    .claim = ptk__legacy_init,
+    .release = legacy_release,
+    .sync = ptk__legacy_sync,
+    .events = legacy_events,
+};

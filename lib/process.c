@@ -277,13 +277,16 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
         .host = &ptk__host,
         .ctx = c,
         .options = c->opts.values,
-        .noptions = c->opts.n,
+        .noptions = c->opts.nown,
         .output_dir = output_dir,
         .errbuf = errbuf,
         .errbuf_size = sizeof errbuf,
+        .subscription = &c->sub,
     };
-    unsigned int events = c->events;
-    int rc = c->desc->init(&args, &c->state, &events);
+    /* the subscription the instance had before its first init */
+    c->sub = (ptk_subscription){sizeof c->sub, c->desc->events,
+                                c->desc->flags};
+    int rc = c->desc->init(&args, &c->state, &c->sub.events);
     if (rc < 0 || PyErr_Occurred()) {
         if (errbuf[0]) {
             free(c->fail_msg);
@@ -292,7 +295,10 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
         c->initialised = 0; /* no fini for a state that init refused */
         ptk__plugin_fail(c, rc < 0 ? rc : PTK_EPYTHON, PyErr_Occurred() != NULL);
         PyErr_Clear();
+        return;
     }
+    c->events = c->sub.events;
+    c->flags = c->desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
 }
 
 static void
@@ -523,11 +529,11 @@ follow_setup(ptk_session *s, char **errmsg)
         Py_XDECREF(str);
     }
     PyObject *a = plugins ? Py_BuildValue(
-        "{s:O,s:s,s:s,s:s,s:z,s:z}", "plugins", plugins,
+        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z}", "plugins", plugins,
         "output_dir", s->output_dir,
         "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
         "backend", ptk_backend_name(s->requested), "plugin_path",
-        s->plugin_path, "pkgdir", pkg) : NULL;
+        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text) : NULL;
     Py_XDECREF(plugins);
     free(pkg);
     PyObject *ns = a ? ptk__run_snippet(follow_env_src, "a", a) : NULL;
@@ -719,4 +725,5 @@ ptk__process_session_free(ptk_session *s)
 {
     free_written(s);
     free(s->follow_root);
+    free(s->filter_text);
 }

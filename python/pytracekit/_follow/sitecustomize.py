@@ -56,6 +56,7 @@ def _start():
                           threads=spec.get("threads", "all"),
                           backend=spec.get("backend", "auto"),
                           plugin_path=spec.get("plugin_path"),
+                          filter=spec.get("filter"),
                           follow_children=True)
         session.start()
     except (Error, OSError) as e:

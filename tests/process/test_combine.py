@@ -156,6 +156,13 @@ def case_paths(tmp):
     # line off once it has run)
     check(hits.get(4) == 1 and hits.get(5) == 2 and hits.get(7) == 2, f"hits {hits}")
     check(cov["meta"]["runs"] == 2, f"runs {cov['meta']['runs']}")
+    # The Python API gives the same files.
+    import pytracekit
+    api = os.path.join(tmp, "api")
+    m = pytracekit.combine(outs, api, paths=[(canon, [f"{tmp}/*/src"])])
+    check(m["files"] == load(comb, "run.json")["files"], f"API files {m['files']}")
+    for name in ("counter.json", "timer.json", "coverage.json"):
+        check(load(api, name) == load(comb, name), f"API {name} differs from the command's")
     print("ok: two machines remapped onto", canon)
 
 

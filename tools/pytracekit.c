@@ -92,7 +92,8 @@ usage(FILE *out)
             "\n"
             "Exit status: the program's own; 2 for a usage error or a plugin\n"
             "that fails to load (before the program starts); 3 when the program\n"
-            "ended with 0 but a report could not be written. SIGTERM and SIGHUP\n"
+            "ended with 0 but a report could not be written (or a plugin failed\n"
+            "and was detached). SIGTERM and SIGHUP\n"
             "write the reports, then end the program by that signal.\n");
 }
 

@@ -93,8 +93,8 @@ usage(FILE *out)
             "Exit status: the program's own; 2 for a usage error or a plugin\n"
             "that fails to load (before the program starts); 3 when the program\n"
             "ended with 0 but a report could not be written (or a plugin failed\n"
-            "and was detached). SIGTERM and SIGHUP\n"
-            "write the reports, then end the program by that signal.\n");
+            "and was detached). SIGTERM and SIGHUP write the reports, then\n"
+            "end the program by that signal.\n");
 }
 
 static void

@@ -260,6 +260,24 @@ child_dir(const char *root)
     return NULL;
 }
 
+/* A followed child's human summaries go to DIR/summary.txt, not to the
+ * stderr it shares with its parent (or that its parent reads). */
+static void
+summary_to_file(ptk_session *s, const char *dir)
+{
+    char *path = ptk__asprintf("%s/summary.txt", dir);
+    FILE *f = path ? fopen(path, "w") : NULL;
+    free(path);
+    if (f == NULL) {
+        return;
+    }
+    if (s->summary_file != NULL) {
+        fclose(s->summary_file);
+    }
+    s->summary_file = f;
+    s->summary = f;
+}
+
 /* Runs the plugin's fini and init again: the state the parent had is gone. */
 static void
 restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
@@ -314,6 +332,7 @@ follow_into_child(ptk_session *s)
     }
     free(s->output_dir);
     s->output_dir = dir;
+    summary_to_file(s, dir);
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         restart_instance(c, dir);
     }
@@ -552,6 +571,9 @@ follow_setup(ptk_session *s, char **errmsg)
     else {
         free(s->follow_root);
         s->follow_root = ptk__strdup(r);
+        if (strcmp(r, s->output_dir) != 0 && s->summary_file == NULL) {
+            summary_to_file(s, s->output_dir); /* started by the hook */
+        }
     }
     Py_XDECREF(ns);
     PyErr_Clear();
@@ -726,4 +748,7 @@ ptk__process_session_free(ptk_session *s)
     free_written(s);
     free(s->follow_root);
     free(s->filter_text);
+    if (s->summary_file != NULL) {
+        fclose(s->summary_file);
+    }
 }

@@ -492,6 +492,7 @@ struct ptk_session {
     int flushed;              /* reported early (exec, _exit, a signal) */
     char *follow_root;        /* followed children report in pid-N/ here */
     char *filter_text;        /* ptk_session_config::filter, as given */
+    FILE *summary_file;       /* a followed child's summary.txt (owned) */
     double started_wall, ended_wall; /* seconds since the epoch */
     char **written;           /* report files of this run (names) */
     size_t nwritten;

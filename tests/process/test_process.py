@@ -223,6 +223,7 @@ p = subprocess.run([sys.executable, "-c",
                     "import os\\ndef sub(): pass\\nfor _ in range(4): sub()\\nprint(os.getpid())"],
                    capture_output=True, text=True, check=True)
 print(p.stdout.strip())
+print(repr(p.stderr))
 """
 
 
@@ -238,6 +239,10 @@ def case_subprocess(tmp, env=None):
         return
     check([pid_of(k) for k in kids] == [child], f"{kids} vs {child}")
     check_set(kids[0], child, {"sub": 4, "parent_work": 0})
+    # its summary went to its directory, not into the stderr its parent read
+    check(p.stdout.splitlines()[1] == "''", f"the child's stderr: {p.stdout}")
+    with open(os.path.join(kids[0], "summary.txt")) as f:
+        check("pytracekit counter" in f.read(), "summary.txt lacks the counter's summary")
 
 
 EXEC = """\

@@ -39,8 +39,12 @@ typedef struct coderec {
         void *p;
     } *cs;               /* host->code_slot: one pointer per instance */
     int ncs;
+    PyCodeObject *code;  /* the code object (not a reference) */
     struct coderec *prev, *next;
 } coderec;
+
+ptk__dead_entry ptk__dead_cache[PTK__DEAD_CACHE];
+uint64_t ptk__table_gen = 1;
 
 /* The code-extra API was renamed PyUnstable_* in 3.12 (the old names are
  * deprecated there); the configure check picks the spelling. */
@@ -65,6 +69,10 @@ rec_free(void *p)
     coderec *r = p;
     if (r == NULL) {
         return;
+    }
+    ptk__dead_entry *e = ptk__dead_slot(r->code);
+    if (e->code == r->code) {
+        e->code = NULL; /* the address may be a new code object's next */
     }
     if (r->prev) {
         r->prev->next = r->next;
@@ -205,6 +213,9 @@ rec_make(PyCodeObject *code)
         return NULL;
     }
     r = calloc(1, sizeof *r);
+    if (r != NULL) {
+        r->code = code;
+    }
     if (r == NULL || rec_lines(r, code) < 0 ||
         code_set_extra((PyObject *)code, extra_index, r) < 0) {
         PyErr_Clear();

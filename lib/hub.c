@@ -369,6 +369,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
         }
     }
     ptk__current = t;
+    ptk__table_gen++; /* verdicts cached for the old table no longer hold */
     rebuild_pending = 0;
     ptk__dispatch_slow = ptk__disable_records || t->filtered;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */

@@ -145,6 +145,14 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         code = PyFrame_GetCode(frame);
         Py_DECREF(code); /* the frame keeps it alive */
     }
+    if (ptk__code_dead(t, code)) {
+        /* No subscriber's filter selects this code: nothing to deliver,
+         * nothing pushed (its RETURN finds no entry), no lines. */
+        if (what == PyTrace_CALL && t->need_trace) {
+            frame_lines_off(frame);
+        }
+        return 0;
+    }
     ptk_event ev;
     ev.struct_size = sizeof ev;
     ev.kind = (ptk_event_kind)what;
@@ -158,14 +166,6 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     ev.frame_ = frame;
     ev.lasti_ = -1;
     ev.target = -1;
-    if (t->dead_possible && ptk__code_dead(t, code)) {
-        /* No subscriber's filter selects this code: nothing to deliver,
-         * nothing pushed (its RETURN finds no entry), no lines. */
-        if (what == PyTrace_CALL && t->need_trace) {
-            frame_lines_off(frame);
-        }
-        return 0;
-    }
 
     switch (what) {
     case PyTrace_CALL:

@@ -252,13 +252,41 @@ typedef struct ptk__table {
 /* Slots of t's code-filtered subscribers that reject code (judged once per
  * code object and cached in its record). */
 uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code);
+/* Code objects found dead for the current table, direct-mapped by address:
+ * the legacy hooks see every call of excluded code, so this answer must
+ * cost a few instructions. An entry is valid for one table (ptk__table_gen
+ * changes with every table) and is cleared when its code object dies. */
+typedef struct ptk__dead_entry {
+    PyCodeObject *code;
+    uint64_t gen;
+} ptk__dead_entry;
+#define PTK__DEAD_CACHE 1024
+extern ptk__dead_entry ptk__dead_cache[PTK__DEAD_CACHE];
+extern uint64_t ptk__table_gen;
+static inline ptk__dead_entry *
+ptk__dead_slot(PyCodeObject *code)
+{
+    return &ptk__dead_cache[((uintptr_t)code >> 5) & (PTK__DEAD_CACHE - 1)];
+}
+
 /* Does no subscriber of t want anything of code? Then every event location
  * in it can be switched off (monitoring) or skipped (legacy). */
 static inline int
 ptk__code_dead(const ptk__table *t, PyCodeObject *code)
 {
-    return t->dead_possible &&
-           (ptk__code_rejects(t, code) & t->slots) == t->slots;
+    if (!t->dead_possible) {
+        return 0;
+    }
+    ptk__dead_entry *e = ptk__dead_slot(code);
+    if (e->code == code && e->gen == ptk__table_gen) {
+        return 1;
+    }
+    if ((ptk__code_rejects(t, code) & t->slots) != t->slots) {
+        return 0;
+    }
+    e->code = code;
+    e->gen = ptk__table_gen;
+    return 1;
 }
 /* Should subscriber s skip ev (its filter)? Counts max_depth frames. */
 int ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,

@@ -9,14 +9,17 @@ Two measurements per build (per Python):
    which the filter `modules=fapp.app` leaves out): CPU time of the second
    pass of the workload in one process (the first pass is where code gets
    judged and, on the monitoring backend, switched off), min of --reps; and
-   callgrind instructions of that second pass (a 2-pass run minus a 1-pass
-   run). Ratios to bare.
+   callgrind instructions of that second pass (ptkbench_region of
+   bench/floor). Ratios to bare, and filtered overhead as a share of the
+   unfiltered one; `floor` is a do-nothing C profile function (bench/run.py),
+   the least anything on the profile hook costs.
 2. A real program: CPython's own unittest suite (--suite, default
    test.test_json) whole-process, bare python vs the pytracekit command with
    counter and timer, unfiltered and with modules= naming the module under
    test; user+sys CPU time, median of --reps, variants taking turns.
 """
 import argparse
+import json
 import os
 import re
 import resource
@@ -26,16 +29,11 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = ["bare", "counter", "counter-filtered", "timer", "timer-filtered",
+sys.path.insert(0, os.path.dirname(HERE))
+from run import build_floor, cache_value, interp_info  # noqa: E402  (bench/run.py)
+
+VARIANTS = ["bare", "floor", "counter", "counter-filtered", "timer", "timer-filtered",
             "lines", "lines-filtered"]
-
-
-def cache_value(build, key):
-    with open(os.path.join(build, "CMakeCache.txt")) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return line.split("=", 1)[1].strip()
-    raise SystemExit("no %s in %s/CMakeCache.txt" % (key, build))
 
 
 def env_for(build):
@@ -58,7 +56,8 @@ def cpu_of(cmd, env):
 def callgrind_ir(cmd, env):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg.out")
-        p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + cmd,
+        p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+                            "--collect-atstart=no", "--toggle-collect=ptkbench_region"] + cmd,
                            env=env, capture_output=True, text=True)
         if p.returncode != 0:
             raise SystemExit("callgrind failed: %s\n%s" % (" ".join(cmd), p.stderr[-2000:]))
@@ -68,12 +67,14 @@ def callgrind_ir(cmd, env):
 
 def workload(py, build, reps, n, cg_n, callgrind):
     env = env_for(build)
+    floor_dir = build_floor(interp_info(py), py, build)
     rows = {}
+    drv = os.path.join(HERE, "driver.py")
     with tempfile.TemporaryDirectory() as out:
         times = {v: [] for v in VARIANTS}
         for _ in range(reps):
             for v in VARIANTS:  # variants take turns
-                p = subprocess.run([py, os.path.join(HERE, "driver.py"), v, "2", str(n), out],
+                p = subprocess.run([py, drv, v, str(n), floor_dir, out],
                                    env=env, capture_output=True, text=True)
                 if p.returncode != 0:
                     raise SystemExit(p.stderr)
@@ -81,9 +82,7 @@ def workload(py, build, reps, n, cg_n, callgrind):
         ir = {}
         if callgrind:
             for v in VARIANTS:
-                two = callgrind_ir([py, os.path.join(HERE, "driver.py"), v, "2", str(cg_n), out], env)
-                one = callgrind_ir([py, os.path.join(HERE, "driver.py"), v, "1", str(cg_n), out], env)
-                ir[v] = two - one
+                ir[v] = callgrind_ir([py, drv, v, str(cg_n), floor_dir, out], env)
     for v in VARIANTS:
         rows[v] = (min(times[v]), ir.get(v))
     return rows
@@ -136,12 +135,15 @@ def main():
             print("| %s | %.3f | %.2f | %s | %s |" % (
                 v, t, t / bt, "%d" % ir if ir else "–",
                 "%.2f" % (ir / bi) if ir and bi else "–"))
+        fl = rows["floor"][1]
         for base in ("counter", "timer", "lines"):
             t, ir = rows[base]
             ft, fir = rows[base + "-filtered"]
             if ir and fir and bi:
-                print("%s: filtered overhead / unfiltered overhead (instructions) = %.2f"
-                      % (base, (fir - bi) / max(ir - bi, 1)))
+                print("%s: filtered overhead / unfiltered overhead (instructions) = %.2f%s"
+                      % (base, (fir - bi) / max(ir - bi, 1),
+                         "; floor overhead / unfiltered overhead = %.2f" % ((fl - bi) / max(ir - bi, 1))
+                         if fl and base != "lines" else ""))
         if not a.no_suite:
             res = suite(py, build, a.reps, a.suite, a.suite_modules)
             print("\n### CPython %s: `-m unittest %s`, whole process, user+sys CPU, median of %d"

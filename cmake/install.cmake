@@ -96,6 +96,9 @@ if(TARGET ptk_python)
     DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
     FILES_MATCHING PATTERN "*.py" PATTERN "*.pyi" PATTERN "py.typed"
     PATTERN "__pycache__" EXCLUDE)
+  install(FILES ${PROJECT_SOURCE_DIR}/tools/pytracekit-coverage.py
+    DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
+    RENAME _coverage_format.py)
 endif()
 
 # Where the code that looks for plugins is installed, relative to the

@@ -237,7 +237,9 @@ host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
                 "one ('%s') is %s\n",
                 dir, filename, ctx->name, rf->final);
     }
-    rf->tmp = ptk__asprintf("%s/.%s.XXXXXX", dir, name);
+    /* The pid in the name lets the next session there remove it if this
+     * process dies before the rename (process.c). */
+    rf->tmp = ptk__asprintf("%s/.%s.%ld.XXXXXX", dir, name, (long)getpid());
     rf->ctx = ctx;
     int fd = rf->tmp ? mkstemp(rf->tmp) : -1;
     if (fd >= 0) {
@@ -284,6 +286,9 @@ host_report_commit(void *token, int keep)
             rc = PTK_EIO;
             unlink(rf->tmp);
         }
+        else {
+            ptk__process_note_written(rf->ctx, strrchr(rf->final, '/') + 1);
+        }
     }
     else {
         unlink(rf->tmp);
@@ -304,6 +309,21 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
 {
     PyObject *data = NULL;
     if (format == PTK_FMT_JSON) {
+        /* A JSON object says which run it comes from (process.c). */
+        PyObject *marked = NULL;
+        if (PyDict_Check(obj) && ctx && ctx->session &&
+            PyDict_GetItemString(obj, "run") == NULL) {
+            PyObject *id = ptk__process_identity(ctx->session);
+            marked = id ? PyDict_Copy(obj) : NULL;
+            if (marked == NULL || PyDict_SetItemString(marked, "run", id) < 0) {
+                Py_CLEAR(marked);
+            }
+            Py_XDECREF(id);
+            PyErr_Clear();
+        }
+        if (marked != NULL) {
+            obj = marked;
+        }
         PyObject *json = PyImport_ImportModule("json");
         PyObject *kw = json ? Py_BuildValue("{s:i}", "indent", 1) : NULL;
         PyObject *dumps = json ? PyObject_GetAttrString(json, "dumps") : NULL;
@@ -315,6 +335,7 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
         Py_XDECREF(dumps);
         Py_XDECREF(kw);
         Py_XDECREF(json);
+        Py_XDECREF(marked);
     }
     else if (format == PTK_FMT_MARSHAL) {
         data = PyMarshal_WriteObjectToString(obj, Py_MARSHAL_VERSION);
@@ -404,6 +425,29 @@ host_subscribe_filter(ptk_plugin_ctx *ctx, const char *spec)
     return PTK_OK;
 }
 
+static const char *
+host_run_identity(ptk_plugin_ctx *ctx)
+{
+    if (ctx == NULL || ctx->session == NULL) {
+        return NULL;
+    }
+    if (ctx->identity_json == NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *id = ptk__process_identity(ctx->session);
+        PyObject *json = id ? PyImport_ImportModule("json") : NULL;
+        PyObject *text = json ? PyObject_CallMethod(json, "dumps", "O", id) : NULL;
+        const char *u = text ? PyUnicode_AsUTF8(text) : NULL;
+        ctx->identity_json = u ? ptk__strdup(u) : NULL;
+        Py_XDECREF(text);
+        Py_XDECREF(json);
+        Py_XDECREF(id);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    return ctx->identity_json;
+}
+
 const ptk_host ptk__host = {
     .struct_size = sizeof(ptk_host),
     .abi_major = PTK_ABI_MAJOR,
@@ -427,6 +471,7 @@ const ptk_host ptk__host = {
     .event_parse_mask = ptk_event_parse_mask,
     .event_offset = host_event_offset,
     .subscribe_filter = host_subscribe_filter,
+    .run_identity = host_run_identity,
 };
 
 const ptk_host *

@@ -558,6 +558,7 @@ struct ptk_plugin_ctx {
     ptk_subscription sub;     /* what init saw and may change (ABI 1.2) */
     ptk__filter *filter;      /* NULL: no filter */
     char *filter_extra;       /* conditions added by host->subscribe_filter */
+    char *identity_json;      /* host->run_identity, made once */
     ptk__options opts;
     int initialised;
     int attached;             /* in the published table */
@@ -568,6 +569,7 @@ struct ptk_plugin_ctx {
     int fail_code;
     char *fail_msg;           /* recorded message (host->fail or Python exc) */
     uint64_t id;              /* unique in the process (report file owners) */
+    char *spec;               /* NAME[:OPTIONS] as given (children get it) */
     struct ptk_plugin_ctx *next;
 };
 
@@ -587,6 +589,17 @@ struct ptk_session {
     struct ptk_session *next_active;
     uint64_t gen;             /* ptk__interp_gen when it was made */
     char *notes;              /* lines printed with the report */
+    /* processes (process.c) */
+    long pid;                 /* the process it reports in (0: not started) */
+    long ppid;                /* its parent when the session started */
+    int follow;               /* follows child processes */
+    int flushed;              /* reported early (exec, _exit, a signal) */
+    char *follow_root;        /* followed children report in pid-N/ here */
+    char *filter_text;        /* ptk_session_config::filter, as given */
+    FILE *summary_file;       /* a followed child's summary.txt (owned) */
+    double started_wall, ended_wall; /* seconds since the epoch */
+    char **written;           /* report files of this run (names) */
+    size_t nwritten;
 };
 
 extern struct ptk_session *ptk__active_sessions;
@@ -614,6 +627,25 @@ int ptk__load(const char *path_or_name, const char *extra_path,
 int ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
                        unsigned int events, char **errmsg);
 char *ptk__library_dir(void);
+
+/* ---- processes (process.c) ------------------------------------------- */
+
+/* At ptk_session_start, once the output directory exists: remembers the
+ * process and the start time, removes temporary files of dead processes,
+ * installs the process hooks once (at-fork, os._exit/os.exec*, SIGTERM and
+ * SIGHUP) and, for a session that follows children, the environment. */
+int ptk__process_session_start(struct ptk_session *s, char **errmsg);
+/* Does s report in this process (and has not already)? */
+int ptk__process_owns(const struct ptk_session *s);
+/* Around the plugins' reports: SIGINT is held (delivered afterwards). */
+void ptk__process_report_begin(struct ptk_session *s);
+void ptk__process_report_end(struct ptk_session *s);
+/* A report file was committed (its name is listed in run.json). */
+void ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name);
+/* {"pid", "ppid", "started", "argv", "host"}: the run, for JSON reports.
+ * A new reference, or NULL with an exception. */
+PyObject *ptk__process_identity(const struct ptk_session *s);
+void ptk__process_session_free(struct ptk_session *s);
 
 /* ---- host services (host.c) ------------------------------------------- */
 

@@ -109,6 +109,7 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     s->summary = cfg->summary ? cfg->summary : stderr;
     s->gen = ptk__interp_gen;
     if (cfg->filter != NULL && *cfg->filter) {
+        s->filter_text = ptk__strdup(cfg->filter); /* for followed children */
         /* Checked now, so that a bad default filter fails here; each
          * plugin instance builds its own from these values. */
         ptk_plugin_desc d = {.name = "session filter", .options = NULL};
@@ -122,6 +123,7 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
         }
         if (frc < 0) {
             ptk__options_free(&s->filter_defaults);
+            free(s->filter_text);
             free(s->output_dir);
             free(s->plugin_path);
             free(s);
@@ -142,7 +144,9 @@ instance_free(struct ptk_plugin_ctx *c)
     ptk__options_free(&c->opts);
     ptk__filter_free(c->filter);
     free(c->filter_extra);
+    free(c->identity_json);
     free(c->fail_msg);
+    free(c->spec);
     free(c->name);
     free(c);
 }
@@ -344,6 +348,13 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
         free(path);
         /* dl stays open: a failed init may have left callbacks registered */
     }
+    else {
+        struct ptk_plugin_ctx *c = s->plugins;
+        while (c->next) {
+            c = c->next;
+        }
+        c->spec = ptk__strdup(spec);
+    }
     return rc;
 }
 
@@ -478,13 +489,17 @@ ptk_session_start(ptk_session *s, char **errmsg)
     }
     free(s->output_dir);
     s->output_dir = abs;
+    int rc = ptk__process_session_start(s, errmsg);
+    if (rc < 0) {
+        return rc;
+    }
     ptk__thread *me = ptk__thread_get();
     if (me == NULL) {
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
     ptk_backend use;
-    int rc = ptk__backend_choose(s->requested, s->backend_explicit, s->summary,
-                                 &use, errmsg);
+    rc = ptk__backend_choose(s->requested, s->backend_explicit, s->summary,
+                             &use, errmsg);
     if (rc < 0) {
         return rc;
     }
@@ -599,8 +614,12 @@ ptk_session_report(ptk_session *s, char **errmsg)
         return ptk__err(errmsg, PTK_ESTATE, "stop the session before reporting");
     }
     int first = PTK_OK;
+    if (!ptk__process_owns(s)) {
+        return PTK_OK; /* a forked child's copy, or already written */
+    }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    ptk__process_report_begin(s);
     ptk__thread_names_refresh();
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         if (!c->initialised || c->failed || c->removed || !c->desc->report) {
@@ -623,6 +642,7 @@ ptk_session_report(ptk_session *s, char **errmsg)
     if (s->notes != NULL) {
         fputs(s->notes, s->summary);
     }
+    ptk__process_report_end(s);
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         if (!c->failed) {
             continue;
@@ -667,6 +687,7 @@ ptk_session_free(ptk_session *s)
         instance_free(c);
         c = next;
     }
+    ptk__process_session_free(s);
     ptk__options_free(&s->filter_defaults);
     free(s->output_dir);
     free(s->plugin_path);

@@ -202,17 +202,18 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"plugins", "output_dir", "threads", "plugin_path",
                              "backend", "filter", "include", "exclude",
                              "modules", "functions", "thread_names",
-                             "max_depth", NULL};
+                             "max_depth", "follow_children", NULL};
     PyObject *plugins = NULL, *threads = NULL, *backend = NULL;
     PyObject *outdir = NULL, *plugin_path = NULL, *filter = NULL;
     PyObject *fv[6] = {NULL};
+    int follow = 0;
     static const char *const fkeys[6] = {"include", "exclude", "modules",
                                          "functions", "threads", "max_depth"};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO&OO&OO$OOOOOO", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO&OO&OO$OOOOOOp", kwlist,
                                      &plugins, opt_fspath, &outdir, &threads,
                                      opt_fspath, &plugin_path, &backend,
                                      &filter, &fv[0], &fv[1], &fv[2], &fv[3],
-                                     &fv[4], &fv[5])) {
+                                     &fv[4], &fv[5], &follow)) {
         return -1;
     }
     int rc = -1;
@@ -271,6 +272,7 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
         raise_ptk(prc, err);
         goto done;
     }
+    ptk_session_follow_children(self->s, follow);
     if (plugins != NULL && plugins != Py_None && add_plugins(self, plugins) < 0) {
         ptk_session_free(self->s);
         self->s = NULL;
@@ -487,7 +489,8 @@ static PyType_Slot Session_slots[] = {
                         "threads='current', plugin_path=None, "
                         "backend='auto', filter=None, *, include=None, "
                         "exclude=None, modules=None, functions=None, "
-                        "thread_names=None, max_depth=None)\n\n"
+                        "thread_names=None, max_depth=None, "
+                        "follow_children=False)\n\n"
                         "filter and the keywords after it are the default "
                         "filter of every plugin (docs/filters.md); a "
                         "plugin's own options replace them key by key."},

@@ -7,9 +7,12 @@
 #define PTK_USAGE_TEXT \
     "usage: pytracekit [-p PLUGIN[:KEY=VALUE,...]]... [-o DIR]\n" \
     "                  [--threads current|all] [--plugin-path DIR]\n" \
-    "                  [--backend auto|legacy|monitoring]\n" \
+    "                  [--backend auto|legacy|monitoring] [--follow-children]\n" \
+    "                  [--include GLOBS] [--exclude GLOBS] [--modules NAMES]\n" \
+    "                  [--functions GLOBS] [--thread-names GLOBS] [--max-depth N]\n" \
     "                  (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n" \
     "       pytracekit --list-plugins [--plugin-path DIR]\n" \
+    "       pytracekit combine [-o DIR] [--paths A=B]... DIR...\n" \
     "       pytracekit --version | --help\n" \
     "\n" \
     "Runs a Python program with the given plugins attached to the\n" \
@@ -38,10 +41,17 @@
     "                      SetTrace), monitoring (sys.monitoring, 3.12+) or\n" \
     "                      auto (default: $PYTRACEKIT_BACKEND if set, else\n" \
     "                      monitoring on 3.12+)\n" \
+    "  --follow-children   trace child processes too (fork, multiprocessing,\n" \
+    "                      Python subprocesses, exec) with the same plugins,\n" \
+    "                      each reporting into DIR/pid-N/ (also:\n" \
+    "                      PYTRACEKIT_FOLLOW_CHILDREN=1)\n" \
     "  --list-plugins      list the plugins found, their events and options\n" \
     "  --version           print the version\n" \
     "\n" \
     "Exit status: the program's own; 2 for a usage error or a plugin\n" \
-    "that fails to load (before the program starts).\n"
+    "that fails to load (before the program starts); 3 when the program\n" \
+    "ended with 0 but a report could not be written (or a plugin failed\n" \
+    "and was detached). SIGTERM and SIGHUP write the reports, then\n" \
+    "end the program by that signal.\n"
 
 #endif

@@ -11,7 +11,10 @@ directory), then prints the per-file summary on stderr. `report` prints the
 summary only.
 
 This file is also the report writer of the coverage plugin, which compiles
-it in: the plugin's files and the combined files come from the same code.
+it in, and of `pytracekit combine` (installed in the Python package as
+pytracekit/_coverage_format.py), which merges coverage together with the
+other plugins' reports and remaps paths: the plugin's files and the combined
+files come from the same code.
 Only the standard library is used.
 """
 

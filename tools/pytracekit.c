@@ -16,6 +16,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +33,26 @@ static ptk_session *session;
 /* A plugin's report failed, or tracing could not start: the run did not
  * produce what it was asked to (exit status 1 when the program's is 0). */
 static int report_failed;
-static pid_t session_pid;   /* the process the session reports from */
 static int program_started; /* the program's start was seen */
+static int sigint_at_exit; /* Ctrl-C came while the reports were written */
+
+/* Runs in exit() with the status given to it (also when sys.exit() ends
+ * the program, which exits from inside Py_RunMain): a Ctrl-C held while
+ * reports were written ends the process by SIGINT now; a report that could
+ * not be written turns a status of 0 into PTK_EXIT_REPORT_FAILED. */
+static void
+exit_status_hook(int status, void *unused)
+{
+    (void)unused;
+    fflush(NULL);
+    if (sigint_at_exit) {
+        signal(SIGINT, SIG_DFL);
+        raise(SIGINT);
+    }
+    if (status == 0 && report_failed) {
+        _exit(PTK_EXIT_REPORT_FAILED);
+    }
+}
 
 static void
 usage(FILE *out)
@@ -206,10 +226,8 @@ finish(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     int sigint = ended_by_keyboard_interrupt();
-    if (session != NULL && getpid() != session_pid) {
-        /* a forked child: its counts are not the program's report */
-        session = NULL;
-    }
+    /* A forked child reports only if children are followed (then into
+     * its own pid-N/): the library decides (lib/process.c). */
     if (session != NULL && !program_started) {
         /* the program never started (a script that cannot be opened) */
         ptk_session_free(session);
@@ -221,11 +239,20 @@ finish(PyObject *self, PyObject *unused)
         int failed_before = ptk_session_failures(session);
         /* failures are printed per plugin; those of the run keep the
          * program's exit status, a report that failed does not */
-        ptk_session_report(session, &err);
-        report_failed |= ptk_session_failures(session) > failed_before;
+        if (ptk_session_report(session, &err) < 0 ||
+            ptk_session_failures(session) > failed_before) {
+            report_failed = 1;
+        }
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
+        /* A Ctrl-C held while the reports were written is pending now. */
+        if (PyErr_CheckSignals() < 0) {
+            if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+                sigint_at_exit = 1;
+            }
+            PyErr_Clear();
+        }
     }
     if (sigint) {
         rearm_keyboard_interrupt();
@@ -316,12 +343,12 @@ static PyObject *
 os_exit(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
-    if (session != NULL && getpid() == session_pid) {
+    if (session != NULL) { /* the library writes nothing in an unfollowed child */
         Py_XDECREF(finish(NULL, NULL));
         if (report_failed && args != NULL && PyTuple_GET_SIZE(args) == 1 &&
             PyLong_Check(PyTuple_GET_ITEM(args, 0)) &&
             PyLong_AsLong(PyTuple_GET_ITEM(args, 0)) == 0) {
-            return PyObject_CallFunction(real_os_exit, "i", 1);
+            return PyObject_CallFunction(real_os_exit, "i", PTK_EXIT_REPORT_FAILED);
         }
     }
     return PyObject_Call(real_os_exit, args, kwargs);
@@ -363,6 +390,54 @@ register_finish(void)
     return 0;
 }
 
+/* `pytracekit combine ...` is `python -m pytracekit combine ...` with the
+ * pytracekit package of this build (build tree) or installation. */
+static int
+run_combine(int argc, char **argv)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+    }
+    const char *rel[] = {"../python", PTK_PYTHONDIR_FROM_BINDIR};
+    char dir[4096 + 256] = "";
+    for (int k = 0; k < 2 && dir[0] == '\0'; k++) {
+        char probe[4096 + 300];
+        snprintf(probe, sizeof probe, "%s/%s/pytracekit/combining.py", exe, rel[k]);
+        if (access(probe, R_OK) == 0) {
+            snprintf(dir, sizeof dir, "%s/%s", exe, rel[k]);
+        }
+    }
+    if (dir[0] == '\0') {
+        fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
+                "is not installed next to %s\n", exe);
+        return EXIT_USAGE;
+    }
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
+    char *pp = malloc(len);
+    snprintf(pp, len, "%s%s%s", dir, old && old[0] ? ":" : "",
+             old ? old : "");
+    setenv("PYTHONPATH", pp, 1);
+    free(pp);
+    char **args = calloc((size_t)argc + 4, sizeof *args);
+    int k = 0;
+    args[k++] = (char *)PTK_PYTHON_EXECUTABLE;
+    args[k++] = (char *)"-m";
+    args[k++] = (char *)"pytracekit";
+    for (int i = 1; i < argc; i++) {
+        args[k++] = argv[i];
+    }
+    execv(PTK_PYTHON_EXECUTABLE, args);
+    fprintf(stderr, "pytracekit: combine: cannot run %s: %s\n",
+            PTK_PYTHON_EXECUTABLE, strerror(errno));
+    free(args);
+    return EXIT_USAGE;
+}
+
 /* a + sep + b, newly allocated; a (may be NULL) is freed. */
 static char *
 join(char *a, const char *sep, const char *b)
@@ -393,6 +468,9 @@ filter_key(const char *arg, const char *const (*keys)[2], int n)
 int
 main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "combine") == 0) {
+        return run_combine(argc, argv);
+    }
     const char *plugins[64];
     int nplugins = 0;
     const char *outdir = "pytracekit-out";
@@ -407,6 +485,8 @@ main(int argc, char **argv)
     enum { NFKEYS = sizeof fkeys / sizeof fkeys[0] };
     char *fvals[NFKEYS] = {NULL};
     int list = 0;
+    const char *fenv = getenv("PYTRACEKIT_FOLLOW_CHILDREN");
+    int follow = fenv != NULL && fenv[0] != '\0' && strcmp(fenv, "0") != 0;
     int i;
     const char *mode = NULL; /* NULL: script; "-m" or "-c" */
     for (i = 1; i < argc; i++) {
@@ -460,6 +540,9 @@ main(int argc, char **argv)
                      plugin_path ? ":" : "", val);
             free(plugin_path);
             plugin_path = np;
+        }
+        else if (strcmp(a, "--follow-children") == 0) {
+            follow = 1;
         }
         else if (strcmp(a, "--list-plugins") == 0) {
             list = 1;
@@ -583,6 +666,9 @@ main(int argc, char **argv)
         rc = ptk_session_add_plugin(session, plugins[p], &err);
     }
     if (rc == PTK_OK) {
+        ptk_session_follow_children(session, follow);
+    }
+    if (rc == PTK_OK) {
         rc = register_finish() < 0 ? PTK_EPYTHON : PTK_OK;
     }
     if (rc == PTK_OK) {
@@ -590,7 +676,6 @@ main(int argc, char **argv)
         rc = ptk_session_start(session, &err);
         if (rc == PTK_OK) {
             ptk_session_stop(session);
-            session_pid = getpid();
             rc = wrap_os_exit() < 0 || PySys_AddAuditHook(program_starts, NULL) < 0
                      ? PTK_EPYTHON
                      : PTK_OK;
@@ -607,9 +692,10 @@ main(int argc, char **argv)
         free(pargv);
         return EXIT_USAGE;
     }
+    on_exit(exit_status_hook, NULL);
     int status = Py_RunMain(); /* runs the program, then finalises */
     if (status == 0 && report_failed) {
-        status = 1;
+        status = PTK_EXIT_REPORT_FAILED;
     }
     free(plugin_path);
     free(filter);

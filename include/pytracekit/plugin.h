@@ -195,6 +195,12 @@ typedef struct ptk_host {
      *  or `PTK_EINVAL` with the reason in the init's errbuf-style message
      *  recorded by host->fail. @since 0.3 (ABI 1.2) */
     int (*subscribe_filter)(ptk_plugin_ctx *ctx, const char *spec);
+    /** The run's identity (pid, ppid, start time, argv, host) as a JSON
+     *  object's text, for a plugin that writes JSON itself through
+     *  report_open: put it in as a `"run"` member, as report_write_object
+     *  does (docs/reports.md). Owned by the host, valid until `fini`; NULL
+     *  if it cannot be made. GIL held; in `report`. @since 0.3 (ABI 1.2) */
+    const char *(*run_identity)(ptk_plugin_ctx *ctx);
     /* End of ABI 1.2. */
 } ptk_host;
 

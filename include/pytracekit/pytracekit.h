@@ -15,5 +15,6 @@
 #include "report.h"
 #include "plugin.h"
 #include "session.h"
+#include "process.h"
 
 #endif /* PYTRACEKIT_H */

@@ -998,12 +998,21 @@ tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
     }
     uint64_t medges, mns;
     tm_merged_counts(st, &medges, &mns);
-    int ok = fprintf(f, "{\"plugin\":\"timer\",\"clock\":\"%s\",\"unit\":\"ns\","
+    /* the run's identity, as report_write_object adds it (ABI 1.2) */
+    const char *run = st->host->struct_size > offsetof(ptk_host, run_identity)
+                          ? st->host->run_identity(st->ctx)
+                          : NULL;
+    if (run != NULL && fprintf(f, "{\"run\":%s,", run) < 0) {
+        st->host->report_commit(token, 0);
+        return PTK_EIO;
+    }
+    int ok = fprintf(f, "%s\"plugin\":\"timer\",\"clock\":\"%s\",\"unit\":\"ns\","
                         "\"builtins\":%s,\"per_thread\":%s,\"elapsed_s\":%.9f,"
                         "\"max_depth\":%llu,\"unmatched_returns\":%llu,"
                         "\"resynced_frames\":%llu,\n\"calling_contexts\":{"
                         "\"kept\":%s,\"max_contexts\":%lld,\"contexts\":%zu,"
                         "\"written\":%zu,\"merged_edges\":%llu,\"merged_ns\":%llu},\n",
+                     run != NULL ? "" : "{",
                      st->cpu_clock ? "cpu" : "wall", st->builtins ? "true" : "false",
                      st->per_thread ? "true" : "false", args->elapsed_s,
                      (unsigned long long)max_depth, (unsigned long long)unmatched,

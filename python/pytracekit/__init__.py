@@ -22,7 +22,7 @@ __all__ = [
     "Session", "plugins", "PluginInfo", "OptionInfo", "version",
     "Error", "PluginNotFoundError", "PluginLoadError", "OptionError",
     "UnsupportedError", "StateError", "BusyError", "PluginError",
-    "OutputError", "pkgconfig_dir", "cmake_dir", "include_dir",
+    "OutputError", "pkgconfig_dir", "cmake_dir", "include_dir", "combine",
 ]
 
 
@@ -133,7 +133,7 @@ class Session(_c.Session):
     """Session(plugins=(), output_dir="pytracekit-out",
     threads="current", plugin_path=None, backend="auto", filter=None, *,
     include=None, exclude=None, modules=None, functions=None,
-    thread_names=None, max_depth=None)
+    thread_names=None, max_depth=None, follow_children=False)
 
     A set of plugins attached to the process's event hub.
 
@@ -149,7 +149,9 @@ class Session(_c.Session):
     (``"include=...,max_depth=3"``) and the keywords after it (a str or a
     list of str each; *max_depth* an int) are the default filter of every
     plugin of the session (docs/filters.md); a plugin's own options replace
-    them key by key.
+    them key by key. With *follow_children*, child processes (fork,
+    multiprocessing, Python subprocesses, exec) run under the same plugins
+    and report into ``OUTPUT_DIR/pid-N/`` (docs/processes.md).
 
     Used as a context manager, it starts on entry and stops and writes the
     reports on exit; used as a decorator, each call of the function does the
@@ -161,7 +163,8 @@ class Session(_c.Session):
     def __init__(self, plugins=(), output_dir="pytracekit-out",
                  threads="current", plugin_path=None, backend="auto",
                  filter=None, *, include=None, exclude=None, modules=None,
-                 functions=None, thread_names=None, max_depth=None):
+                 functions=None, thread_names=None, max_depth=None,
+                 follow_children=False):
         if not isinstance(output_dir, (str, bytes, os.PathLike)):
             raise TypeError("output_dir must be str or os.PathLike, not "
                             f"{type(output_dir).__name__}")
@@ -169,7 +172,8 @@ class Session(_c.Session):
         super().__init__(plugins, output_dir, threads, plugin_path, backend,
                          filter, include=include, exclude=exclude,
                          modules=modules, functions=functions,
-                         thread_names=thread_names, max_depth=max_depth)
+                         thread_names=thread_names, max_depth=max_depth,
+                         follow_children=follow_children)
         self._output_dir = os.path.abspath(os.fsdecode(os.fspath(output_dir)))
         self._results = None
 
@@ -236,7 +240,8 @@ def _snapshot(d):
 def _read_results(d, before):
     res = {}
     for name, sig in sorted(_snapshot(d).items()):
-        if name.endswith(".json") and before.get(name) != sig:
+        # run.json is the run's identity, not a plugin's report
+        if name.endswith(".json") and name != "run.json" and before.get(name) != sig:
             with open(os.path.join(d, name), encoding="utf-8") as f:
                 res[name[:-5]] = json.load(f)
     return res
@@ -308,3 +313,12 @@ def cmake_dir() -> Optional[str]:
 def include_dir() -> Optional[str]:
     """The directory holding ``pytracekit/*.h``, or None."""
     return _installed("include", "pytracekit") and os.path.join(_prefix(), "include")
+
+
+# ---- combining runs ----------------------------------------------------------
+
+def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
+    """Merges report directories (and the pid-N/ ones below them) into one
+    set of reports; see pytracekit.combining for the details."""
+    from .combining import combine as _combine
+    return _combine(inputs, output_dir, paths, summary)

@@ -18,6 +18,7 @@ from . import _pytracekit as _c
 from . import Error, Session, _scan
 
 EXIT_USAGE = 2
+EXIT_REPORT_FAILED = 3  # the program's status was 0, a report failed
 
 
 class Usage(Exception):
@@ -46,7 +47,8 @@ def parse(argv):
     o = {"plugins": [], "output": "pytracekit-out", "threads": "all",
          "backend": "auto", "plugin_path": None, "list": False,
          "action": "run", "mode": None, "target": None, "args": [],
-         "filter": {}}
+         "filter": {},
+         "follow": os.environ.get("PYTRACEKIT_FOLLOW_CHILDREN", "") not in ("", "0")}
     i = 0
     n = len(argv)
 
@@ -80,6 +82,8 @@ def parse(argv):
             o["plugin_path"] = v if o["plugin_path"] is None else o["plugin_path"] + ":" + v
         elif a == "--list-plugins":
             o["list"] = True
+        elif a == "--follow-children":
+            o["follow"] = True
         elif a in FILTER_OPTIONS:
             key, v = FILTER_OPTIONS[a], take()
             # repeated: the items add up (max_depth: the last one)
@@ -205,6 +209,9 @@ def main(argv=None):
     """Runs the command; returns an exit status, or raises what the program
     raised (SystemExit, KeyboardInterrupt, an uncaught exception)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "combine":
+        from .combining import main as combine_main
+        return combine_main(argv[1:])
     try:
         o = parse(argv)
     except Usage as e:
@@ -225,6 +232,7 @@ def main(argv=None):
         session = Session(o["plugins"], output_dir=o["output"],
                           threads=o["threads"], backend=o["backend"],
                           plugin_path=o["plugin_path"],
+                          follow_children=o["follow"],
                           filter=",".join(f"{k}={o['filter'][k]}"
                                           for k in FILTER_OPTIONS.values()
                                           if k in o["filter"]) or None)
@@ -232,11 +240,21 @@ def main(argv=None):
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE
 
+    status = {"code": None}  # the program's exit status, once known
+
     def finish():
         if session.running:
             session.stop()
+        before = session.failures
         session.report()
+        failed = session.failures > before
         session.close()
+        if failed and status["code"] == 0:
+            # as the command: a report that could not be written turns
+            # the program's 0 into EXIT_REPORT_FAILED
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_REPORT_FAILED)
 
     atexit.register(finish)
     try:
@@ -247,6 +265,10 @@ def main(argv=None):
         atexit.unregister(finish)
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except SystemExit as e:
+        status["code"] = 0 if e.code is None else e.code
+        raise
+    status["code"] = 0
     return 0
 
 

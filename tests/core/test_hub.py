@@ -171,7 +171,7 @@ class Sessions(unittest.TestCase):
             with open(os.path.join(d, "recorder-b.json")) as fb:
                 rb = json.load(fb)
         # the first recorder was removed: no report; the second saw 3 calls
-        self.assertEqual(names, ["recorder-b.json"])
+        self.assertEqual(names, ["recorder-b.json", "run.json"])
         self.assertEqual(len(rows_of(rb, "call", "f")), 3)
         self.assertEqual(len(rows_of(rb, "line", "f")), 3)
 

@@ -505,8 +505,9 @@ def case_tracemalloc_restart():
 # ---- on_ref that breaks the rules ------------------------------------------------
 
 def _bad(mode, needle):
+    # exit 3: the program ended with 0, but rtbad's report is lost
     out, proc = run_cli(["reftrack", "rtbad:mode=%s,after=50" % mode],
-                        program("bad.py"))
+                        program("bad.py"), expect_rc=3)
     eq(proc.stdout, "caught 300 parsed 300 kept 300\n", "program output")
     check("plugin 'rtbad' failed (PTK_EPLUGIN" in proc.stderr,
           "rtbad detached with its error:\n" + proc.stderr)

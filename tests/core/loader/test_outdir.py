@@ -82,7 +82,7 @@ def two_instances_one_file():
         r = cli(["-o", out, "-p", "counter:top=0", "-p", "counter:top=0,events=call", prog],
                 cwd=s.path)
         check(r.rc == 0, "run failed", r)
-        check(sorted(os.listdir(out)) == ["counter-2.json", "counter.json"],
+        check(sorted(os.listdir(out)) == ["counter-2.json", "counter.json", "run.json"],
               "files %r" % sorted(os.listdir(out)), r)
         first = load_json(os.path.join(out, "counter.json"), r)
         second = load_json(os.path.join(out, "counter-2.json"), r)
@@ -102,7 +102,7 @@ def two_instances_one_file():
         out2 = s.join("out2")
         r = run([PYTHON, "-c", code, out2], cwd=s.path)
         check(r.rc == 0, "module run failed", r)
-        check(sorted(os.listdir(out2)) == ["counter-2.json", "counter.json"],
+        check(sorted(os.listdir(out2)) == ["counter-2.json", "counter.json", "run.json"],
               "module: files %r" % sorted(os.listdir(out2)), r)
 
 
@@ -175,7 +175,8 @@ def atomic_reports():
                             ["counter", test_plugin("fail_nth") + ":mode=report"]):
                 args = ["-o", out] + [a for p in plugins for a in ("-p", p)] + [prog]
                 r = cli(args, cwd=s.path)
-                check(r.rc in (0, 1, 9), "run failed", r)
+                # 3: the program ended with 0 but fail_nth's report failed
+                check(r.rc in (0, 1, 3, 9), "run failed", r)
                 names = sorted(os.listdir(out))
                 check(leftovers(out) == [], "temporary files left: %r" % names, r)
                 check("counter.json" in names, "no counter.json: %r" % names, r)

@@ -85,21 +85,21 @@ def order():
         copy(test_plugin("fail_nth"), s.join("b", "dup.so"))
         env = clean_env({"PYTRACEKIT_PLUGIN_PATH": b})
         r = expect_ran(s, ["--plugin-path", a, "-p", "dup"], env=env, out="o1")
-        check(sorted(os.listdir(s.join("o1"))) == ["counter.json"],
+        check(sorted(os.listdir(s.join("o1"))) == ["counter.json", "run.json"],
               "--plugin-path should win: %r" % os.listdir(s.join("o1")), r)
         r = expect_ran(s, ["-p", "dup:n=0"], env=env, out="o2")
-        check(sorted(os.listdir(s.join("o2"))) == ["fail_nth.json"],
+        check(sorted(os.listdir(s.join("o2"))) == ["fail_nth.json", "run.json"],
               "PYTRACEKIT_PLUGIN_PATH: %r" % os.listdir(s.join("o2")), r)
         # the environment comes before the plugin directory: a 'counter'
         # there shadows the shipped one
         copy(test_plugin("fail_nth"), s.join("b", "counter.so"))
         r = expect_ran(s, ["-p", "counter:n=0"], env=env, out="o3")
-        check(sorted(os.listdir(s.join("o3"))) == ["fail_nth.json"],
+        check(sorted(os.listdir(s.join("o3"))) == ["fail_nth.json", "run.json"],
               "PYTRACEKIT_PLUGIN_PATH before the plugin directory: %r"
               % os.listdir(s.join("o3")), r)
         # and without it, the shipped counter is found
         r = expect_ran(s, ["-p", "counter"], out="o4")
-        check(sorted(os.listdir(s.join("o4"))) == ["counter.json"], "default counter", r)
+        check(sorted(os.listdir(s.join("o4"))) == ["counter.json", "run.json"], "default counter", r)
 
 
 def skip_non_files():

@@ -1,0 +1,754 @@
+/* Sessions across processes: a forked child's copy of a session is
+ * silenced or started afresh (following children), followed Python
+ * children get the session through the environment, os._exit/os.exec* and
+ * SIGTERM/SIGHUP write the reports first, and each report directory gets
+ * the run's identity (run.json). See include/pytracekit/process.h. */
+#include "ptk_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static int hooks_installed;      /* inherited by forked children */
+static int reporting;            /* sessions writing reports now */
+static int pending_signal;       /* SIGTERM/SIGHUP came meanwhile */
+static void die_by(int signum);
+static void retry_stop(void);
+static PyObject *orig_exit, *orig_execv, *orig_execve;
+
+static double
+wall_now(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+int
+ptk_session_follow_children(ptk_session *s, int follow)
+{
+    if (s == NULL) {
+        return PTK_EINVAL;
+    }
+    if (s->running) {
+        return PTK_ESTATE;
+    }
+    s->follow = follow != 0;
+    return PTK_OK;
+}
+
+int
+ptk__process_owns(const ptk_session *s)
+{
+    /* pid 0: never started here or elsewhere (its plugins report empty) */
+    return s != NULL && (s->pid == 0 || s->pid == (long)getpid()) &&
+           !s->flushed;
+}
+
+/* ---- stale temporary files ------------------------------------------- */
+
+/* ".NAME.PID.XXXXXX" (host.c's report_open): the pid, or -1. */
+static long
+temp_owner(const char *name)
+{
+    size_t n = strlen(name);
+    if (name[0] != '.' || n < 10 || name[n - 7] != '.') {
+        return -1;
+    }
+    const char *end = name + n - 7;
+    const char *p = end;
+    while (p > name + 1 && p[-1] >= '0' && p[-1] <= '9') {
+        p--;
+    }
+    if (p == end || p[-1] != '.' || p - 1 == name) {
+        return -1;
+    }
+    return strtol(p, NULL, 10);
+}
+
+static void
+clean_stale_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid = temp_owner(e->d_name);
+        if (pid <= 0 || (pid != (long)getpid() &&
+                         !(kill((pid_t)pid, 0) != 0 && errno == ESRCH))) {
+            continue;
+        }
+        char *path = ptk__asprintf("%s/%s", dir, e->d_name);
+        if (path != NULL) {
+            unlink(path);
+        }
+        free(path);
+    }
+    closedir(d);
+}
+
+/* ---- reports written early: os._exit, os.exec*, signals --------------- */
+
+/* Stops and reports every session this process runs. */
+static void
+report_running(void)
+{
+    ptk_session *todo[64];
+    int n = 0;
+    for (ptk_session *s = ptk__active_sessions; s && n < 64;
+         s = s->next_active) {
+        if (ptk__process_owns(s)) {
+            todo[n++] = s;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        char *err = NULL;
+        ptk_session_stop(todo[i]);
+        ptk_session_report(todo[i], &err);
+        ptk_free(err);
+        todo[i]->flushed = 1;
+    }
+    fflush(NULL);
+}
+
+static PyObject *
+call_original(PyObject *orig, PyObject *args, PyObject *kw)
+{
+    report_running();
+    return PyObject_Call(orig, args, kw);
+}
+
+static PyObject *
+wrap_exit(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    return call_original(orig_exit, args, kw);
+}
+
+static PyObject *
+wrap_execv(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    return call_original(orig_execv, args, kw);
+}
+
+static PyObject *
+wrap_execve(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    return call_original(orig_execve, args, kw);
+}
+
+/* SIGTERM and SIGHUP reach Python's handler (on_signal) through this C
+ * handler. Python runs it at its next check for signals; a signal that
+ * comes just before a blocking call (multiprocessing's semaphores, which a
+ * terminated Pool worker waits on) would leave it waiting for ever, so until
+ * the handler has run, the signal is sent again every 50 ms by a POSIX timer
+ * (timer_settime is async-signal-safe; a timer belongs to the process that
+ * made it, so a forked child makes its own). */
+static timer_t retry_timer[2];
+static long retry_pid;
+static volatile sig_atomic_t retry_pending;
+
+static void
+term_handler(int signum)
+{
+    int saved = errno;
+    PyErr_SetInterruptEx(signum);
+    if (retry_pid == (long)getpid()) {
+        struct itimerspec its;
+        memset(&its, 0, sizeof its);
+        its.it_value.tv_nsec = 50 * 1000 * 1000;
+        retry_pending = 1;
+        timer_settime(retry_timer[signum == SIGHUP], 0, &its, NULL);
+    }
+    errno = saved;
+}
+
+static void
+retry_stop(void)
+{
+    if (retry_pid == (long)getpid() && retry_pending) {
+        struct itimerspec off;
+        memset(&off, 0, sizeof off);
+        timer_settime(retry_timer[0], 0, &off, NULL);
+        timer_settime(retry_timer[1], 0, &off, NULL);
+        retry_pending = 0;
+    }
+}
+
+static void
+retry_setup(void)
+{
+    int sigs[2] = {SIGTERM, SIGHUP};
+    for (int i = 0; i < 2; i++) {
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_SIGNAL;
+        ev.sigev_signo = sigs[i];
+        if (timer_create(CLOCK_MONOTONIC, &ev, &retry_timer[i]) != 0) {
+            return;
+        }
+    }
+    retry_pid = (long)getpid();
+    retry_pending = 0;
+}
+
+static PyObject *
+on_signal(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int signum = 0;
+    PyObject *frame;
+    if (!PyArg_ParseTuple(args, "iO", &signum, &frame)) {
+        return NULL;
+    }
+    retry_stop();
+    if (reporting > 0) {
+        /* Reports are being written (at exit, say): end once they are. */
+        pending_signal = signum;
+        Py_RETURN_NONE;
+    }
+    report_running();
+    die_by(signum);
+    Py_RETURN_NONE; /* the signal was ignored after all */
+}
+
+/* Ends the process as the signal's default action would. */
+static void
+die_by(int signum)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(signum, &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signum);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(signum);
+}
+
+/* ---- fork ------------------------------------------------------------ */
+
+/* OUT/pid-N, or OUT/pid-N.2, … if that exists (an exec'd image keeps the
+ * pid of the process that reported there). */
+static char *
+child_dir(const char *root)
+{
+    for (int k = 1; k < 1000; k++) {
+        char *p = k == 1 ? ptk__asprintf("%s/pid-%ld", root, (long)getpid())
+                         : ptk__asprintf("%s/pid-%ld.%d", root,
+                                         (long)getpid(), k);
+        if (p == NULL || mkdir(p, 0777) == 0) {
+            return p;
+        }
+        int e = errno;
+        free(p);
+        if (e != EEXIST) {
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* A followed child's human summaries go to DIR/summary.txt, not to the
+ * stderr it shares with its parent (or that its parent reads). */
+static void
+summary_to_file(ptk_session *s, const char *dir)
+{
+    char *path = ptk__asprintf("%s/summary.txt", dir);
+    FILE *f = path ? fopen(path, "w") : NULL;
+    free(path);
+    if (f == NULL) {
+        return;
+    }
+    if (s->summary_file != NULL) {
+        fclose(s->summary_file);
+    }
+    s->summary_file = f;
+    s->summary = f;
+}
+
+/* Runs the plugin's fini and init again: the state the parent had is gone. */
+static void
+restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
+{
+    if (!c->initialised || c->failed || c->removed || c->desc->init == NULL) {
+        return;
+    }
+    if (c->desc->fini) {
+        c->desc->fini(c->state);
+    }
+    c->state = NULL;
+    char errbuf[1024] = "";
+    ptk_init_args args = {
+        .struct_size = sizeof args,
+        .host = &ptk__host,
+        .ctx = c,
+        .options = c->opts.values,
+        .noptions = c->opts.nown,
+        .output_dir = output_dir,
+        .errbuf = errbuf,
+        .errbuf_size = sizeof errbuf,
+        .subscription = &c->sub,
+    };
+    /* the subscription the instance had before its first init */
+    c->sub = (ptk_subscription){sizeof c->sub, c->desc->events,
+                                c->desc->flags};
+    int rc = c->desc->init(&args, &c->state, &c->sub.events);
+    if (rc < 0 || PyErr_Occurred()) {
+        if (errbuf[0]) {
+            free(c->fail_msg);
+            c->fail_msg = ptk__strdup(errbuf);
+        }
+        c->initialised = 0; /* no fini for a state that init refused */
+        ptk__plugin_fail(c, rc < 0 ? rc : PTK_EPYTHON, PyErr_Occurred() != NULL);
+        PyErr_Clear();
+        return;
+    }
+    c->events = c->sub.events;
+    c->flags = c->desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
+}
+
+static void
+follow_into_child(ptk_session *s)
+{
+    ptk_session_stop(s);
+    char *dir = child_dir(s->follow_root);
+    if (dir == NULL) {
+        fprintf(s->summary, "pytracekit: cannot create a report directory "
+                "for process %ld under %s: %s\n", (long)getpid(),
+                s->follow_root, strerror(errno));
+        return;
+    }
+    free(s->output_dir);
+    s->output_dir = dir;
+    summary_to_file(s, dir);
+    for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+        restart_instance(c, dir);
+    }
+    char *err = NULL;
+    if (ptk_session_start(s, &err) < 0) {
+        fprintf(s->summary, "pytracekit: cannot follow process %ld: %s\n",
+                (long)getpid(), err ? err : "?");
+    }
+    ptk_free(err);
+}
+
+static PyObject *
+after_fork_child(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    ptk_session *todo[64];
+    int n = 0;
+    for (ptk_session *s = ptk__active_sessions; s && n < 64;
+         s = s->next_active) {
+        todo[n++] = s;
+    }
+    if (hooks_installed) {
+        retry_setup(); /* timers are not inherited */
+    }
+    for (int i = 0; i < n; i++) {
+        if (todo[i]->follow && !todo[i]->flushed) {
+            follow_into_child(todo[i]);
+        }
+        else {
+            ptk_session_stop(todo[i]); /* reports nothing: not its process */
+        }
+    }
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef hook_defs[] = {
+    {"_exit", (PyCFunction)(void (*)(void))wrap_exit,
+     METH_VARARGS | METH_KEYWORDS,
+     "os._exit, after pytracekit wrote the running sessions' reports"},
+    {"execv", (PyCFunction)(void (*)(void))wrap_execv,
+     METH_VARARGS | METH_KEYWORDS,
+     "os.execv, after pytracekit wrote the running sessions' reports"},
+    {"execve", (PyCFunction)(void (*)(void))wrap_execve,
+     METH_VARARGS | METH_KEYWORDS,
+     "os.execve, after pytracekit wrote the running sessions' reports"},
+    {"_pytracekit_after_fork", after_fork_child, METH_NOARGS,
+     "pytracekit: a forked child's sessions"},
+    {"_pytracekit_on_signal", on_signal, METH_VARARGS,
+     "pytracekit: write the reports, then end by the signal"},
+};
+
+/* os.NAME = wrapper, keeping the original. */
+static void
+wrap_os(PyObject *os, const char *name, PyMethodDef *def, PyObject **orig)
+{
+    PyObject *o = PyObject_GetAttrString(os, name);
+    PyObject *w = o ? PyCFunction_New(def, NULL) : NULL;
+    if (w != NULL && PyObject_SetAttrString(os, name, w) == 0) {
+        *orig = o;
+        o = NULL;
+    }
+    Py_XDECREF(o);
+    Py_XDECREF(w);
+    PyErr_Clear();
+}
+
+static void
+install_hooks(void)
+{
+    if (hooks_installed) {
+        return;
+    }
+    hooks_installed = 1;
+    PyObject *os = PyImport_ImportModule("os");
+    if (os == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    wrap_os(os, "_exit", &hook_defs[0], &orig_exit);
+    wrap_os(os, "execv", &hook_defs[1], &orig_execv);
+    wrap_os(os, "execve", &hook_defs[2], &orig_execve);
+    PyObject *fn = PyCFunction_New(&hook_defs[3], NULL);
+    PyObject *reg = PyObject_GetAttrString(os, "register_at_fork");
+    PyObject *kw = fn ? Py_BuildValue("{s:O}", "after_in_child", fn) : NULL;
+    PyObject *empty = PyTuple_New(0);
+    PyObject *r = reg && kw && empty ? PyObject_Call(reg, empty, kw) : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(empty);
+    Py_XDECREF(kw);
+    Py_XDECREF(reg);
+    Py_XDECREF(fn);
+    Py_DECREF(os);
+    PyErr_Clear();
+    /* SIGTERM and SIGHUP where they still do what they do by default (and
+     * only the main thread may set a handler). */
+    PyObject *sig = PyImport_ImportModule("signal");
+    PyObject *dfl = sig ? PyObject_GetAttrString(sig, "SIG_DFL") : NULL;
+    PyObject *handler = dfl ? PyCFunction_New(&hook_defs[4], NULL) : NULL;
+    const char *names[] = {"SIGTERM", "SIGHUP"};
+    for (int i = 0; handler && i < 2; i++) {
+        PyObject *num = PyObject_GetAttrString(sig, names[i]);
+        PyObject *cur = num ? PyObject_CallMethod(sig, "getsignal", "O", num)
+                            : NULL;
+        if (cur != NULL && PyObject_RichCompareBool(cur, dfl, Py_EQ) == 1) {
+            PyObject *r2 = PyObject_CallMethod(sig, "signal", "OO", num,
+                                               handler);
+            if (r2 != NULL) {
+                struct sigaction sa;
+                memset(&sa, 0, sizeof sa);
+                sa.sa_handler = term_handler;
+                sigemptyset(&sa.sa_mask);
+                sa.sa_flags = SA_ONSTACK;
+                sigaction(i == 0 ? SIGTERM : SIGHUP, &sa, NULL);
+            }
+            Py_XDECREF(r2);
+        }
+        Py_XDECREF(cur);
+        Py_XDECREF(num);
+        PyErr_Clear();
+    }
+    Py_XDECREF(handler);
+    Py_XDECREF(dfl);
+    Py_XDECREF(sig);
+    PyErr_Clear();
+    retry_setup();
+}
+
+/* ---- following children: the environment ------------------------------ */
+
+#ifndef PTK_PYTHONDIR_FROM_LIBDIR
+#define PTK_PYTHONDIR_FROM_LIBDIR "python" Py_STRINGIFY(PY_MAJOR_VERSION) "." \
+    Py_STRINGIFY(PY_MINOR_VERSION) "/site-packages"
+#endif
+
+/* The directory holding the pytracekit package that has the start-up
+ * hook: the imported package's, the build tree's, the installed one. */
+static char *
+package_parent(void)
+{
+    PyObject *mods = PyImport_GetModuleDict();
+    PyObject *m = mods ? PyDict_GetItemString(mods, "pytracekit") : NULL;
+    PyObject *f = m ? PyObject_GetAttrString(m, "__file__") : NULL;
+    const char *file = f && PyUnicode_Check(f) ? PyUnicode_AsUTF8(f) : NULL;
+    char *cands[4] = {NULL, NULL, NULL, NULL};
+    if (file != NULL) {
+        char *d = ptk__strdup(file);
+        char *slash = d ? strrchr(d, '/') : NULL;
+        if (slash) {
+            *slash = '\0';
+            slash = strrchr(d, '/');
+            if (slash) {
+                *slash = '\0';
+            }
+        }
+        cands[0] = d;
+    }
+    Py_XDECREF(f);
+    PyErr_Clear();
+    char *lib = ptk__library_dir();
+    if (lib != NULL) {
+        cands[1] = ptk__asprintf("%s/../python", lib);
+        cands[2] = ptk__asprintf("%s/" PTK_PYTHONDIR_FROM_LIBDIR, lib);
+        cands[3] = ptk__asprintf("%s/../lib/" PTK_PYTHONDIR_FROM_LIBDIR, lib);
+    }
+    free(lib);
+    char *found = NULL;
+    for (int i = 0; i < 4; i++) {
+        char *hook = cands[i] ? ptk__asprintf("%s/pytracekit/_follow/"
+                                              "sitecustomize.py", cands[i])
+                              : NULL;
+        if (found == NULL && hook != NULL && access(hook, R_OK) == 0) {
+            found = realpath(cands[i], NULL);
+        }
+        free(hook);
+        free(cands[i]);
+    }
+    return found;
+}
+
+static const char follow_env_src[] =
+    "import json, os\n"
+    "raw = os.environ.get('PYTRACEKIT_FOLLOW')\n"
+    "root = None\n"
+    "if raw:\n"
+    "    try:\n"
+    "        root = json.loads(raw)['output_dir']\n"
+    "    except (ValueError, KeyError, TypeError):\n"
+    "        root = None\n"
+    "if root is None and a['pkgdir']:\n"
+    "    root = a['output_dir']\n"
+    "    os.environ['PYTRACEKIT_FOLLOW'] = json.dumps(a)\n"
+    "    hook = os.path.join(a['pkgdir'], 'pytracekit', '_follow')\n"
+    "    old = os.environ.get('PYTHONPATH')\n"
+    "    os.environ['PYTHONPATH'] = hook + (os.pathsep + old if old else '')\n";
+
+/* Children report under the directory the first followed session chose;
+ * that session exports the plugins and options for Python children. */
+static int
+follow_setup(ptk_session *s, char **errmsg)
+{
+    char *pkg = package_parent();
+    PyObject *plugins = PyList_New(0);
+    for (struct ptk_plugin_ctx *c = s->plugins; plugins && c; c = c->next) {
+        if (c->removed || c->spec == NULL) {
+            continue;
+        }
+        PyObject *str = PyUnicode_FromString(c->spec);
+        if (str == NULL || PyList_Append(plugins, str) < 0) {
+            Py_CLEAR(plugins);
+        }
+        Py_XDECREF(str);
+    }
+    PyObject *a = plugins ? Py_BuildValue(
+        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z}", "plugins", plugins,
+        "output_dir", s->output_dir,
+        "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
+        "backend", ptk_backend_name(s->requested), "plugin_path",
+        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text) : NULL;
+    Py_XDECREF(plugins);
+    free(pkg);
+    PyObject *ns = a ? ptk__run_snippet(follow_env_src, "a", a) : NULL;
+    Py_XDECREF(a);
+    PyObject *root = ns ? PyDict_GetItemString(ns, "root") : NULL;
+    const char *r = root && PyUnicode_Check(root) ? PyUnicode_AsUTF8(root)
+                                                  : NULL;
+    int rc = PTK_OK;
+    if (r == NULL) {
+        rc = ptk__err(errmsg, PTK_ENOENT,
+                      "following children needs the pytracekit Python "
+                      "package (pytracekit/_follow/sitecustomize.py), "
+                      "found neither an imported one nor one next to the "
+                      "library");
+    }
+    else {
+        free(s->follow_root);
+        s->follow_root = ptk__strdup(r);
+        if (strcmp(r, s->output_dir) != 0 && s->summary_file == NULL) {
+            summary_to_file(s, s->output_dir); /* started by the hook */
+        }
+    }
+    Py_XDECREF(ns);
+    PyErr_Clear();
+    return rc;
+}
+
+int
+ptk__process_session_start(ptk_session *s, char **errmsg)
+{
+    clean_stale_temporaries(s->output_dir);
+    install_hooks();
+    if (s->follow) {
+        int rc = follow_setup(s, errmsg);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    s->pid = (long)getpid();
+    s->ppid = (long)getppid();
+    s->flushed = 0;
+    s->started_wall = wall_now();
+    return PTK_OK;
+}
+
+/* ---- the run's identity ---------------------------------------------- */
+
+PyObject *
+ptk__process_identity(const ptk_session *s)
+{
+    PyObject *argv = PySys_GetObject("orig_argv"); /* borrowed */
+    if (argv == NULL) {
+        argv = PySys_GetObject("argv");
+    }
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    return Py_BuildValue("{s:l,s:l,s:d,s:O,s:s}", "pid", s->pid, "ppid",
+                         s->ppid, "started", s->started_wall, "argv",
+                         argv ? argv : Py_None, "host", host);
+}
+
+void
+ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name)
+{
+    ptk_session *s = ctx ? ctx->session : NULL;
+    if (s == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < s->nwritten; i++) {
+        if (strcmp(s->written[i], name) == 0) {
+            return;
+        }
+    }
+    char **w = realloc(s->written, (s->nwritten + 1) * sizeof *w);
+    if (w != NULL) {
+        s->written = w;
+        w[s->nwritten] = ptk__strdup(name);
+        if (w[s->nwritten] != NULL) {
+            s->nwritten++;
+        }
+    }
+}
+
+static void
+free_written(ptk_session *s)
+{
+    for (size_t i = 0; i < s->nwritten; i++) {
+        free(s->written[i]);
+    }
+    free(s->written);
+    s->written = NULL;
+    s->nwritten = 0;
+}
+
+/* run.json, last: the files of this run, with the run's identity. */
+static void
+write_manifest(ptk_session *s)
+{
+    PyObject *id = ptk__process_identity(s);
+    PyObject *files = PyList_New(0);
+    PyObject *plugins = PyList_New(0);
+    for (size_t i = 0; files && i < s->nwritten; i++) {
+        PyObject *n = PyUnicode_FromString(s->written[i]);
+        if (n == NULL || PyList_Append(files, n) < 0) {
+            Py_CLEAR(files);
+        }
+        Py_XDECREF(n);
+    }
+    int failed = 0;
+    for (struct ptk_plugin_ctx *c = s->plugins; plugins && c; c = c->next) {
+        failed += c->failed;
+        PyObject *p = c->removed ? NULL : Py_BuildValue(
+            "{s:s,s:z,s:O}", "name", c->name, "spec", c->spec, "failed",
+            c->failed ? Py_True : Py_False);
+        if (!c->removed && (p == NULL || PyList_Append(plugins, p) < 0)) {
+            Py_CLEAR(plugins);
+        }
+        Py_XDECREF(p);
+    }
+    PyObject *m = id && files && plugins ? Py_BuildValue(
+        "{s:s,s:i,s:O,s:d,s:s,s:s,s:O,s:O,s:i}", "format", "pytracekit-run",
+        "version", 1, "run", id, "ended", s->ended_wall, "python",
+        ptk__python_version(), "backend", ptk_backend_name(s->backend),
+        "plugins", plugins, "files", files, "failed_plugins", failed) : NULL;
+    Py_XDECREF(id);
+    Py_XDECREF(files);
+    Py_XDECREF(plugins);
+    struct ptk_plugin_ctx fake = {.session = s, .name = (char *)"run"};
+    if (m == NULL || ptk__host.report_write_object(&fake, "run.json", m,
+                                                   PTK_FMT_JSON) < 0) {
+        fprintf(s->summary, "pytracekit: cannot write %s/run.json%s%s\n",
+                s->output_dir, fake.fail_msg ? ": " : "",
+                fake.fail_msg ? fake.fail_msg : "");
+    }
+    free(fake.fail_msg);
+    Py_XDECREF(m);
+    PyErr_Clear();
+}
+
+/* ---- SIGINT while reports are written -------------------------------- */
+
+static volatile sig_atomic_t sigint_held;
+static struct sigaction sigint_saved;
+static int sigint_holding;
+
+static void
+hold_sigint(int signum)
+{
+    (void)signum;
+    static const char msg[] = "pytracekit: interrupted while writing "
+                              "reports; finishing them first\n";
+    sigint_held = 1;
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+}
+
+void
+ptk__process_report_begin(ptk_session *s)
+{
+    free_written(s);
+    s->ended_wall = wall_now();
+    reporting++;
+    if (sigint_holding++ == 0 && PyOS_getsig(SIGINT) != SIG_IGN) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = hold_sigint;
+        sigemptyset(&sa.sa_mask);
+        sigint_held = 0;
+        sigaction(SIGINT, &sa, &sigint_saved);
+    }
+}
+
+void
+ptk__process_report_end(ptk_session *s)
+{
+    write_manifest(s);
+    if (--sigint_holding == 0 && PyOS_getsig(SIGINT) == hold_sigint) {
+        sigaction(SIGINT, &sigint_saved, NULL);
+        if (sigint_held) {
+            sigint_held = 0;
+            PyErr_SetInterrupt(); /* delivered now, as if it came now */
+        }
+    }
+    if (--reporting == 0 && pending_signal != 0) {
+        fflush(NULL);
+        die_by(pending_signal);
+    }
+}
+
+void
+ptk__process_session_free(ptk_session *s)
+{
+    free_written(s);
+    free(s->follow_root);
+    free(s->filter_text);
+    if (s->summary_file != NULL) {
+        fclose(s->summary_file);
+    }
+}

@@ -1,0 +1,379 @@
+"""pytracekit combine: merge the reports of many processes (and machines).
+
+    pytracekit combine [-o DIR] [--paths CANONICAL=PATTERN[,PATTERN...]]...
+                       [--no-summary] INPUT...
+    python -m pytracekit combine ...
+    pytracekit.combine(inputs, output_dir, paths=None)
+
+Each INPUT is a report directory; the report sets in it and in the
+directories below it (a followed child's pid-N/, CI shards unpacked side by
+side) are merged: counter.json (calls and events added), timer.pstats (with
+pstats.Stats.add), timer.folded (the time of each calling context added),
+timer.json (functions and caller edges added) and coverage.json (through the
+coverage plugin's own merge, which writes coverage.lcov and coverage.xml
+too). A report directory that has a run.json contributes only the files that
+run.json lists, so the leftovers of an earlier run are never mixed in.
+
+--paths maps file names recorded on other machines onto this one, as the
+[paths] section of coverage.py does: a recorded path that starts with one of
+the PATTERNs (`*` matches within one path component) gets CANONICAL in place
+of that part. The output directory gets run.json listing the runs combined.
+"""
+import json
+import marshal
+import os
+import pstats
+import re
+import sys
+import time
+
+from . import _coverage_format as covfmt
+
+REPORTS = ("counter.json", "timer.pstats", "timer.folded", "timer.json", "coverage.json")
+
+
+class CombineError(Exception):
+    """Bad input: a message for the user (the command exits 2)."""
+
+
+# ---- inputs and paths --------------------------------------------------------
+
+
+class PathMap:
+    """coverage.py-style remapping: [(canonical, [compiled patterns])]."""
+
+    def __init__(self, rules=()):
+        self.rules = []
+        for canonical, patterns in rules:
+            res = []
+            for pat in patterns:
+                pat = pat.rstrip("/\\")
+                rx = "".join("[^/\\\\]*" if c == "*" else re.escape(c) for c in pat)
+                res.append(re.compile(rx + r"(?=[/\\]|$)"))
+            self.rules.append((canonical.rstrip("/\\"), res))
+
+    @classmethod
+    def parse(cls, specs):
+        rules = []
+        for spec in specs or ():
+            canonical, sep, pats = spec.partition("=")
+            if not sep or not canonical or not pats:
+                raise CombineError("--paths expects CANONICAL=PATTERN[,PATTERN...], "
+                                   "found %r" % spec)
+            rules.append((canonical, [p for p in pats.split(",") if p]))
+        return cls(rules)
+
+    def __call__(self, path):
+        if not isinstance(path, str):
+            return path
+        for canonical, res in self.rules:
+            for rx in res:
+                m = rx.match(path)
+                if m:
+                    rest = path[m.end():].replace("\\", "/")
+                    return canonical + rest
+        return path
+
+
+def find_sets(inputs, exclude=None):
+    """Report directories under each input, with the files each contributes."""
+    sets = []
+    for top in inputs:
+        if not os.path.isdir(top):
+            raise CombineError("%s: not a directory" % top)
+        for d, subdirs, files in os.walk(top):
+            subdirs.sort()
+            if exclude and os.path.realpath(d) == exclude:
+                subdirs[:] = []
+                continue
+            run = None
+            if "run.json" in files:
+                try:
+                    with open(os.path.join(d, "run.json"), encoding="utf-8") as f:
+                        run = json.load(f)
+                except (OSError, ValueError) as e:
+                    raise CombineError("%s/run.json: %s" % (d, e))
+                if run.get("format") != "pytracekit-run":
+                    raise CombineError("%s/run.json: not a pytracekit run manifest" % d)
+                have = [n for n in REPORTS if n in run.get("files", ())
+                        and n in files]
+            else:
+                have = [n for n in REPORTS if n in files]
+            if have:
+                sets.append((d, run, have))
+    if not sets:
+        raise CombineError("no reports found in %s" % ", ".join(inputs))
+    return sets
+
+
+def _load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise CombineError("%s: %s" % (path, e))
+
+
+# ---- counter -------------------------------------------------------------------
+
+
+def merge_counter(datas, remap):
+    events, funcs, threads = {}, {}, []
+    for data, run in datas:
+        for k, v in data.get("events", {}).items():
+            events[k] = events.get(k, 0) + int(v)
+        for f in data.get("functions", []):
+            f = dict(f, file=remap(f.get("file")))
+            key = (f.get("kind"), f.get("file"), f.get("line"), f.get("qualname"),
+                   f.get("module"), f.get("name"))
+            if key in funcs:
+                funcs[key]["calls"] += int(f["calls"])
+            else:
+                funcs[key] = f
+        for t in data.get("threads", []):
+            threads.append(dict(t, pid=(run or {}).get("pid")))
+    functions = sorted(funcs.values(), key=lambda f: (-f["calls"], str(f.get("qualname")),
+                                                      str(f.get("file")), f.get("line") or 0))
+    return {"events": events, "functions": functions, "threads": threads}
+
+
+# ---- timer ---------------------------------------------------------------------
+
+
+def _remap_stats(stats, remap):
+    out = {}
+    for (file, line, name), (cc, nc, tt, ct, callers) in stats.items():
+        cs = {}
+        for (f2, l2, n2), v in callers.items():
+            k2 = (remap(f2), l2, n2)
+            cs[k2] = tuple(a + b for a, b in zip(cs[k2], v)) if k2 in cs else v
+        key = (remap(file), line, name)
+        if key in out:
+            o = out[key]
+            for k2, v in o[4].items():
+                cs[k2] = tuple(a + b for a, b in zip(cs[k2], v)) if k2 in cs else v
+            out[key] = (o[0] + cc, o[1] + nc, o[2] + tt, o[3] + ct, cs)
+        else:
+            out[key] = (cc, nc, tt, ct, cs)
+    return out
+
+
+def merge_pstats(paths, remap):
+    total = pstats.Stats()
+    for path in paths:
+        try:
+            st = pstats.Stats(path)
+        except Exception as e:  # pstats raises TypeError/EOFError/ValueError
+            raise CombineError("%s: not a pstats file (%s)" % (path, e))
+        st.stats = _remap_stats(st.stats, remap)
+        total.add(st)
+    return total.stats
+
+
+_FRAME_FILE = re.compile(r"\((.*):(\d+)\)$")
+
+
+def merge_folded(paths, remap):
+    stacks = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            raise CombineError("%s: %s" % (path, e))
+        for line in lines:
+            stack, _, value = line.rpartition(" ")
+            if not stack or not value.isdigit():
+                raise CombineError("%s: not a folded-stacks line: %r" % (path, line))
+            frames = []
+            for fr in stack.split(";"):
+                m = _FRAME_FILE.search(fr)
+                if m:
+                    fr = fr[:m.start(1)] + remap(m.group(1)) + fr[m.end(1):]
+                frames.append(fr)
+            key = ";".join(frames)
+            stacks[key] = stacks.get(key, 0) + int(value)
+    return "".join("%s %d\n" % (k, stacks[k]) for k in sorted(stacks))
+
+
+def merge_timer_json(datas, remap):
+    funcs, edges, threads = {}, {}, []
+    out = {"plugin": "timer", "unit": "ns", "processes": len(datas)}
+    sums = ("total_ns", "calls", "primitive_calls", "unmatched_returns", "resynced_frames")
+    for k in sums:
+        out[k] = 0
+    out["max_depth"] = 0
+    out["elapsed_s"] = 0.0
+    clocks = set()
+    for data, run in datas:
+        clocks.add(data.get("clock"))
+        for k in sums:
+            out[k] += int(data.get(k, 0))
+        out["max_depth"] = max(out["max_depth"], int(data.get("max_depth", 0)))
+        out["elapsed_s"] += float(data.get("elapsed_s", 0.0))
+        ids = {}
+        for f in data.get("functions", []):
+            key = (f["kind"], remap(f["file"]), f["line"], f["name"])
+            ids[f["id"]] = key
+            acc = funcs.setdefault(key, dict(f, file=key[1], calls=0, primitive_calls=0,
+                                             own_ns=0, inclusive_ns=0))
+            for k in ("calls", "primitive_calls", "own_ns", "inclusive_ns"):
+                acc[k] += int(f[k])
+        for e in data.get("edges", []):
+            key = (ids[e["caller"]], ids[e["callee"]])
+            acc = edges.setdefault(key, {"calls": 0, "primitive_calls": 0,
+                                         "own_ns": 0, "inclusive_ns": 0})
+            for k in acc:
+                acc[k] += int(e[k])
+        for t in data.get("threads", []):
+            threads.append({k: v for k, v in t.items() if k not in ("functions", "edges")}
+                           | {"pid": (run or {}).get("pid")})
+    if len(clocks) > 1:
+        raise CombineError("timer reports with different clocks: %s" % sorted(map(str, clocks)))
+    out["clock"] = clocks.pop() if clocks else "wall"
+    order = sorted(funcs, key=lambda k: (-funcs[k]["own_ns"], str(k)))
+    index = {k: i for i, k in enumerate(order)}
+    out["functions"] = [dict(funcs[k], id=index[k]) for k in order]
+    out["edges"] = [dict(edges[k], caller=index[k[0]], callee=index[k[1]])
+                    for k in sorted(edges, key=lambda k: (index[k[0]], index[k[1]]))]
+    out["threads"] = threads
+    return out
+
+
+# ---- writing -------------------------------------------------------------------
+
+
+def _write(path, data, binary=False):
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
+    """Merges the report sets found in `inputs` into `output_dir`.
+
+    `paths` is a list of (canonical, [patterns]) or of "CANONICAL=P1,P2"
+    strings. Returns the manifest written to output_dir/run.json (the runs
+    combined, the files written). Raises CombineError on bad input.
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    if paths and all(isinstance(p, str) for p in paths):
+        remap = PathMap.parse(paths)
+    else:
+        remap = PathMap(paths or ())
+    sets = find_sets([os.fspath(i) for i in inputs], os.path.realpath(output_dir))
+    by_name = {n: [] for n in REPORTS}
+    runs = []
+    for d, run, have in sets:
+        runs.append(dict((run or {}).get("run", {}), dir=os.path.abspath(d)))
+        for n in have:
+            by_name[n].append((os.path.join(d, n), run.get("run") if run else None))
+    # Everything is merged before anything is written: bad input writes nothing.
+    outputs = []
+    if by_name["counter.json"]:
+        datas = [(_load_json(p), r) for p, r in by_name["counter.json"]]
+        outputs.append(("counter.json", json.dumps(merge_counter(datas, remap), indent=1) + "\n"))
+    if by_name["timer.pstats"]:
+        stats = merge_pstats([p for p, _ in by_name["timer.pstats"]], remap)
+        outputs.append(("timer.pstats", marshal.dumps(stats)))
+    if by_name["timer.folded"]:
+        outputs.append(("timer.folded",
+                        merge_folded([p for p, _ in by_name["timer.folded"]], remap)))
+    if by_name["timer.json"]:
+        datas = [(_load_json(p), r) for p, r in by_name["timer.json"]]
+        outputs.append(("timer.json",
+                        json.dumps(merge_timer_json(datas, remap), indent=1) + "\n"))
+    merged = None
+    if by_name["coverage.json"]:
+        covs = []
+        for p, _ in by_name["coverage.json"]:
+            try:
+                data = covfmt.load(p)
+            except covfmt.DataError as e:
+                raise CombineError(str(e))
+            files = {}
+            for path, rec in data["files"].items():
+                files.setdefault(remap(path), []).append(rec)
+            for path, recs in files.items():
+                if len(recs) > 1:  # two recorded paths map to one file
+                    covs.extend({"meta": dict(data["meta"], runs=0), "files": {path: r}}
+                                for r in recs[1:])
+            data = dict(data, files={path: recs[0] for path, recs in files.items()})
+            covs.append(data)
+        merged = covfmt.merge(covs)
+        outputs += [("coverage.json", json.dumps(merged, indent=1) + "\n"),
+                    ("coverage.lcov", covfmt.lcov_text(merged)),
+                    ("coverage.xml", covfmt.cobertura_text(merged))]
+    os.makedirs(output_dir, exist_ok=True)
+    written = []
+    for name, data in outputs:
+        _write(os.path.join(output_dir, name), data, binary=isinstance(data, bytes))
+        written.append(name)
+    if merged is not None and summary is not None:
+        summary.write(covfmt.summary_text(merged))
+    manifest = {"format": "pytracekit-run", "version": 1, "combined": runs,
+                "ended": time.time(), "files": written}
+    _write(os.path.join(output_dir, "run.json"), json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+USAGE = """usage: pytracekit combine [-o DIR] [--paths CANONICAL=PATTERN[,PATTERN...]]...
+                          [--no-summary] INPUT...
+
+Merges the reports of the report directories in and below each INPUT (a run
+with --follow-children, CI shards) into DIR (default pytracekit-combined):
+counter.json, timer.pstats, timer.folded, timer.json, coverage.{json,lcov,xml}.
+--paths maps paths recorded elsewhere onto CANONICAL (coverage.py's [paths]).
+Exit status: 0, or 2 for bad input (nothing is written then).
+"""
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    outdir = "pytracekit-combined"
+    paths, inputs, show = [], [], True
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            return 0
+        if a in ("-o", "--output", "--paths"):
+            if i + 1 >= len(argv):
+                sys.stderr.write("pytracekit combine: %s needs a value\n" % a)
+                return 2
+            if a == "--paths":
+                paths.append(argv[i + 1])
+            else:
+                outdir = argv[i + 1]
+            i += 2
+            continue
+        if a == "--no-summary":
+            show = False
+        elif a.startswith("-"):
+            sys.stderr.write("pytracekit combine: unknown option %r\n%s" % (a, USAGE))
+            return 2
+        else:
+            inputs.append(a)
+        i += 1
+    if not inputs:
+        sys.stderr.write("pytracekit combine: no input directories\n%s" % USAGE)
+        return 2
+    try:
+        m = combine(inputs, outdir, paths, summary=sys.stderr if show else None)
+    except CombineError as e:
+        sys.stderr.write("pytracekit combine: %s\n" % e)
+        return 2
+    except OSError as e:
+        sys.stderr.write("pytracekit combine: %s\n" % e)
+        return 2
+    if show:
+        sys.stderr.write("pytracekit combine: %d report sets -> %s (%s)\n"
+                         % (len(m["combined"]), outdir, ", ".join(m["files"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

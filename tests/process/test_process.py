@@ -1,0 +1,447 @@
+"""Processes: one process, one set of reports; children followed on request;
+SIGTERM/SIGHUP/second SIGINT/SIGKILL. Usage: test_process.py CASE [follow|nofollow].
+
+Each case runs a program under the pytracekit command with the counter (and
+the timer) and checks the exact calls of marker functions in each process's
+reports: the parent's in OUT/, a followed child's in OUT/pid-N/.
+"""
+import glob
+import json
+import os
+import pstats
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+from ptk_testlib import CLI, check, fail, run_cli, skip, test_plugin
+
+CASE = sys.argv[1]
+FOLLOW = len(sys.argv) > 2 and sys.argv[2] == "follow"
+PLUGINS = ["-p", "counter:top=0", "-p", "timer:top=0,folded=true"]
+
+
+def calls(d, name, report="counter.json"):
+    """(calls of Python function `name`, pid of the run) in d's counter.json."""
+    with open(os.path.join(d, report)) as f:
+        data = json.load(f)
+    n = sum(f["calls"] for f in data["functions"]
+            if f["kind"] == "python" and f["name"] == name)
+    return n, data["run"]["pid"]
+
+
+def check_set(d, pid, expect):
+    """d holds one run of process pid: run.json, counter.json, timer.json and
+    timer.pstats agree, and the marker functions have the expected calls."""
+    with open(os.path.join(d, "run.json")) as f:
+        run = json.load(f)
+    check(run["format"] == "pytracekit-run" and run["run"]["pid"] == pid,
+          f"{d}/run.json is process {run['run']['pid']}'s, expected {pid}")
+    for name in ("counter.json", "timer.json", "timer.pstats", "timer.folded"):
+        check(name in run["files"], f"{d}/run.json lacks {name}: {run['files']}")
+    with open(os.path.join(d, "timer.json")) as f:
+        timer = json.load(f)
+    check(timer["run"] == run["run"], f"{d}: timer.json from another run")
+    st = pstats.Stats(os.path.join(d, "timer.pstats"))
+    for name, n in expect.items():
+        got, cpid = calls(d, name)
+        check(cpid == pid, f"{d}/counter.json is process {cpid}'s, expected {pid}")
+        check(got == n, f"{d}: {name} called {got} times, expected {n}")
+        tn = sum(v[1] for k, v in st.stats.items() if k[2] == name)
+        check(tn == n, f"{d}/timer.pstats: {name} {tn} calls, expected {n}")
+    left = [f for f in os.listdir(d) if f.startswith(".")]
+    check(not left, f"{d}: temporary files left: {left}")
+
+
+def children(out):
+    return sorted(glob.glob(os.path.join(out, "pid-*")))
+
+
+def pid_of(d):
+    return int(os.path.basename(d)[4:].split(".")[0])
+
+
+def run(tmp, source, args=(), extra=(), env=None, timeout=120, flag=True):
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write(textwrap.dedent(source))
+    out = os.path.join(tmp, "out")
+    opts = PLUGINS + list(extra) + ["-o", out] + (["--follow-children"] if FOLLOW and flag else [])
+    p = run_cli(opts + [prog] + list(args), cwd=tmp, env=env, timeout=timeout)
+    return p, out
+
+
+def wait_gone(pid, limit=30.0):
+    end = time.time() + limit
+    while time.time() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    fail(f"process {pid} still running")
+
+
+FORK = """\
+import os, sys
+MODE = sys.argv[1]
+def parent_work(): pass
+def child_work(): pass
+for _ in range(3): parent_work()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(w)
+    if MODE == "outlive":
+        os.read(r, 1)  # EOF once the parent has exited
+    for _ in range(5): child_work()
+    if MODE == "os_exit":
+        os._exit(0)
+    sys.exit(0)
+os.close(r)
+for _ in range(2): parent_work()
+print(pid, flush=True)
+if MODE != "outlive":
+    os.waitpid(pid, 0)
+"""
+
+
+def case_fork(tmp, mode):
+    p, out = run(tmp, FORK, [mode])
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    child = int(p.stdout.split()[0])
+    if mode == "outlive":
+        wait_gone(child)
+    with open(os.path.join(out, "run.json")) as f:
+        parent = json.load(f)["run"]["pid"]
+    check(parent != child, "parent and child pids")
+    check_set(out, parent, {"parent_work": 5, "child_work": 0})
+    kids = children(out)
+    if not FOLLOW:
+        check(kids == [], f"an unfollowed child wrote {kids}")
+        return
+    check([pid_of(k) for k in kids] == [child], f"child directories {kids}, child {child}")
+    check_set(kids[0], child, {"parent_work": 0, "child_work": 5})
+
+
+EIGHT = """\
+import os, sys
+def parent_work(): pass
+def child_work(): pass
+for _ in range(3): parent_work()
+r, w = os.pipe()
+pids = []
+for i in range(8):
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)
+        for _ in range(i + 1): child_work()
+        sys.exit(0)
+    pids.append(pid)
+os.close(r)
+os.close(w)  # every child wakes and exits at once
+for pid in pids:
+    os.waitpid(pid, 0)
+parent_work()
+print(" ".join(map(str, pids)))
+"""
+
+
+def case_eight(tmp):
+    for rep in range(3):
+        sub = os.path.join(tmp, str(rep))
+        os.mkdir(sub)
+        p, out = run(sub, EIGHT)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+        pids = [int(x) for x in p.stdout.split()]
+        with open(os.path.join(out, "run.json")) as f:
+            parent = json.load(f)["run"]["pid"]
+        check_set(out, parent, {"parent_work": 4, "child_work": 0})
+        kids = children(out)
+        if not FOLLOW:
+            check(kids == [], f"unfollowed children wrote {kids}")
+            continue
+        check(sorted(pid_of(k) for k in kids) == sorted(pids), f"{kids} vs {pids}")
+        for k in kids:
+            i = pids.index(pid_of(k))
+            check_set(k, pids[i], {"parent_work": 0, "child_work": i + 1})
+
+
+POOL = """\
+import json, multiprocessing as mp, os, sys
+from collections import Counter
+def task(x):
+    return os.getpid()
+if __name__ == "__main__":
+    ctx = mp.get_context(sys.argv[1])
+    with ctx.Pool(4) as pool:
+        pids = pool.map(task, range(200), chunksize=5)
+    print(json.dumps(Counter(pids)))
+"""
+
+
+def case_pool(tmp, method):
+    p, out = run(tmp, POOL, [method])
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    per_worker = {int(k): v for k, v in json.loads(p.stdout).items()}
+    check(sum(per_worker.values()) == 200, f"tasks {per_worker}")
+    got, parent = calls(out, "task")
+    check(got == 0, f"the parent ran {got} tasks")
+    kids = children(out)
+    if not FOLLOW:
+        check(kids == [], f"unfollowed workers wrote {kids}")
+        return
+    # Other helpers (resource tracker, fork server) are followed too; they
+    # may still be finishing when the parent has exited.
+    for d in kids:
+        pid = pid_of(d)
+        if pid not in per_worker:
+            wait_gone(pid)
+    seen = {}
+    for d in kids:
+        if not os.path.exists(os.path.join(d, "run.json")):
+            check(pid_of(d) not in per_worker,
+                  f"worker {pid_of(d)} ran {per_worker.get(pid_of(d))} tasks, wrote nothing")
+            continue  # stopped while starting up
+        n, pid = calls(d, "task")
+        check(pid == pid_of(d), f"{d} holds process {pid}'s counts")
+        seen[pid] = n
+    for pid, n in per_worker.items():
+        check(seen.get(pid) == n, f"worker {pid}: {n} tasks, its report says {seen.get(pid)}")
+    extra = {pid: n for pid, n in seen.items() if pid not in per_worker and n}
+    check(not extra, f"processes that ran no task report tasks: {extra}")
+
+
+SUBPROCESS = """\
+import subprocess, sys
+def parent_work(): pass
+parent_work()
+p = subprocess.run([sys.executable, "-c",
+                    "import os\\ndef sub(): pass\\nfor _ in range(4): sub()\\nprint(os.getpid())"],
+                   capture_output=True, text=True, check=True)
+print(p.stdout.strip())
+print(repr(p.stderr))
+"""
+
+
+def case_subprocess(tmp, env=None):
+    p, out = run(tmp, SUBPROCESS, env=env, flag=env is None)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    child = int(p.stdout.split()[0])
+    got, parent = calls(out, "parent_work")
+    check(got == 1, f"parent_work {got}")
+    kids = children(out)
+    if not FOLLOW:
+        check(kids == [], f"an unfollowed subprocess wrote {kids}")
+        return
+    check([pid_of(k) for k in kids] == [child], f"{kids} vs {child}")
+    check_set(kids[0], child, {"sub": 4, "parent_work": 0})
+    # its summary went to its directory, not into the stderr its parent read
+    check(p.stdout.splitlines()[1] == "''", f"the child's stderr: {p.stdout}")
+    with open(os.path.join(kids[0], "summary.txt")) as f:
+        check("pytracekit counter" in f.read(), "summary.txt lacks the counter's summary")
+
+
+EXEC = """\
+import os, sys
+def pre(): pass
+for _ in range(3): pre()
+print(os.getpid(), flush=True)
+os.execv(sys.executable, [sys.executable, "-c",
+         "def post(): pass\\nfor _ in range(4): post()"])
+"""
+
+
+def case_execv(tmp):
+    p, out = run(tmp, EXEC)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    pid = int(p.stdout.split()[0])
+    check_set(out, pid, {"pre": 3, "post": 0})
+    kids = children(out)
+    if not FOLLOW:
+        check(kids == [], f"an unfollowed exec wrote {kids}")
+        return
+    check([pid_of(k) for k in kids] == [pid], f"{kids} vs {pid}")
+    check_set(kids[0], pid, {"pre": 0, "post": 4})
+
+
+def case_session_fork(tmp):
+    """The Python API: Session(follow_children=...) and a fork inside."""
+    out = os.path.join(tmp, "out")
+    code = f"""
+import os, sys, pytracekit
+def parent_work(): pass
+def child_work(): pass
+with pytracekit.Session(["counter:top=0", "timer:top=0,folded=true"], output_dir={out!r},
+                        follow_children={FOLLOW!r}):
+    parent_work()
+    pid = os.fork()
+    if pid == 0:
+        child_work(); child_work()
+    else:
+        os.waitpid(pid, 0)
+        parent_work()
+if pid:
+    print(pid)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    child = int(p.stdout.split()[0])
+    got, parent = calls(out, "parent_work")
+    check_set(out, parent, {"parent_work": 2, "child_work": 0})
+    kids = children(out)
+    if not FOLLOW:
+        check(kids == [], f"an unfollowed child wrote {kids}")
+        return
+    check([pid_of(k) for k in kids] == [child], f"{kids} vs {child}")
+    check_set(kids[0], child, {"parent_work": 0, "child_work": 2})
+
+
+SLEEPER = """\
+import time
+def work(): pass
+for _ in range(7): work()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def case_signal(tmp, name):
+    sig = getattr(signal, name)
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write(SLEEPER)
+    out = os.path.join(tmp, "out")
+    p = subprocess.Popen([CLI] + PLUGINS + ["-o", out, prog], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    check(p.stdout.readline().strip() == "ready", "the program did not start")
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == -sig, f"ended with {p.returncode}, expected -{sig}: {err}")
+    with open(os.path.join(out, "run.json")) as f:
+        pid = json.load(f)["run"]["pid"]
+    check(pid == p.pid, f"run.json of {pid}, expected {p.pid}")
+    check_set(out, p.pid, {"work": 7})
+
+
+def case_second_sigint(tmp):
+    """Ctrl-C, then Ctrl-C again while the reports are written (the
+    atreport plugin raises SIGINT from its report, between the counter's and
+    the timer's): every report is written and the exit is by SIGINT."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write("import os, signal, time\ndef work(): pass\nfor _ in range(7): work()\n"
+                "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n")
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "counter:top=0", "-p", test_plugin("atreport") + ":signal=2",
+                 "-p", "timer:top=0,folded=true", "-o", out, prog], cwd=tmp)
+    check(p.returncode == -signal.SIGINT,
+          f"ended with {p.returncode}, expected -2: {p.stderr}")
+    check("KeyboardInterrupt" in p.stderr, f"no KeyboardInterrupt: {p.stderr}")
+    check_set(out, json.load(open(os.path.join(out, "run.json")))["run"]["pid"], {"work": 7})
+    check(os.path.exists(os.path.join(out, "atreport.json")), "atreport.json missing")
+
+
+def case_sigint_while_reporting(tmp):
+    """A program that ends normally, with a Ctrl-C while its reports are
+    written: all reports are written, then the exit is by SIGINT."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write("def work(): pass\nfor _ in range(7): work()\n")
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "counter:top=0", "-p", test_plugin("atreport") + ":signal=2",
+                 "-p", "timer:top=0,folded=true", "-o", out, prog], cwd=tmp)
+    check(p.returncode == -signal.SIGINT,
+          f"ended with {p.returncode}, expected -2: {p.stderr}")
+    check_set(out, json.load(open(os.path.join(out, "run.json")))["run"]["pid"], {"work": 7})
+
+
+def case_report_fails(tmp):
+    prog = os.path.join(tmp, "prog.py")
+    for status, expect in ((0, 3), (5, 5)):
+        with open(prog, "w") as f:
+            f.write(f"import sys\ndef work(): pass\nwork()\nsys.exit({status})\n")
+        out = os.path.join(tmp, "out%d" % status)
+        p = run_cli(["-p", "counter:top=0", "-p", test_plugin("atreport") + ":fail=true",
+                     "-o", out, prog], cwd=tmp)
+        check(p.returncode == expect, f"exit {p.returncode}, expected {expect}: {p.stderr}")
+        check("atreport: told to fail" in p.stderr, f"no message: {p.stderr}")
+        with open(os.path.join(out, "run.json")) as f:
+            run = json.load(f)
+        check(run["failed_plugins"] == 1 and run["files"] == ["counter.json"], str(run))
+
+
+def case_sigkill_rerun(tmp):
+    """A run killed while reporting leaves its other files from the previous
+    run, told apart by the run identity; temporary files of dead runs are
+    removed by the next run there, those of live processes are not."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write("def work(): pass\nfor _ in range(3): work()\n")
+    out = os.path.join(tmp, "out")
+    p = run_cli(PLUGINS + ["-o", out, prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    first = json.load(open(os.path.join(out, "run.json")))["run"]
+    p = run_cli(["-p", "counter:top=0", "-p", test_plugin("atreport") + ":signal=9",
+                 "-p", "timer:top=0,folded=true", "-o", out, prog], cwd=tmp)
+    check(p.returncode == -9, f"exit {p.returncode}")
+    counter = json.load(open(os.path.join(out, "counter.json")))["run"]
+    timer = json.load(open(os.path.join(out, "timer.json")))["run"]
+    manifest = json.load(open(os.path.join(out, "run.json")))["run"]
+    check(counter != first and timer == first and manifest == first,
+          "the killed run's counter.json is not told apart from the earlier files")
+    # What a run killed between writing and renaming leaves behind.
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = os.path.join(out, ".counter.json.%d.AbC123" % dead.pid)
+    live = os.path.join(out, ".timer.json.%d.XyZ789" % os.getpid())
+    for path in (stale, live):
+        with open(path, "w") as f:
+            f.write("{half")
+    p = run_cli(PLUGINS + ["-o", out, prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    check(not os.path.exists(stale), "a dead run's temporary file was not removed")
+    check(os.path.exists(live), "a live process's temporary file was removed")
+    os.unlink(live)
+    check_set(out, json.load(open(os.path.join(out, "run.json")))["run"]["pid"], {"work": 3})
+
+
+def main():
+    if CLI is None:
+        skip("PTK_CLI is not set")
+    with tempfile.TemporaryDirectory() as tmp:
+        if CASE.startswith("fork."):
+            case_fork(tmp, CASE[5:])
+        elif CASE == "eight":
+            case_eight(tmp)
+        elif CASE.startswith("pool."):
+            case_pool(tmp, CASE[5:])
+        elif CASE == "subprocess":
+            case_subprocess(tmp)
+        elif CASE == "subprocess_env":
+            case_subprocess(tmp, env={"PYTRACEKIT_FOLLOW_CHILDREN": "1" if FOLLOW else "0"})
+        elif CASE == "execv":
+            case_execv(tmp)
+        elif CASE == "session_fork":
+            case_session_fork(tmp)
+        elif CASE in ("SIGTERM", "SIGHUP"):
+            case_signal(tmp, CASE)
+        elif CASE == "second_sigint":
+            case_second_sigint(tmp)
+        elif CASE == "sigint_while_reporting":
+            case_sigint_while_reporting(tmp)
+        elif CASE == "report_fails":
+            case_report_fails(tmp)
+        elif CASE == "sigkill_rerun":
+            case_sigkill_rerun(tmp)
+        else:
+            fail(f"unknown case {CASE}")
+    print("ok", CASE, "follow" if FOLLOW else "")
+
+
+if __name__ == "__main__":
+    main()

@@ -150,6 +150,10 @@ class FileStats:
                                        for d in _order(dests)]
         self.nbranches = sum(len(v) for v in self.branches.values())
         self.nbranches_taken = sum(1 for v in self.branches.values() for d, t in v if t)
+        # coverage.py's partial branches: the destinations not taken from
+        # branch lines that ran (its BrPart column and num_partial_branches).
+        self.nbranches_partial = sum(1 for v in self.branches.values()
+                                     for d, t in v if t == 0)
 
     @property
     def nlines(self):
@@ -158,6 +162,10 @@ class FileStats:
     @property
     def nhit(self):
         return len(self.lines) - len(self.missed)
+
+    @property
+    def nbranches_missed(self):
+        return self.nbranches - self.nbranches_taken
 
 
 def _stats(data):
@@ -170,6 +178,10 @@ def percent(hit, total):
     if total == 0:
         return 100.0
     pc = 100.0 * hit / total
+    return _round(pc)
+
+
+def _round(pc):
     if 0 < pc < 0.1:
         return 0.1
     if 99.9 < pc < 100:
@@ -177,8 +189,49 @@ def percent(hit, total):
     return round(pc, 1)
 
 
+def percent_covered(lines_hit, lines, branches_hit=0, branches=0):
+    """coverage.py's Cover: statements and branches counted together."""
+    if lines == 0:
+        return 100.0
+    return 100.0 * (lines_hit + branches_hit) / (lines + branches)
+
+
 def _rate(hit, total):
     return "%.4g" % (hit / total) if total else "1"
+
+
+def _branch_rate(hit, total, branch):
+    """coverage.py's Cobertura branch-rate: "0" when branches were not measured."""
+    return _rate(hit, total) if branch else "0"
+
+
+def _summary(nlines, nhit, nb, nbhit, npartial):
+    pc = percent_covered(nhit, nlines, nbhit, nb)
+    out = {"covered_lines": nhit, "num_statements": nlines,
+           "percent_covered": pc, "percent_covered_display": "%.1f" % _round(pc),
+           "missing_lines": nlines - nhit}
+    out.update({"num_branches": nb, "num_partial_branches": npartial,
+                "covered_branches": nbhit, "missing_branches": nb - nbhit})
+    return out
+
+
+def with_summary(data):
+    """The data with coverage.py's JSON figures added: "summary" in each
+    file's record and "totals" for all of them (ignored when read back)."""
+    stats = _stats(data)
+    files = {}
+    for fs in stats:
+        rec = dict(data["files"][fs.path])
+        rec["summary"] = _summary(fs.nlines, fs.nhit, fs.nbranches, fs.nbranches_taken,
+                                  fs.nbranches_partial)
+        files[fs.path] = rec
+    out = dict(data)
+    out["files"] = files
+    out["totals"] = _summary(sum(fs.nlines for fs in stats), sum(fs.nhit for fs in stats),
+                             sum(fs.nbranches for fs in stats),
+                             sum(fs.nbranches_taken for fs in stats),
+                             sum(fs.nbranches_partial for fs in stats))
+    return out
 
 
 # ---- lcov ------------------------------------------------------------------
@@ -239,6 +292,7 @@ def _common_root(paths):
 
 def cobertura_text(data, timestamp=None):
     stats = _stats(data)
+    branch = bool(data["meta"].get("branch"))
     root = _common_root([fs.path for fs in stats])
     if timestamp is None:
         timestamp = int(time.time() * 1000)
@@ -255,7 +309,8 @@ def cobertura_text(data, timestamp=None):
            "<!DOCTYPE coverage SYSTEM 'http://cobertura.sourceforge.net/xml/coverage-04.dtd'>\n",
            '<coverage version="pytracekit" timestamp="%d" lines-valid="%d" lines-covered="%d"'
            ' line-rate="%s" branches-valid="%d" branches-covered="%d" branch-rate="%s"'
-           ' complexity="0">\n' % (timestamp, lv, lc, _rate(lc, lv), bv, bc, _rate(bc, bv)),
+           ' complexity="0">\n' % (timestamp, lv, lc, _rate(lc, lv), bv, bc,
+                                       _branch_rate(bc, bv, branch)),
            "\t<sources>\n\t\t<source>%s</source>\n\t</sources>\n" % _xml_text(root),
            "\t<packages>\n"]
     for pkg in sorted(packages):
@@ -265,14 +320,14 @@ def cobertura_text(data, timestamp=None):
         pbv = sum(fs.nbranches for _, fs in files)
         pbc = sum(fs.nbranches_taken for _, fs in files)
         out.append('\t\t<package name=%s line-rate="%s" branch-rate="%s" complexity="0">\n'
-                   % (quoteattr(pkg), _rate(plc, plv), _rate(pbc, pbv)))
+                   % (quoteattr(pkg), _rate(plc, plv), _branch_rate(pbc, pbv, branch)))
         out.append("\t\t\t<classes>\n")
         for rel, fs in files:
             out.append('\t\t\t\t<class name=%s filename=%s complexity="0" line-rate="%s"'
                        ' branch-rate="%s">\n'
                        % (quoteattr(os.path.basename(rel)), quoteattr(rel),
                           _rate(fs.nhit, fs.nlines),
-                          _rate(fs.nbranches_taken, fs.nbranches)))
+                          _branch_rate(fs.nbranches_taken, fs.nbranches, branch)))
             out.append("\t\t\t\t\t<methods/>\n\t\t\t\t\t<lines>\n")
             for line in fs.lines:
                 attrs = 'number="%d" hits="%d"' % (line, fs.hits.get(line, 0))
@@ -280,7 +335,7 @@ def cobertura_text(data, timestamp=None):
                     dests = fs.branches[line]
                     taken = sum(1 for d, t in dests if t)
                     attrs += ' branch="true" condition-coverage="%d%% (%d/%d)"' % (
-                        int(100 * taken / len(dests)), taken, len(dests))
+                        100 * taken // len(dests), taken, len(dests))
                 out.append("\t\t\t\t\t\t<line %s/>\n" % attrs)
             out.append("\t\t\t\t\t</lines>\n\t\t\t\t</class>\n")
         out.append("\t\t\t</classes>\n\t\t</package>\n")
@@ -302,6 +357,10 @@ def _display_name(path):
     return path
 
 
+def _cover(lines_hit, lines, branches_hit, branches):
+    return _round(percent_covered(lines_hit, lines, branches_hit, branches))
+
+
 def summary_text(data):
     stats = _stats(data)
     branch = bool(data["meta"].get("branch"))
@@ -309,18 +368,18 @@ def summary_text(data):
     for fs in stats:
         row = [_display_name(fs.path), str(fs.nlines), str(len(fs.missed))]
         if branch:
-            row += [str(fs.nbranches), str(fs.nbranches - fs.nbranches_taken)]
-        row.append("%.1f%%" % percent(fs.nhit, fs.nlines))
+            row += [str(fs.nbranches), str(fs.nbranches_partial)]
+        row.append("%.1f%%" % _cover(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches))
         rows.append(row)
     lv = sum(fs.nlines for fs in stats)
     lh = sum(fs.nhit for fs in stats)
+    bv = sum(fs.nbranches for fs in stats)
+    bh = sum(fs.nbranches_taken for fs in stats)
     total = ["TOTAL", str(lv), str(lv - lh)]
     if branch:
-        bv = sum(fs.nbranches for fs in stats)
-        bh = sum(fs.nbranches_taken for fs in stats)
-        total += [str(bv), str(bv - bh)]
-    total.append("%.1f%%" % percent(lh, lv))
-    head = ["Name", "Stmts", "Miss"] + (["Branch", "BrMiss"] if branch else []) + ["Cover"]
+        total += [str(bv), str(sum(fs.nbranches_partial for fs in stats))]
+    total.append("%.1f%%" % _cover(lh, lv, bh, bv))
+    head = ["Name", "Stmts", "Miss"] + (["Branch", "BrPart"] if branch else []) + ["Cover"]
     table = [head] + rows + [total]
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
 
@@ -345,7 +404,7 @@ def _write(path, text):
 
 def write_all(data, outdir):
     os.makedirs(outdir, exist_ok=True)
-    _write(os.path.join(outdir, "coverage.json"), json.dumps(data, indent=1) + "\n")
+    _write(os.path.join(outdir, "coverage.json"), json.dumps(with_summary(data), indent=1) + "\n")
     _write(os.path.join(outdir, "coverage.lcov"), lcov_text(data))
     _write(os.path.join(outdir, "coverage.xml"), cobertura_text(data))
 

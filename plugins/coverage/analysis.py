@@ -14,7 +14,7 @@
 #              jump and at least two destinations; a negative destination
 #              -N is "leaves the code object whose first line is N" (the
 #              convention coverage.py uses for exits)
-#   compile_file(path) -> code object of the file's source, or None
+#   compile_file(path) -> code object of the file's source, or why not (str)
 
 import dis
 import types
@@ -158,8 +158,12 @@ def compile_file(path):
         with open(path, "rb") as f:
             source = f.read()
         return compile(source, path, "exec", dont_inherit=True)
-    except (OSError, SyntaxError, ValueError):
-        return None
+    except OSError as e:
+        return e.strerror or str(e)
+    except (SyntaxError, ValueError) as e:
+        if isinstance(e, SyntaxError) and e.lineno:
+            return "%s at line %d" % (e.msg, e.lineno)
+        return str(e)
 
 
 def python_files(directory):

@@ -402,19 +402,44 @@ def _write(path, text):
     os.replace(tmp, path)
 
 
-def write_all(data, outdir):
+def write_coveragepy(data, path):
+    """Writes `data` as coverage.py's data file `path` (.coverage) through
+    coverage.py's own API (coverage.CoverageData), so that `coverage report`,
+    `coverage html`, `coverage combine` and the tools built on them read it:
+    the executed lines, or in branch mode the arcs (coverage.py's
+    convention: -N enters or leaves the code object starting at line N)."""
+    import coverage
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    cd = coverage.CoverageData(basename=tmp)
+    if data["meta"].get("branch"):
+        cd.add_arcs({f: [(int(a), int(b)) for a, b, c in rec.get("arcs", [])]
+                     for f, rec in data["files"].items()})
+    else:
+        cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]
+                      for f, rec in data["files"].items()})
+    cd.write()
+    close = getattr(cd, "close", None)
+    if close:
+        close()
+    os.replace(tmp, path)
+
+
+def write_all(data, outdir, coveragepy=False):
     os.makedirs(outdir, exist_ok=True)
     _write(os.path.join(outdir, "coverage.json"), json.dumps(with_summary(data), indent=1) + "\n")
     _write(os.path.join(outdir, "coverage.lcov"), lcov_text(data))
     _write(os.path.join(outdir, "coverage.xml"), cobertura_text(data))
+    if coveragepy:
+        write_coveragepy(data, os.path.join(outdir, ".coverage"))
 
 
-USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] FILE_OR_DIR...
+USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] [--coveragepy] FILE_OR_DIR...
        pytracekit-coverage report FILE_OR_DIR...
 
 combine  merge coverage.json files (a directory means DIR/coverage.json) and
          write coverage.json, coverage.lcov and coverage.xml into DIR
-         (default: the current directory); prints the summary on stderr
+         (default: the current directory); prints the summary on stderr;
+         --coveragepy: also DIR/.coverage, through coverage.py's data API
 report   print the summary of the merged files on stdout
 """
 
@@ -429,6 +454,7 @@ def main(argv):
         return 2
     outdir = "."
     show = True
+    coveragepy = False
     inputs = []
     i = 0
     while i < len(rest):
@@ -442,6 +468,8 @@ def main(argv):
             continue
         if a == "--no-summary":
             show = False
+        elif a == "--coveragepy" and cmd == "combine":
+            coveragepy = True
         elif a.startswith("-") and a != "-":
             sys.stderr.write("pytracekit-coverage: unknown option %r\n%s" % (a, USAGE))
             return 2
@@ -459,8 +487,15 @@ def main(argv):
     if cmd == "report":
         sys.stdout.write(summary_text(data))
         return 0
+    if coveragepy:
+        try:
+            import coverage  # noqa: F401
+        except ImportError:
+            sys.stderr.write("pytracekit-coverage: --coveragepy: coverage.py is not "
+                             "importable by %s\n" % sys.executable)
+            return 2
     try:
-        write_all(data, outdir)
+        write_all(data, outdir, coveragepy)
     except OSError as e:
         sys.stderr.write("pytracekit-coverage: cannot write to %s: %s\n" % (outdir, e))
         return 1

@@ -95,6 +95,8 @@ typedef struct cov_state {
     cov_match *match;
     char *include;       /* the options, for the "no data" hint */
     char *source;
+    int coveragepy;      /* COVPY_* */
+    int found_coveragepy; /* coverage.py is importable (looked for unless COVPY_NO) */
 
     cov_code *codes;     /* open addressing on the code pointer */
     size_t ncodes, capcodes;
@@ -127,7 +129,13 @@ static const ptk_option_spec cov_options[] = {
      NULL},
     {"source", PTK_OPT_STRING, NULL,
      "measure only files under this directory; report its unexecuted .py files too", NULL},
+    {"coveragepy", PTK_OPT_CHOICE, "no",
+     "also write DIR/.coverage through coverage.py's data API (for coverage report/html/"
+     "combine): no, yes (error if coverage.py is not importable), auto (if it is)",
+     "no|yes|auto"},
     {NULL, 0, NULL, NULL, NULL}};
+
+enum { COVPY_NO, COVPY_YES, COVPY_AUTO };
 
 /* ---- small tables ------------------------------------------------------ */
 
@@ -829,10 +837,10 @@ cov_on_event(void *state, const ptk_event *ev)
  * plugin, and import (and run, and be measured in) them itself.
  */
 static PyObject *
-python_setup(void)
+python_setup(int find_coveragepy)
 {
     static const char src[] =
-        "def _setup():\n"
+        "def _setup(find_coveragepy):\n"
         "    import sys\n"
         "    before = set(sys.modules)\n"
         "    try:\n"
@@ -851,16 +859,20 @@ python_setup(void)
         "        except Exception:\n"
         "            pass\n"
         "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
+        "        found = 0\n"
+        "        if find_coveragepy:\n"
+        "            import importlib.util\n"
+        "            found = importlib.util.find_spec('coverage') is not None\n"
         "    finally:\n"
         "        for name in set(sys.modules) - before:\n"
         "            del sys.modules[name]\n"
-        "    return sorted(out), ops[0], ops[1]\n";
+        "    return sorted(out), ops[0], ops[1], int(found)\n";
     PyObject *mod = load_module("_ptk_coverage_setup", src);
     if (!mod) {
         return NULL;
     }
     PyObject *fn = PyDict_GetItemString(mod, "_setup");
-    PyObject *res = fn ? PyObject_CallNoArgs(fn) : NULL;
+    PyObject *res = fn ? PyObject_CallFunction(fn, "i", find_coveragepy) : NULL;
     Py_DECREF(mod);
     return res;
 }
@@ -892,14 +904,25 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         return PTK_EINVAL;
     }
 
+    const ptk_option_value *covpy = host->option(args, "coveragepy");
+    st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
     int rc = PTK_EPYTHON;
-    PyObject *setup = python_setup();
+    PyObject *setup = python_setup(st->coveragepy != COVPY_NO);
     PyObject *dirs = NULL;
     const char **dirv = NULL;
-    if (!setup || !PyArg_ParseTuple(setup, "O!ii", &PyList_Type, &dirs, &st->op_resume,
-                                    &st->op_yield)) {
+    int found = 0;
+    if (!setup || !PyArg_ParseTuple(setup, "O!iii", &PyList_Type, &dirs, &st->op_resume,
+                                    &st->op_yield, &found)) {
         goto pyfail;
     }
+    if (st->coveragepy == COVPY_YES && !found) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "coveragepy=yes: coverage.py is not importable by this interpreter "
+                 "(install it, or use coveragepy=auto)");
+        rc = PTK_EINVAL;
+        goto fail;
+    }
+    st->found_coveragepy = found;
     dirv = calloc((size_t)PyList_GET_SIZE(dirs) + 1, sizeof(char *));
     if (!dirv) {
         rc = PTK_ENOMEM;
@@ -1328,6 +1351,33 @@ write_text(cov_state *st, const char *filename, const char *function, PyObject *
     return rc;
 }
 
+/* DIR/.coverage through coverage.py's own CoverageData (written atomically
+ * by the report writer). */
+static int
+write_coveragepy(cov_state *st, const ptk_report_args *args, PyObject *data, FILE *out)
+{
+    if (!st->found_coveragepy) {
+        fprintf(out, "pytracekit coverage: coveragepy=auto: coverage.py is not importable; "
+                     "no .coverage written\n");
+        return PTK_OK;
+    }
+    size_t n = strlen(args->output_dir) + sizeof("/.coverage");
+    char *path = malloc(n);
+    if (!path) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
+    snprintf(path, n, "%s/.coverage", args->output_dir);
+    PyObject *fn = PyDict_GetItemString(st->format, "write_coveragepy"); /* borrowed */
+    PyObject *res = fn ? PyObject_CallFunction(fn, "Os", data, path) : NULL;
+    int rc = PTK_OK;
+    if (!res) {
+        rc = cov_fail_python(st, "writing .coverage through coverage.py");
+    }
+    Py_XDECREF(res);
+    free(path);
+    return rc;
+}
+
 /* The hint of the "no data" warning: why nothing may have matched. */
 static PyObject *
 no_data_warning(const cov_state *st)
@@ -1385,6 +1435,9 @@ cov_report(void *state, const ptk_report_args *args)
     }
     if (rc == PTK_OK) {
         rc = write_text(st, "coverage.xml", "cobertura_text", data);
+    }
+    if (rc == PTK_OK && st->coveragepy != COVPY_NO) {
+        rc = write_coveragepy(st, args, data, out);
     }
     if (rc == PTK_OK) {
         PyObject *fn = PyDict_GetItemString(st->format, "summary_text");

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """pytracekit-coverage: combine and convert coverage data of pytracekit.
 
-    pytracekit-coverage combine [-o DIR] [--summary|--no-summary] FILE_OR_DIR...
+    pytracekit-coverage combine [-o DIR] [--no-summary] [--coveragepy] [--html]
+                                FILE_OR_DIR...
     pytracekit-coverage report FILE_OR_DIR...
 
 `combine` merges coverage.json files (from separate runs, threads or
 processes; a directory stands for DIR/coverage.json) and writes
 coverage.json, coverage.lcov and coverage.xml into DIR (default: the current
-directory), then prints the per-file summary on stderr. `report` prints the
-summary only.
+directory), with --coveragepy also DIR/.coverage (through coverage.py), with
+--html the HTML report in DIR/html, then prints the per-file summary on
+stderr. `report` prints the summary only.
 
 This file is also the report writer of the coverage plugin, which compiles
 it in: the plugin's files and the combined files come from the same code.
@@ -392,6 +394,144 @@ def summary_text(data):
     return "".join(line + "\n" for line in lines)
 
 
+# ---- HTML ------------------------------------------------------------------
+
+_CSS = """body{font-family:sans-serif;margin:1em 2em;color:#222}
+table.index{border-collapse:collapse}
+table.index th,table.index td{padding:.2em .8em;text-align:right}
+table.index th:first-child,table.index td:first-child{text-align:left}
+table.index tr.total{font-weight:bold;border-top:1px solid #888}
+.source{font-family:monospace;white-space:pre}
+.source p{margin:0;padding:0 .5em}
+.source .n{display:inline-block;width:4em;color:#888;text-align:right;margin-right:1em}
+.source p.run{background:#dfd}
+.source p.mis{background:#fdd}
+.source p.par{background:#ffa}
+.source .ann{float:right;color:#666;font-family:sans-serif;font-size:85%}
+"""
+
+
+def _h(text):
+    import html
+    return html.escape(text, quote=True)
+
+
+def _page_names(stats):
+    """A unique, readable page name per file."""
+    out = {}
+    used = set()
+    for fs in stats:
+        base = "".join(c if c.isalnum() else "_" for c in _display_name(fs.path).lstrip("/"))
+        name = base + ".html"
+        n = 2
+        while name in used or name == "index.html":
+            name = "%s_%d.html" % (base, n)
+            n += 1
+        used.add(name)
+        out[fs.path] = name
+    return out
+
+
+def _read_source(path):
+    import tokenize
+    try:
+        with tokenize.open(path) as f:
+            return f.read().splitlines()
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+
+
+def _dest_text(dest):
+    return "exit" if dest < 0 else "line %d" % dest
+
+
+def html_pages(data):
+    """{file name: text} of the HTML report: index.html (the files sorted by
+    coverage, lowest first) and one page per file with each line marked as
+    run, missed (mis) or partial (par: a branch destination not taken)."""
+    stats = _stats(data)
+    branch = bool(data["meta"].get("branch"))
+    names = _page_names(stats)
+    rows = []
+    for fs in stats:
+        pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
+        rows.append((pc, _display_name(fs.path), fs))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    head = "<th>File</th><th>Statements</th><th>Missing</th>"
+    if branch:
+        head += "<th>Branches</th><th>Partial</th>"
+    head += "<th>Coverage</th>"
+
+    def cells(nlines, nmiss, nb, npart, pc):
+        out = "<td class=\"stmts\">%d</td><td class=\"miss\">%d</td>" % (nlines, nmiss)
+        if branch:
+            out += "<td class=\"branches\">%d</td><td class=\"partial\">%d</td>" % (nb, npart)
+        return out + "<td class=\"pc\">%.1f%%</td>" % _round(pc)
+
+    body = []
+    for pc, name, fs in rows:
+        body.append("<tr class=\"file\"><td class=\"name\"><a href=\"%s\">%s</a></td>%s</tr>"
+                    % (_h(names[fs.path]), _h(name),
+                       cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc)))
+    lv = sum(fs.nlines for fs in stats)
+    lh = sum(fs.nhit for fs in stats)
+    bv = sum(fs.nbranches for fs in stats)
+    bh = sum(fs.nbranches_taken for fs in stats)
+    bp = sum(fs.nbranches_partial for fs in stats)
+    body.append("<tr class=\"total\"><td class=\"name\">Total</td>%s</tr>"
+                % cells(lv, lv - lh, bv, bp, percent_covered(lh, lv, bh, bv)))
+    pages = {"index.html": _html_doc(
+        "Coverage report",
+        "<h1>Coverage report</h1>\n<p>%d files, sorted by coverage (lowest first).</p>\n"
+        "<table class=\"index\" id=\"index\">\n<thead><tr>%s</tr></thead>\n<tbody>\n%s\n"
+        "</tbody>\n</table>" % (len(stats), head, "\n".join(body)))}
+    for fs in stats:
+        pages[names[fs.path]] = _html_file(fs, branch, cells)
+    return pages
+
+
+def _html_file(fs, branch, cells):
+    src = _read_source(fs.path)
+    maxline = max([len(src or [])] + fs.lines)
+    lines = set(fs.lines)
+    out = []
+    for n in range(1, maxline + 1):
+        text = src[n - 1] if src and n <= len(src) else ""
+        cls = ""
+        ann = ""
+        if n in lines:
+            cls = "run" if n in fs.hits else "mis"
+            missed = [d for d, t in fs.branches.get(n, []) if t == 0]
+            if cls == "run" and missed:
+                cls = "par"
+                ann = "<span class=\"ann\">%s</span>" % _h(
+                    "line %d didn't jump to %s" % (n, ", ".join(_dest_text(d) for d in missed)))
+        out.append("<p id=\"t%d\"%s><span class=\"n\">%d</span>%s%s</p>"
+                   % (n, " class=\"%s\"" % cls if cls else "", n, _h(text) or " ", ann))
+    pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
+    summary = ("<table class=\"index\" id=\"summary\"><tr>%s</tr></table>"
+               % cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc))
+    note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
+    return _html_doc(
+        _display_name(fs.path),
+        "<p><a href=\"index.html\">index</a></p>\n<h1>%s</h1>\n%s\n%s\n"
+        "<div class=\"source\" id=\"source\">\n%s\n</div>"
+        % (_h(_display_name(fs.path)), summary, note, "\n".join(out)))
+
+
+def _html_doc(title, body):
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>%s</title>\n<style>\n%s</style>\n</head>\n<body>\n%s\n</body>\n</html>\n"
+            % (_h(title), _CSS, body))
+
+
+def write_html(data, directory):
+    """Writes the HTML report into `directory` (created), each page atomically."""
+    os.makedirs(directory, exist_ok=True)
+    for name, text in html_pages(data).items():
+        _write(os.path.join(directory, name), text)
+
+
 # ---- writing ---------------------------------------------------------------
 
 
@@ -424,22 +564,26 @@ def write_coveragepy(data, path):
     os.replace(tmp, path)
 
 
-def write_all(data, outdir, coveragepy=False):
+def write_all(data, outdir, coveragepy=False, html=False):
     os.makedirs(outdir, exist_ok=True)
     _write(os.path.join(outdir, "coverage.json"), json.dumps(with_summary(data), indent=1) + "\n")
     _write(os.path.join(outdir, "coverage.lcov"), lcov_text(data))
     _write(os.path.join(outdir, "coverage.xml"), cobertura_text(data))
     if coveragepy:
         write_coveragepy(data, os.path.join(outdir, ".coverage"))
+    if html:
+        write_html(data, os.path.join(outdir, "html"))
 
 
-USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] [--coveragepy] FILE_OR_DIR...
+USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] [--coveragepy] [--html]
+                                   FILE_OR_DIR...
        pytracekit-coverage report FILE_OR_DIR...
 
 combine  merge coverage.json files (a directory means DIR/coverage.json) and
          write coverage.json, coverage.lcov and coverage.xml into DIR
          (default: the current directory); prints the summary on stderr;
-         --coveragepy: also DIR/.coverage, through coverage.py's data API
+         --coveragepy: also DIR/.coverage, through coverage.py's data API;
+         --html: also the HTML report in DIR/html (index.html)
 report   print the summary of the merged files on stdout
 """
 
@@ -455,6 +599,7 @@ def main(argv):
     outdir = "."
     show = True
     coveragepy = False
+    html = False
     inputs = []
     i = 0
     while i < len(rest):
@@ -470,6 +615,8 @@ def main(argv):
             show = False
         elif a == "--coveragepy" and cmd == "combine":
             coveragepy = True
+        elif a == "--html" and cmd == "combine":
+            html = True
         elif a.startswith("-") and a != "-":
             sys.stderr.write("pytracekit-coverage: unknown option %r\n%s" % (a, USAGE))
             return 2
@@ -495,7 +642,7 @@ def main(argv):
                              "importable by %s\n" % sys.executable)
             return 2
     try:
-        write_all(data, outdir, coveragepy)
+        write_all(data, outdir, coveragepy, html)
     except OSError as e:
         sys.stderr.write("pytracekit-coverage: cannot write to %s: %s\n" % (outdir, e))
         return 1

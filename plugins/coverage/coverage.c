@@ -96,6 +96,7 @@ typedef struct cov_state {
     char *include;       /* the options, for the "no data" hint */
     char *source;
     int coveragepy;      /* COVPY_* */
+    int html;            /* write DIR/html */
     int found_coveragepy; /* coverage.py is importable (looked for unless COVPY_NO) */
 
     cov_code *codes;     /* open addressing on the code pointer */
@@ -133,6 +134,8 @@ static const ptk_option_spec cov_options[] = {
      "also write DIR/.coverage through coverage.py's data API (for coverage report/html/"
      "combine): no, yes (error if coverage.py is not importable), auto (if it is)",
      "no|yes|auto"},
+    {"html", PTK_OPT_BOOL, "false",
+     "also write the HTML report into DIR/html (index.html; no external tool)", NULL},
     {NULL, 0, NULL, NULL, NULL}};
 
 enum { COVPY_NO, COVPY_YES, COVPY_AUTO };
@@ -904,6 +907,8 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         return PTK_EINVAL;
     }
 
+    const ptk_option_value *html = host->option(args, "html");
+    st->html = html && html->is_set && html->i;
     const ptk_option_value *covpy = host->option(args, "coveragepy");
     st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
     int rc = PTK_EPYTHON;
@@ -1351,8 +1356,30 @@ write_text(cov_state *st, const char *filename, const char *function, PyObject *
     return rc;
 }
 
-/* DIR/.coverage through coverage.py's own CoverageData (written atomically
- * by the report writer). */
+/* Calls the report writer's @p function(data, DIR + @p suffix), which writes
+ * its files atomically itself. */
+static int
+write_in_dir(cov_state *st, const ptk_report_args *args, const char *function,
+             PyObject *data, const char *suffix, const char *what)
+{
+    size_t n = strlen(args->output_dir) + strlen(suffix) + 1;
+    char *path = malloc(n);
+    if (!path) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
+    snprintf(path, n, "%s%s", args->output_dir, suffix);
+    PyObject *fn = PyDict_GetItemString(st->format, function); /* borrowed */
+    PyObject *res = fn ? PyObject_CallFunction(fn, "Os", data, path) : NULL;
+    int rc = PTK_OK;
+    if (!res) {
+        rc = cov_fail_python(st, what);
+    }
+    Py_XDECREF(res);
+    free(path);
+    return rc;
+}
+
+/* DIR/.coverage through coverage.py's own CoverageData. */
 static int
 write_coveragepy(cov_state *st, const ptk_report_args *args, PyObject *data, FILE *out)
 {
@@ -1361,21 +1388,8 @@ write_coveragepy(cov_state *st, const ptk_report_args *args, PyObject *data, FIL
                      "no .coverage written\n");
         return PTK_OK;
     }
-    size_t n = strlen(args->output_dir) + sizeof("/.coverage");
-    char *path = malloc(n);
-    if (!path) {
-        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
-    }
-    snprintf(path, n, "%s/.coverage", args->output_dir);
-    PyObject *fn = PyDict_GetItemString(st->format, "write_coveragepy"); /* borrowed */
-    PyObject *res = fn ? PyObject_CallFunction(fn, "Os", data, path) : NULL;
-    int rc = PTK_OK;
-    if (!res) {
-        rc = cov_fail_python(st, "writing .coverage through coverage.py");
-    }
-    Py_XDECREF(res);
-    free(path);
-    return rc;
+    return write_in_dir(st, args, "write_coveragepy", data, "/.coverage",
+                        "writing .coverage through coverage.py");
 }
 
 /* The hint of the "no data" warning: why nothing may have matched. */
@@ -1438,6 +1452,9 @@ cov_report(void *state, const ptk_report_args *args)
     }
     if (rc == PTK_OK && st->coveragepy != COVPY_NO) {
         rc = write_coveragepy(st, args, data, out);
+    }
+    if (rc == PTK_OK && st->html) {
+        rc = write_in_dir(st, args, "write_html", data, "/html", "writing the HTML report");
     }
     if (rc == PTK_OK) {
         PyObject *fn = PyDict_GetItemString(st->format, "summary_text");

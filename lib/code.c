@@ -32,6 +32,13 @@ typedef struct coderec {
     int nsl;
     loc *locs;
     int nlocs, caplocs;
+    uint64_t judged;     /* slots whose filter has judged this code object */
+    uint64_t rejected;   /* ... and rejected it */
+    struct cslot {
+        uint32_t slot;
+        void *p;
+    } *cs;               /* host->code_slot: one pointer per instance */
+    int ncs;
     struct coderec *prev, *next;
 } coderec;
 
@@ -72,6 +79,7 @@ rec_free(void *p)
         free(r->sl[i].bits);
     }
     free(r->sl);
+    free(r->cs);
     free(r->locs);
     free(r->counted);
     free(r->all_off);
@@ -428,6 +436,14 @@ ptk__code_forget_slot(uint32_t slot)
         }
         r->line_slots &= ~bit;
         r->loc_slots &= ~bit;
+        r->judged &= ~bit;
+        r->rejected &= ~bit;
+        for (int i = 0; i < r->ncs; i++) {
+            if (r->cs[i].slot == slot) {
+                r->cs[i] = r->cs[--r->ncs];
+                break;
+            }
+        }
         for (int i = 0; i < r->nsl; i++) {
             if (r->sl[i].slot == slot) {
                 free(r->sl[i].bits);
@@ -452,4 +468,84 @@ ptk__code_reset_lines_off(void)
         r->lines_off = all_lines_off(r);
         refresh_all_off(r);
     }
+}
+
+/* ---- filter verdicts and plugin slots ------------------------------------- */
+
+/* Judges code for every filtered slot of t that has not judged it yet.
+ * Runs once per (code object, subscriber); may call Python (co_lines, the
+ * module name), so the traced program's exception is kept aside. */
+static uint64_t
+judge(const ptk__table *t, PyCodeObject *code)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    coderec scratch = {0};
+    coderec *r = rec_make(code);
+    uint64_t rejected = 0;
+    if (r == NULL) {
+        /* No record: judge every time (correct, only slower). */
+        r = &scratch;
+    }
+    const char *module = NULL;
+    PyObject *g = PyEval_GetGlobals(); /* borrowed; the frame running code */
+    PyObject *name = g ? PyDict_GetItemString(g, "__name__") : NULL;
+    if (name != NULL && PyUnicode_Check(name)) {
+        module = PyUnicode_AsUTF8(name);
+    }
+    uint64_t todo = t->code_filtered & ~r->judged;
+    for (int slot = 0; todo; slot++, todo >>= 1) {
+        if (!(todo & 1)) {
+            continue;
+        }
+        uint64_t bit = (uint64_t)1 << slot;
+        r->judged |= bit;
+        if (!ptk__filter_code(t->filters[slot], code, module)) {
+            r->rejected |= bit;
+        }
+    }
+    rejected = r->rejected & t->code_filtered;
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return rejected;
+}
+
+uint64_t
+ptk__code_rejects(const ptk__table *t, PyCodeObject *code)
+{
+    if (code == NULL) {
+        return 0;
+    }
+    coderec *r = rec_get(code);
+    if (r != NULL && (r->judged & t->code_filtered) == t->code_filtered) {
+        return r->rejected & t->code_filtered;
+    }
+    return judge(t, code);
+}
+
+void **
+ptk__code_slot(PyCodeObject *code, uint32_t slot)
+{
+    coderec *r = rec_get(code);
+    if (r == NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        r = rec_make(code);
+        PyErr_Restore(et, ev, tb);
+        if (r == NULL) {
+            return NULL;
+        }
+    }
+    for (int i = 0; i < r->ncs; i++) {
+        if (r->cs[i].slot == slot) {
+            return &r->cs[i].p;
+        }
+    }
+    struct cslot *n = realloc(r->cs, (size_t)(r->ncs + 1) * sizeof *n);
+    if (n == NULL) {
+        return NULL;
+    }
+    r->cs = n;
+    r->cs[r->ncs] = (struct cslot){slot, NULL};
+    return &r->cs[r->ncs++].p;
 }

@@ -285,6 +285,37 @@ host_current_lasti(PyCodeObject *code)
 #endif
 }
 
+static void **
+host_code_slot(ptk_plugin_ctx *ctx, PyCodeObject *code)
+{
+    if (ctx == NULL || code == NULL || ctx->slot < 0) {
+        return NULL;
+    }
+    return ptk__code_slot(code, (uint32_t)ctx->slot);
+}
+
+static int
+host_event_offset(const ptk_event *ev)
+{
+    return ev ? ptk__event_lasti(ev) : -1;
+}
+
+static int
+host_subscribe_filter(ptk_plugin_ctx *ctx, const char *spec)
+{
+    if (ctx == NULL || spec == NULL || ctx->initialised) {
+        return PTK_EINVAL; /* only during init */
+    }
+    char *t = ptk__asprintf("%s%s%s", ctx->filter_extra ? ctx->filter_extra : "",
+                            ctx->filter_extra ? "," : "", spec);
+    if (t == NULL) {
+        return PTK_ENOMEM;
+    }
+    free(ctx->filter_extra);
+    ctx->filter_extra = t;
+    return PTK_OK;
+}
+
 const ptk_host ptk__host = {
     .struct_size = sizeof(ptk_host),
     .abi_major = PTK_ABI_MAJOR,
@@ -304,6 +335,10 @@ const ptk_host ptk__host = {
     .strerror = ptk_strerror,
     .ref_status = host_ref_status,
     .current_lasti = host_current_lasti,
+    .code_slot = host_code_slot,
+    .event_parse_mask = ptk_event_parse_mask,
+    .event_offset = host_event_offset,
+    .subscribe_filter = host_subscribe_filter,
 };
 
 const ptk_host *

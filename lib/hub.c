@@ -73,6 +73,15 @@ release_slot(struct ptk_plugin_ctx *c)
 {
     if (c->slot >= 0) {
         ptk__code_forget_slot((uint32_t)c->slot);
+        uint64_t bit = (uint64_t)1 << c->slot;
+        for (size_t i = 0; i < ptk__thread_count(); i++) {
+            ptk__thread *th = ptk__thread_at(i);
+            if (th != NULL) {
+                th->thr_judged &= ~bit;
+                th->thr_rejected &= ~bit;
+                th->fdepth[c->slot] = 0;
+            }
+        }
         slots_used &= ~((uint64_t)1 << c->slot);
         c->slot = -1;
     }
@@ -84,6 +93,17 @@ static int
 wanted(const struct ptk_session *s, const struct ptk_plugin_ctx *c)
 {
     return s->running && c->initialised && !c->failed && !c->removed;
+}
+
+/* Does c's subscription include kind k? A max_depth filter needs every
+ * CALL and RETURN of the code it selects, to count depth, even where the
+ * instance does not subscribe to them (the entry then only counts). */
+static int
+takes(const struct ptk_plugin_ctx *c, int k)
+{
+    return (c->events & PTK_MASK(k)) ||
+           ((k == PTK_EV_CALL || k == PTK_EV_RETURN) && c->filter != NULL &&
+            c->filter->max_depth > 0);
 }
 
 static int
@@ -100,7 +120,7 @@ build(ptk__table **out, char **errmsg)
                 continue;
             }
             for (int k = 0; k < PTK_EV_COUNT; k++) {
-                counts[k] += (c->events & PTK_MASK(k)) != 0;
+                counts[k] += takes(c, k);
             }
             t->nref += (c->events & PTK_MASK_REF) != 0;
         }
@@ -140,12 +160,23 @@ build(ptk__table **out, char **errmsg)
                 }
                 c->serial = ++slot_serial;
             }
-            unsigned flags = c->desc->flags;
+            unsigned flags = c->flags;
             if (flags & PTK_FLAG_STACK) {
                 t->need_stack = 1;
             }
+            uint64_t bit = (uint64_t)1 << c->slot;
+            if (c->events & ~PTK_MASK_REF) {
+                t->slots |= bit;
+            }
+            if (c->filter != NULL) {
+                t->filtered = 1;
+                t->filters[c->slot] = c->filter;
+                if (c->filter->code_level) {
+                    t->code_filtered |= bit;
+                }
+            }
             for (int k = 0; k < PTK_EV_COUNT; k++) {
-                if (!(c->events & PTK_MASK(k))) {
+                if (!takes(c, k)) {
                     continue;
                 }
                 t->mask |= PTK_MASK(k);
@@ -156,7 +187,9 @@ build(ptk__table **out, char **errmsg)
                     continue;
                 }
                 ptk__sub *sub = &t->subs[k][t->nsub[k]++];
-                sub->on_event = c->desc->on_event;
+                sub->on_event = (c->events & PTK_MASK(k)) ? c->desc->on_event
+                                                          : NULL;
+                sub->filter = c->filter;
                 sub->state = c->state;
                 sub->ctx = c;
                 sub->only_thread =
@@ -175,6 +208,7 @@ build(ptk__table **out, char **errmsg)
     /* CALL and RETURN reach both hooks: take them from the trace function
      * when it is needed anyway and nobody wants C events, so that a Python
      * call costs two callbacks, not four. */
+    t->dead_possible = t->slots != 0 && (t->code_filtered & t->slots) == t->slots;
     unsigned c_events = PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
                         PTK_MASK(PTK_EV_C_EXCEPTION);
     unsigned py_events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
@@ -296,7 +330,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     }
     ptk__current = t;
     rebuild_pending = 0;
-    ptk__dispatch_slow = ptk__disable_records;
+    ptk__dispatch_slow = ptk__disable_records || t->filtered;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */
     int rc_hooks = sync_backend(t, install_here, errmsg);
     int rc_ref = ptk__ref_sync(t, rc_hooks < 0 ? NULL : errmsg);

@@ -157,6 +157,15 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     ev.time_ns = 0;
     ev.frame_ = frame;
     ev.lasti_ = -1;
+    ev.target = -1;
+    if (t->dead_possible && ptk__code_dead(t, code)) {
+        /* No subscriber's filter selects this code: nothing to deliver,
+         * nothing pushed (its RETURN finds no entry), no lines. */
+        if (what == PyTrace_CALL && t->need_trace) {
+            frame_lines_off(frame);
+        }
+        return 0;
+    }
 
     switch (what) {
     case PyTrace_CALL:
@@ -310,6 +319,14 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     }
     th->tstate = PyThreadState_Get();
     if (what == PyTrace_CALL) {
+        if (t->dead_possible) {
+            PyCodeObject *code = PyFrame_GetCode(frame);
+            Py_DECREF(code); /* the frame keeps it */
+            if (ptk__code_dead(t, code)) {
+                frame_lines_off(frame);
+                return 0;
+            }
+        }
         trace_frame_setup(t, frame);
     }
     if ((what == PyTrace_CALL || what == PyTrace_RETURN) &&

@@ -147,22 +147,25 @@ ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
                         where, d->abi_major, d->abi_minor, PTK_ABI_MAJOR,
                         PTK_ABI_MINOR);
     }
-    if (d->struct_size < sizeof(ptk_plugin_desc)) {
+    /* Every minor only appends: a descriptor of 1.0's size (up to `fini`)
+     * is complete for any 1.x; the members it lacks read as NULL. */
+    const size_t size_1_0 = offsetof(ptk_plugin_desc, fini) + sizeof d->fini;
+    if (d->struct_size < size_1_0) {
         return ptk__err(errmsg, PTK_ESIZE,
                         "plugin %s: descriptor struct_size is %zu, at least "
                         "%zu expected for ABI %d.%d",
-                        where, d->struct_size, sizeof(ptk_plugin_desc),
-                        d->abi_major, d->abi_minor);
+                        where, d->struct_size, size_1_0, d->abi_major,
+                        d->abi_minor);
     }
     if (d->name == NULL || d->name[0] == '\0') {
         return ptk__err(errmsg, PTK_EINVAL,
                         "plugin %s: descriptor has no name", where);
     }
-    if (events & ~(unsigned)PTK_MASK_ALL) {
+    if (events & ~(unsigned)PTK_MASK_VALID) {
         return ptk__err(errmsg, PTK_EMASK,
                         "plugin '%s': event mask 0x%x has bits that name no "
                         "event (valid: 0x%x)",
-                        d->name, events, (unsigned)PTK_MASK_ALL);
+                        d->name, events, (unsigned)PTK_MASK_VALID);
     }
     for (int k = 0; k < PTK_EV_COUNT; k++) {
         if (!(events & PTK_MASK(k))) {

@@ -184,7 +184,13 @@ ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
     ev->time_ns = 0;
     ev->frame_ = NULL;
     ev->lasti_ = -1;
+    ev->target = -1;
 }
+
+/* Code that no subscriber's filter selects: every location in it is
+ * switched off the first time it fires (restart_events() brings them back
+ * for a later subscriber). One table load and branch when nobody filters. */
+#define DEAD(t, code) ((t)->dead_possible && ptk__code_dead((t), (code)))
 
 /* PY_START, PY_RESUME, PY_THROW (code, offset[, exception]). */
 static PyObject *
@@ -201,6 +207,9 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     PyCodeObject *code = (PyCodeObject *)args[0];
+    if (DEAD(t, code)) {
+        return disable(1);
+    }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
     ev.origin = (ptk_event_origin)((mon_cb *)self)->what;
@@ -234,6 +243,9 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     PyCodeObject *code = (PyCodeObject *)args[0];
+    if (DEAD(t, code)) {
+        return disable(1); /* its start was not pushed either */
+    }
     int origin = ((mon_cb *)self)->what;
     /* Frames nest, so the returning frame is the innermost one of its code
      * that the stack knows; a frame that started before tracing is not on
@@ -293,12 +305,15 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)self;
     (void)nargsf;
     (void)kw;
+    ptk__table *t = ptk__current;
+    if (DEAD(t, (PyCodeObject *)args[0])) {
+        return disable(1); /* judged by the calling code */
+    }
     PyObject *made;
     PyObject *callable = c_callable(args, &made);
     if (callable == NULL) {
         return none();
     }
-    ptk__table *t = ptk__current;
     ptk__thread *th = thread_here();
     if (th != NULL) {
         ptk__cstack_push(th, callable);
@@ -320,12 +335,15 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
     (void)nargsf;
     (void)kw;
+    ptk__table *t = ptk__current;
+    if (DEAD(t, (PyCodeObject *)args[0])) {
+        return disable(1);
+    }
     PyObject *made;
     PyObject *callable = c_callable(args, &made);
     if (callable == NULL) {
         return none();
     }
-    ptk__table *t = ptk__current;
     ptk__thread *th = thread_here();
     int i = th ? ptk__cstack_match(th, callable) : -1;
     if (i >= 0) { /* else: no matching C_CALL, dropped */
@@ -346,6 +364,9 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 static inline PyObject *
 line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
 {
+    if (DEAD(t, code)) {
+        return disable(1);
+    }
     if (ptk__disable_records &&
         ptk__code_line_state(code, line) != PTK__LINE_DELIVER) {
         return disable(1); /* every LINE subscriber disabled this line */
@@ -379,29 +400,83 @@ mon_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
                    (int)small_int(args[1]));
 }
 
-/* JUMP (code, from, to): the legacy layer reports a LINE for a jump
- * backwards to the line it jumps from (a loop on one line), which LINE
- * alone does not. Every other jump is switched off where it is. */
+/* JUMP (code, from, to): a JUMP event for its subscribers; and, for LINE,
+ * the line the legacy layer reports for a jump backwards to the line it
+ * jumps from (a loop on one line), which LINE alone does not. A location
+ * is switched off once neither needs it. */
 static PyObject *
 mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
     (void)self;
     (void)nargsf;
     (void)kw;
-    long from = small_int(args[1]), to = small_int(args[2]);
-    if (to > from) {
-        return disable(0);
-    }
+    ptk__table *t = ptk__current;
     PyCodeObject *code = (PyCodeObject *)args[0];
-    int to_line = PyCode_Addr2Line(code, (int)to);
-    if (to_line < 0 || to_line != PyCode_Addr2Line(code, (int)from)) {
-        return disable(0); /* the LINE event at the target reports it */
+    if (DEAD(t, code)) {
+        return disable(1);
     }
-    ptk__thread *th = thread_here();
-    if (th == NULL) {
+    long from = small_int(args[1]), to = small_int(args[2]);
+    ptk__thread *th = NULL;
+    int jump_off = 1;
+    if (t->nsub[PTK_EV_JUMP]) {
+        if ((th = thread_here()) == NULL) {
+            return none();
+        }
+        ptk_event ev;
+        ev_init(&ev, th, PTK_EV_JUMP, code, Py_None,
+                t->track_stack ? th->pub.depth : -1);
+        ev.lasti_ = (int32_t)from;
+        ev.target = (int32_t)to;
+        ptk__deliver_clean(t, th, &ev);
+        jump_off = ptk__disable_records && ptk__code_all_disabled(t, &ev);
+    }
+    int to_line = -1;
+    if ((t->mask & PTK_MASK(PTK_EV_LINE)) && to <= from) {
+        to_line = PyCode_Addr2Line(code, (int)to);
+        if (to_line >= 0 && to_line != PyCode_Addr2Line(code, (int)from)) {
+            to_line = -1; /* the LINE event at the target reports it */
+        }
+    }
+    if (to_line < 0) {
+        return jump_off ? disable(1) : none();
+    }
+    if (th == NULL && (th = thread_here()) == NULL) {
         return none();
     }
-    return line_at(ptk__current, th, code, to_line);
+    PyObject *r = line_at(t, th, code, to_line);
+    if (r != none() && !jump_off) {
+        Py_DECREF(r); /* LINE is done here, JUMP is not */
+        return none();
+    }
+    return r;
+}
+
+/* BRANCH (code, from, to). */
+static PyObject *
+mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    PyCodeObject *code = (PyCodeObject *)args[0];
+    if (DEAD(t, code)) {
+        return disable(1);
+    }
+    ptk__thread *th = thread_here();
+    if (th == NULL || !t->nsub[PTK_EV_BRANCH]) {
+        return none();
+    }
+    ptk_event ev;
+    ev_init(&ev, th, PTK_EV_BRANCH, code, Py_None,
+            t->track_stack ? th->pub.depth : -1);
+    ev.lasti_ = (int32_t)small_int(args[1]);
+    ev.target = (int32_t)small_int(args[2]);
+    ptk__deliver_clean(t, th, &ev);
+    if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
+        return disable(1);
+    }
+    return none();
 }
 
 /* RAISE, STOP_ITERATION (code, offset, exception). */
@@ -443,6 +518,9 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
+    if (DEAD(t, (PyCodeObject *)args[0])) {
+        return disable(1);
+    }
     ptk__thread *th = thread_here();
     if (th == NULL || !t->nsub[PTK_EV_OPCODE]) {
         return none();
@@ -463,7 +541,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
 enum {
     M_PY_START, M_PY_RESUME, M_PY_THROW, M_PY_RETURN, M_PY_YIELD, M_PY_UNWIND,
     M_CALL, M_C_RETURN, M_C_RAISE, M_LINE, M_JUMP, M_RAISE, M_STOP_ITERATION,
-    M_INSTRUCTION, M_COUNT
+    M_INSTRUCTION, M_BRANCH, M_COUNT
 };
 
 static const struct {
@@ -485,6 +563,7 @@ static const struct {
     [M_RAISE] = {"RAISE", mon_raise, 0},
     [M_STOP_ITERATION] = {"STOP_ITERATION", mon_raise, 0},
     [M_INSTRUCTION] = {"INSTRUCTION", mon_instruction, 0},
+    [M_BRANCH] = {"BRANCH", mon_branch, 0},
 };
 
 static unsigned long ev_bit[M_COUNT]; /* sys.monitoring.events.NAME */
@@ -717,6 +796,12 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
         if (line_needs_start) {
             want |= ev_bit[M_PY_START];
         }
+    }
+    if (m & PTK_MASK(PTK_EV_JUMP)) {
+        want |= ev_bit[M_JUMP];
+    }
+    if (m & PTK_MASK(PTK_EV_BRANCH)) {
+        want |= ev_bit[M_BRANCH];
     }
     if (m & PTK_MASK(PTK_EV_EXCEPTION)) {
         want |= bits(M_RAISE, M_STOP_ITERATION);

@@ -97,21 +97,21 @@ bad:
 }
 
 static char *
-accepted_list(const ptk_plugin_desc *desc)
+accepted_list(const ptk_option_spec *specs, size_t nspec)
 {
     size_t n = 1;
-    for (const ptk_option_spec *s = desc->options; s && s->name; s++) {
-        n += strlen(s->name) + 2;
+    for (size_t i = 0; i < nspec; i++) {
+        n += strlen(specs[i].name) + 2;
     }
     char *buf = calloc(1, n + 8);
     if (buf == NULL) {
         return NULL;
     }
-    for (const ptk_option_spec *s = desc->options; s && s->name; s++) {
+    for (size_t i = 0; i < nspec; i++) {
         if (buf[0]) {
             strcat(buf, ", ");
         }
-        strcat(buf, s->name);
+        strcat(buf, specs[i].name);
     }
     if (!buf[0]) {
         strcpy(buf, "none");
@@ -123,16 +123,42 @@ int
 ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
                    ptk__options *out, char **errmsg)
 {
+    return ptk__options_parse_ex(desc, NULL, text, out, errmsg);
+}
+
+int
+ptk__options_parse_ex(const ptk_plugin_desc *desc, const ptk_option_spec *extra,
+                      const char *text, ptk__options *out, char **errmsg)
+{
     const char *plugin = desc->name ? desc->name : "?";
-    size_t nspec = 0;
+    size_t nown = 0, nspec = 0;
     memset(out, 0, sizeof *out);
     for (const ptk_option_spec *s = desc->options; s && s->name; s++) {
-        nspec++;
+        nown++;
     }
+    /* The plugin's own options first, then the extra ones (the hub's
+     * filter keys) whose names the plugin does not declare itself. */
+    ptk_option_spec *specs = calloc(nown + 16, sizeof *specs);
+    if (specs == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < nown; i++) {
+        specs[nspec++] = desc->options[i];
+    }
+    for (const ptk_option_spec *x = extra; x && x->name && nspec < nown + 16; x++) {
+        size_t i;
+        for (i = 0; i < nown && strcmp(specs[i].name, x->name) != 0; i++) {
+        }
+        if (i == nown) {
+            specs[nspec++] = *x;
+        }
+    }
+    out->specs = specs;
+    out->nown = nown;
     /* Storage: defaults and the user's text, unquoted, each NUL-terminated. */
     size_t cap = (text ? strlen(text) : 0) + 1;
     for (size_t i = 0; i < nspec; i++) {
-        const char *d = desc->options[i].default_value;
+        const char *d = specs[i].default_value;
         cap += (d ? strlen(d) : 0) + 1;
     }
     out->storage = malloc(cap);
@@ -145,7 +171,7 @@ ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
     char *w = out->storage;
     int rc;
     for (size_t i = 0; i < nspec; i++) {
-        const ptk_option_spec *spec = &desc->options[i];
+        const ptk_option_spec *spec = &specs[i];
         ptk_option_value *v = &out->values[i];
         v->name = spec->name;
         v->type = spec->type;
@@ -176,7 +202,7 @@ ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
         w += klen + 1;
         size_t i;
         for (i = 0; i < nspec; i++) {
-            if (strcmp(desc->options[i].name, key) == 0) {
+            if (strcmp(specs[i].name, key) == 0) {
                 break;
             }
         }
@@ -187,7 +213,7 @@ ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
             continue; /* stray comma */
         }
         if (i == nspec) {
-            char *acc = accepted_list(desc);
+            char *acc = accepted_list(specs, nspec);
             rc = ptk__err(errmsg, PTK_EOPTION,
                           "unknown option '%s' for plugin '%s' (it accepts: "
                           "%s)",
@@ -196,7 +222,7 @@ ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
             ptk__options_free(out);
             return rc;
         }
-        int is_list = desc->options[i].type == PTK_OPT_LIST;
+        int is_list = specs[i].type == PTK_OPT_LIST;
         char *val = NULL;
         if (*p == '=') {
             p++;
@@ -249,17 +275,17 @@ ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
             return rc;
         }
         if (val == NULL) {
-            if (desc->options[i].type != PTK_OPT_BOOL) {
+            if (specs[i].type != PTK_OPT_BOOL) {
                 rc = ptk__err(errmsg, PTK_EOPTTYPE,
                               "option '%s' of plugin '%s' expects %s, found "
                               "no value",
-                              key, plugin, type_name(desc->options[i].type));
+                              key, plugin, type_name(specs[i].type));
                 ptk__options_free(out);
                 return rc;
             }
             val = (char *)"true";
         }
-        rc = parse_value(plugin, &desc->options[i], val, &out->values[i],
+        rc = parse_value(plugin, &specs[i], val, &out->values[i],
                          errmsg);
         if (rc < 0) {
             ptk__options_free(out);
@@ -274,5 +300,6 @@ ptk__options_free(ptk__options *o)
 {
     free(o->values);
     free(o->storage);
+    free(o->specs);
     memset(o, 0, sizeof *o);
 }

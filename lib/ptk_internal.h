@@ -41,11 +41,66 @@ PyObject *ptk__run_snippet(const char *src, const char *name, PyObject *value);
 typedef struct ptk__options {
     ptk_option_value *values;
     size_t n;
+    size_t nown;   /* values[0..nown) are the plugin's own options, the rest
+                      the extra (hub) keys the plugin does not declare */
+    ptk_option_spec *specs; /* what each value was parsed as */
     char *storage; /* one buffer holding every string value */
 } ptk__options;
 
 int ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
                        ptk__options *out, char **errmsg);
+/* Also accepts the keys of `extra` (NULL-name terminated) that the plugin
+ * does not declare. */
+int ptk__options_parse_ex(const ptk_plugin_desc *desc,
+                          const ptk_option_spec *extra, const char *text,
+                          ptk__options *out, char **errmsg);
+
+/* ---- the event table (events.c) -------------------------------------- */
+
+/* Mask of the kinds in a PTK_GROUP_* group / fed by a PTK_FEED_* backend. */
+unsigned int ptk__group_mask(unsigned group_bit);
+unsigned int ptk__fed_mask(unsigned feed_bit);
+
+/* ---- filters (filter.c) ---------------------------------------------- */
+
+/* One item of a condition: a glob (or a directory prefix, or a module
+ * prefix), possibly negated with '!'. */
+typedef struct ptk__pat {
+    char *text;
+    int neg;
+    int prefix; /* a directory (include/exclude) or module prefix */
+} ptk__pat;
+
+typedef struct ptk__patlist {
+    ptk__pat *v;
+    int n, npos; /* items, and items that are not negated */
+} ptk__patlist;
+
+enum { PTK__F_INCLUDE, PTK__F_EXCLUDE, PTK__F_MODULES, PTK__F_FUNCTIONS,
+       PTK__F_THREADS, PTK__F_NLISTS };
+
+typedef struct ptk__filter {
+    ptk__patlist list[PTK__F_NLISTS];
+    int64_t max_depth;  /* 0: no limit */
+    int code_level;     /* include, exclude, modules or functions given */
+    char *text;         /* the filter as given, for messages and reports */
+} ptk__filter;
+
+/* The option keys the hub accepts for every plugin (NULL-terminated). */
+extern const ptk_option_spec ptk__filter_specs[];
+/* Builds a filter from the hub keys of parsed options (falling back to the
+ * session's `defaults`, may be NULL), plus `extra` text from
+ * host->subscribe_filter (may be NULL). *out is NULL when no condition is
+ * given. Needs the GIL (named sets read sys.path). */
+int ptk__filter_build(const char *plugin, const ptk__options *own,
+                      const ptk__options *defaults, const char *extra,
+                      ptk__filter **out, char **errmsg);
+void ptk__filter_free(ptk__filter *f);
+/* Does f's code-level condition select this code object? Needs the GIL;
+ * module is the `__name__` of the code's globals (may be NULL). */
+int ptk__filter_code(const ptk__filter *f, PyCodeObject *code,
+                     const char *module);
+int ptk__filter_thread(const ptk__filter *f, const char *name);
 void ptk__options_free(ptk__options *o);
 
 /* ---- threads (thread.c) ---------------------------------------------- */
@@ -80,6 +135,11 @@ typedef struct ptk__thread {
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
     int name_tries; /* lookups so far (the monitoring backend retries) */
+    /* Filters: per subscriber slot, whether its `threads=` condition has
+     * judged this thread and rejected it, and the number of frames its
+     * code condition selects on this thread's stack (for max_depth). */
+    uint64_t thr_judged, thr_rejected;
+    int32_t fdepth[PTK__MAX_SLOTS];
 } ptk__thread;
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
@@ -147,12 +207,15 @@ ptk__event_lasti(const ptk_event *ev)
 /* ---- dispatch (hub.c) ------------------------------------------------ */
 
 typedef struct ptk__sub {
+    /* NULL for an entry that only counts depth for a max_depth filter
+     * (the instance does not subscribe to CALL / RETURN itself) */
     int (*on_event)(void *state, const ptk_event *ev);
     void *state;
     struct ptk_plugin_ctx *ctx;
     const ptk_thread *only_thread; /* NULL: every thread */
     uint32_t slot;
     uint32_t flags;
+    const ptk__filter *filter;     /* NULL: everything */
 } ptk__sub;
 
 typedef struct ptk__refsub {
@@ -173,10 +236,35 @@ typedef struct ptk__table {
                                  wants RETURN, C events or the stack) */
     int nsub[PTK_EV_COUNT];
     ptk__sub *subs[PTK_EV_COUNT];
+    /* Filters (filter.c), by subscriber slot. */
+    int filtered;             /* some subscriber has a filter: every event
+                                 takes the general dispatch path */
+    uint64_t slots;           /* slots of the subscribers of on_event kinds */
+    uint64_t code_filtered;   /* slots whose filter judges code objects */
+    int dead_possible;        /* every subscriber judges code: code that all
+                                 of them reject can be switched off */
+    const ptk__filter *filters[PTK__MAX_SLOTS];
     int nref;
     ptk__refsub *refs;
     struct ptk__table *retired_next;
 } ptk__table;
+
+/* Slots of t's code-filtered subscribers that reject code (judged once per
+ * code object and cached in its record). */
+uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code);
+/* Does no subscriber of t want anything of code? Then every event location
+ * in it can be switched off (monitoring) or skipped (legacy). */
+static inline int
+ptk__code_dead(const ptk__table *t, PyCodeObject *code)
+{
+    return t->dead_possible &&
+           (ptk__code_rejects(t, code) & t->slots) == t->slots;
+}
+/* Should subscriber s skip ev (its filter)? Counts max_depth frames. */
+int ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,
+                     uint64_t rejected);
+/* host->code_slot */
+void **ptk__code_slot(PyCodeObject *code, uint32_t slot);
 
 /* The published table; never NULL after ptk__hub_init (an empty table). */
 extern ptk__table *ptk__current;
@@ -229,10 +317,19 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
     }
     ptk__sub *s = t->subs[kind];
     int n = t->nsub[kind], lines_off = 0;
+    uint64_t rejected =
+        general && t->code_filtered ? ptk__code_rejects(t, ev->code) : 0;
     ptk__dispatch_depth++;
     for (int i = 0; i < n; i++) {
         if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
             continue;
+        }
+        if (general && s[i].filter != NULL &&
+            ptk__filter_skip(&s[i], th, ev, rejected)) {
+            continue;
+        }
+        if (general && s[i].on_event == NULL) {
+            continue; /* counts depth only */
         }
         if (general &&
             (ptk__sub_failed(&s[i]) ||
@@ -325,12 +422,18 @@ int ptk__ref_check_available(const char *plugin, char **errmsg);
 
 struct ptk_plugin_ctx {
     struct ptk_session *session;
-    const ptk_plugin_desc *desc;
+    const ptk_plugin_desc *desc; /* &desc_copy */
+    const ptk_plugin_desc *desc_orig; /* as the plugin exported it */
+    ptk_plugin_desc desc_copy;   /* zero-extended to the current size */
     void *dl;                 /* dlopen handle, NULL for static plugins */
     char *path;               /* file it was loaded from, or NULL */
     char *name;
     void *state;
     unsigned int events;      /* effective mask after init */
+    unsigned int flags;       /* effective ptk_plugin_flags after init */
+    ptk_subscription sub;     /* what init saw and may change (ABI 1.2) */
+    ptk__filter *filter;      /* NULL: no filter */
+    char *filter_extra;       /* conditions added by host->subscribe_filter */
     ptk__options opts;
     int initialised;
     int attached;             /* in the published table */
@@ -345,6 +448,7 @@ struct ptk_plugin_ctx {
 
 struct ptk_session {
     char *output_dir;
+    ptk__options filter_defaults; /* ptk_session_config::filter, parsed */
     ptk_thread_scope threads;
     ptk_backend backend;      /* in use once started, else as requested */
     ptk_backend requested;    /* resolved at creation: legacy or monitoring */

@@ -63,11 +63,20 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     if (cfg == NULL) {
         cfg = &def;
     }
-    if (cfg->struct_size < sizeof(ptk_session_config)) {
+    /* A config built against older headers is smaller: read it through a
+     * zeroed copy of the current size (what it lacks is NULL / default). */
+    const size_t size_1_0 = offsetof(ptk_session_config, summary) + sizeof(FILE *);
+    if (cfg->struct_size < size_1_0) {
         return ptk__err(errmsg, PTK_ESIZE,
-                        "ptk_session_config.struct_size is %zu, expected %zu",
-                        cfg->struct_size, sizeof(ptk_session_config));
+                        "ptk_session_config.struct_size is %zu, expected at "
+                        "least %zu",
+                        cfg->struct_size, size_1_0);
     }
+    ptk_session_config full;
+    memset(&full, 0, sizeof full);
+    memcpy(&full, cfg, cfg->struct_size < sizeof full ? cfg->struct_size
+                                                      : sizeof full);
+    cfg = &full;
     if (cfg->threads != PTK_THREADS_CURRENT && cfg->threads != PTK_THREADS_ALL) {
         return ptk__err(errmsg, PTK_EINVAL, "invalid thread scope %d",
                         (int)cfg->threads);
@@ -94,12 +103,43 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     s->requested = requested;
     s->backend_explicit = explicit;
     s->summary = cfg->summary ? cfg->summary : stderr;
+    if (cfg->filter != NULL && *cfg->filter) {
+        /* Checked now, so that a bad default filter fails here; each
+         * plugin instance builds its own from these values. */
+        ptk_plugin_desc d = {.name = "session filter", .options = NULL};
+        ptk__filter *probe = NULL;
+        int frc = ptk__options_parse_ex(&d, ptk__filter_specs, cfg->filter,
+                                        &s->filter_defaults, errmsg);
+        if (frc == PTK_OK) {
+            frc = ptk__filter_build("session filter", NULL, &s->filter_defaults,
+                                    NULL, &probe, errmsg);
+            ptk__filter_free(probe);
+        }
+        if (frc < 0) {
+            ptk__options_free(&s->filter_defaults);
+            free(s->output_dir);
+            free(s->plugin_path);
+            free(s);
+            return frc;
+        }
+    }
     if (s->output_dir == NULL) {
         free(s);
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
     *out = s;
     return PTK_OK;
+}
+
+static void
+instance_free(struct ptk_plugin_ctx *c)
+{
+    ptk__options_free(&c->opts);
+    ptk__filter_free(c->filter);
+    free(c->filter_extra);
+    free(c->fail_msg);
+    free(c->name);
+    free(c);
 }
 
 static int
@@ -118,12 +158,21 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     if (c == NULL) {
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
+    /* A descriptor from an older ABI minor is smaller: read it through a
+     * zeroed copy of the current size, so members it lacks are NULL. */
+    size_t dsize = desc->struct_size < sizeof c->desc_copy ? desc->struct_size
+                                                           : sizeof c->desc_copy;
+    memcpy(&c->desc_copy, desc, dsize);
+    c->desc_orig = desc;
+    desc = c->desc = &c->desc_copy;
     c->session = s;
-    c->desc = desc;
     c->slot = -1;
     c->name = ptk__strdup(desc->name);
     c->events = desc->events;
-    rc = ptk__options_parse(desc, options, &c->opts, errmsg);
+    c->flags = desc->flags;
+    c->sub = (ptk_subscription){sizeof c->sub, desc->events, desc->flags};
+    rc = ptk__options_parse_ex(desc, ptk__filter_specs, options, &c->opts,
+                               errmsg);
     if (rc < 0) {
         free(c->name);
         free(c);
@@ -136,13 +185,13 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
             .host = &ptk__host,
             .ctx = c,
             .options = c->opts.values,
-            .noptions = c->opts.n,
+            .noptions = c->opts.nown,
             .output_dir = s->output_dir,
             .errbuf = errbuf,
             .errbuf_size = sizeof errbuf,
+            .subscription = &c->sub,
         };
-        unsigned int events = c->events;
-        rc = desc->init(&args, &c->state, &events);
+        rc = desc->init(&args, &c->state, &c->sub.events);
         if (rc < 0 || PyErr_Occurred()) {
             char *tb = PyErr_Occurred() ? ptk__format_exception() : NULL;
             rc = ptk__err(errmsg, rc < 0 ? rc : PTK_EPYTHON,
@@ -152,25 +201,42 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
                                                    : ptk_strerror(rc)),
                           tb ? "\n" : "", tb ? tb : "");
             free(tb);
-            ptk__options_free(&c->opts);
-            free(c->fail_msg);
-            free(c->name);
-            free(c);
+            instance_free(c);
             return rc;
         }
-        c->events = events;
-        rc = ptk__validate_desc(desc, where, events, errmsg);
+        c->events = c->sub.events;
+        /* Before ABI 1.2 a plugin could only change its flags by writing
+         * its own descriptor: read them from there. */
+        c->flags = desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
+        rc = ptk__validate_desc(desc, where, c->events, errmsg);
         if (rc < 0) {
             if (desc->fini) {
                 desc->fini(c->state);
             }
-            ptk__options_free(&c->opts);
-            free(c->name);
-            free(c);
+            instance_free(c);
             return rc;
         }
     }
     c->initialised = 1;
+    if (rc == PTK_OK && (c->events & PTK_MASK_BRANCHES) &&
+        s->requested != PTK_BACKEND_MONITORING) {
+        rc = ptk__err(errmsg, PTK_EUNSUPPORTED,
+                      "plugin %s subscribes to branch/jump events, which only "
+                      "the monitoring backend delivers (CPython 3.12+); this "
+                      "session uses the %s backend",
+                      where, ptk_backend_name(s->requested));
+    }
+    if (rc == PTK_OK) {
+        rc = ptk__filter_build(desc->name, &c->opts, &s->filter_defaults,
+                               c->filter_extra, &c->filter, errmsg);
+    }
+    if (rc < 0) {
+        if (desc->fini) {
+            desc->fini(c->state);
+        }
+        instance_free(c);
+        return rc;
+    }
     c->dl = dl;
     c->path = path;
     struct ptk_plugin_ctx **tail = &s->plugins;
@@ -468,15 +534,13 @@ ptk_session_free(ptk_session *s)
         if (c->initialised && c->desc->fini) {
             c->desc->fini(c->state);
         }
-        ptk__options_free(&c->opts);
-        free(c->fail_msg);
-        free(c->name);
         free(c->path);
         /* shared objects stay loaded: CPython may still hold pointers into
          * them (types, functions) made by the plugin */
-        free(c);
+        instance_free(c);
         c = next;
     }
+    ptk__options_free(&s->filter_defaults);
     free(s->output_dir);
     free(s->plugin_path);
     free(s);

@@ -27,17 +27,88 @@ raise_ptk(int rc, char *err)
     return NULL;
 }
 
+/* Appends "key=items" to parts for a filter keyword given as a str or a
+ * sequence of str (items joined with ';'). 0, or -1 with TypeError. */
+static int
+filter_part(PyObject *parts, const char *key, PyObject *v)
+{
+    if (v == NULL || v == Py_None) {
+        return 0;
+    }
+    PyObject *text = NULL;
+    if (PyUnicode_Check(v)) {
+        text = Py_NewRef(v);
+    }
+    else if (PyLong_Check(v) && strcmp(key, "max_depth") == 0) {
+        text = PyObject_Str(v);
+    }
+    else if (PySequence_Check(v) && strcmp(key, "max_depth") != 0) {
+        PyObject *sep = PyUnicode_FromString(";");
+        text = sep ? PyUnicode_Join(sep, v) : NULL;
+        Py_XDECREF(sep);
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "%s must be %s, not %.100s",
+                     key[0] == 'm' && key[1] == 'a' ? "max_depth" : key,
+                     strcmp(key, "max_depth") == 0 ? "an int"
+                                                   : "a str or a sequence of str",
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    if (text == NULL) {
+        return -1;
+    }
+    PyObject *kv = PyUnicode_FromFormat("%s=%U", key, text);
+    Py_DECREF(text);
+    int rc = kv ? PyList_Append(parts, kv) : -1;
+    Py_XDECREF(kv);
+    return rc;
+}
+
 static int
 Session_init(SessionObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"plugins", "output_dir", "threads", "plugin_path",
-                             "backend", NULL};
+                             "backend", "filter", "include", "exclude",
+                             "modules", "functions", "thread_names",
+                             "max_depth", NULL};
     PyObject *plugins = NULL;
     const char *outdir = "pytracekit-out", *threads = "current",
-               *plugin_path = NULL, *backend = "auto";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osszs", kwlist, &plugins,
-                                     &outdir, &threads, &plugin_path,
-                                     &backend)) {
+               *plugin_path = NULL, *backend = "auto", *filter = NULL;
+    PyObject *fv[6] = {NULL};
+    static const char *const fkeys[6] = {"include", "exclude", "modules",
+                                         "functions", "threads", "max_depth"};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osszsz$OOOOOO", kwlist,
+                                     &plugins, &outdir, &threads, &plugin_path,
+                                     &backend, &filter, &fv[0], &fv[1], &fv[2],
+                                     &fv[3], &fv[4], &fv[5])) {
+        return -1;
+    }
+    /* filter= and the keywords make the session's default filter */
+    PyObject *parts = PyList_New(0);
+    if (parts == NULL) {
+        return -1;
+    }
+    if (filter != NULL && *filter) {
+        PyObject *f = PyUnicode_FromString(filter);
+        if (f == NULL || PyList_Append(parts, f) < 0) {
+            Py_XDECREF(f);
+            Py_DECREF(parts);
+            return -1;
+        }
+        Py_DECREF(f);
+    }
+    for (int k = 0; k < 6; k++) {
+        if (filter_part(parts, fkeys[k], fv[k]) < 0) {
+            Py_DECREF(parts);
+            return -1;
+        }
+    }
+    PyObject *comma = PyUnicode_FromString(",");
+    PyObject *ftext = comma ? PyUnicode_Join(comma, parts) : NULL;
+    Py_XDECREF(comma);
+    Py_DECREF(parts);
+    if (ftext == NULL) {
         return -1;
     }
     if (self->s != NULL) {
@@ -47,6 +118,11 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.output_dir = outdir;
     cfg.plugin_path = plugin_path;
+    cfg.filter = PyUnicode_AsUTF8(ftext); /* copied by ptk_session_new */
+    if (cfg.filter == NULL) {
+        Py_DECREF(ftext);
+        return -1;
+    }
     if (strcmp(threads, "all") == 0) {
         cfg.threads = PTK_THREADS_ALL;
     }
@@ -55,16 +131,19 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
                      "threads must be 'current' or 'all', not %R",
                      PyTuple_GET_SIZE(args) > 2 ? PyTuple_GET_ITEM(args, 2)
                                                 : Py_None);
+        Py_DECREF(ftext);
         return -1;
     }
     if (ptk_backend_parse(backend, &cfg.backend) < 0) {
         PyErr_Format(PyExc_ValueError,
                      "backend must be 'auto', 'legacy' or 'monitoring', not '%s'",
                      backend);
+        Py_DECREF(ftext);
         return -1;
     }
     char *err = NULL;
     int rc = ptk_session_new(&cfg, &self->s, &err);
+    Py_DECREF(ftext);
     if (rc < 0) {
         raise_ptk(rc, err);
         return -1;
@@ -279,7 +358,12 @@ static PyType_Slot Session_slots[] = {
     {Py_tp_getset, Session_getset},
     {Py_tp_doc, (void *)"Session(plugins=(), output_dir='pytracekit-out', "
                         "threads='current', plugin_path=None, "
-                        "backend='auto')"},
+                        "backend='auto', filter=None, *, include=None, "
+                        "exclude=None, modules=None, functions=None, "
+                        "thread_names=None, max_depth=None)\n\n"
+                        "filter and the keywords after it are the default "
+                        "filter of every plugin (docs/filters.md); a "
+                        "plugin's own options replace them key by key."},
     {0, NULL},
 };
 

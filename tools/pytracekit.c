@@ -45,6 +45,17 @@ usage(FILE *out)
             "  --threads SCOPE     current: the main thread only; all (default):\n"
             "                      every thread, including ones started later\n"
             "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
+            "  --include GLOBS     every plugin: only code in files matching GLOBS\n"
+            "                      (absolute-path globs or directories, ';'-separated;\n"
+            "                      named sets stdlib, site-packages; !negates)\n"
+            "  --exclude GLOBS     every plugin: not code in files matching GLOBS\n"
+            "  --modules NAMES     every plugin: only these modules and submodules\n"
+            "  --functions GLOBS   every plugin: only functions whose qualified\n"
+            "                      name matches\n"
+            "  --thread-names GLOBS every plugin: only threads whose name matches\n"
+            "  --max-depth N       every plugin: only N selected frames deep\n"
+            "                      (a plugin's own KEY=VALUE replaces any of these;\n"
+            "                      see docs/filters.md)\n"
             "  --backend NAME      where events come from: legacy (PyEval_SetProfile/\n"
             "                      SetTrace), monitoring (sys.monitoring, 3.12+) or\n"
             "                      auto (default: $PYTRACEKIT_BACKEND if set, else\n"
@@ -157,6 +168,33 @@ register_finish(void)
     return 0;
 }
 
+/* a + sep + b, newly allocated; a (may be NULL) is freed. */
+static char *
+join(char *a, const char *sep, const char *b)
+{
+    size_t n = (a ? strlen(a) : 0) + strlen(sep) + strlen(b) + 1;
+    char *r = malloc(n);
+    if (r == NULL) {
+        fprintf(stderr, "pytracekit: out of memory\n");
+        exit(EXIT_USAGE);
+    }
+    snprintf(r, n, "%s%s%s", a ? a : "", sep, b);
+    free(a);
+    return r;
+}
+
+/* Index of a filter option (--include …) in keys, or -1. */
+static int
+filter_key(const char *arg, const char *const (*keys)[2], int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (strcmp(arg, keys[k][0]) == 0) {
+            return k;
+        }
+    }
+    return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -166,6 +204,13 @@ main(int argc, char **argv)
     ptk_thread_scope threads = PTK_THREADS_ALL;
     ptk_backend backend = PTK_BACKEND_AUTO;
     char *plugin_path = NULL;
+    /* --include … --max-depth: the session's default filter */
+    static const char *const fkeys[][2] = {
+        {"--include", "include"},     {"--exclude", "exclude"},
+        {"--modules", "modules"},     {"--functions", "functions"},
+        {"--thread-names", "threads"}, {"--max-depth", "max_depth"}};
+    enum { NFKEYS = sizeof fkeys / sizeof fkeys[0] };
+    char *fvals[NFKEYS] = {NULL};
     int list = 0;
     int i;
     const char *mode = NULL; /* NULL: script; "-m" or "-c" */
@@ -222,6 +267,15 @@ main(int argc, char **argv)
         }
         else if (strcmp(a, "--list-plugins") == 0) {
             list = 1;
+        }
+        else if (filter_key(a, fkeys, NFKEYS) >= 0 && TAKE(a)) {
+            int f = filter_key(a, fkeys, NFKEYS);
+            /* repeated: the items add up (max_depth: the last one) */
+            if (fvals[f] != NULL && f == NFKEYS - 1) {
+                free(fvals[f]);
+                fvals[f] = NULL;
+            }
+            fvals[f] = join(fvals[f], fvals[f] ? ";" : "", val);
         }
         else if (strcmp(a, "--version") == 0) {
             printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
@@ -313,7 +367,16 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
 
+    char *filter = NULL;
+    for (int k = 0; k < NFKEYS; k++) {
+        if (fvals[k] != NULL) {
+            filter = join(filter, filter ? "," : "", fkeys[k][1]);
+            filter = join(filter, "=", fvals[k]);
+            free(fvals[k]);
+        }
+    }
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
+    cfg.filter = filter;
     cfg.output_dir = outdir;
     cfg.threads = threads;
     cfg.backend = backend;
@@ -336,11 +399,13 @@ main(int argc, char **argv)
         session = NULL;
         Py_FinalizeEx();
         free(plugin_path);
+        free(filter);
         free(pargv);
         return EXIT_USAGE;
     }
     int status = Py_RunMain(); /* runs the program, then finalises */
     free(plugin_path);
+    free(filter);
     free(pargv);
     return status;
 }

@@ -31,6 +31,12 @@ extern "C" {
  * - EXCEPTION: the `(type, value, traceback)` tuple.
  * - LINE, OPCODE: `Py_None`.
  * - REF_CREATE, REF_DESTROY: delivered through `on_ref`, not ptk_event.
+ * - BRANCH, JUMP: `Py_None`; the instruction's offset is
+ *   ptk_host::event_offset(), the destination's is ptk_event::target.
+ *
+ * Everything else about each kind (its name, its groups, which backends
+ * feed it, whether PTK_DISABLE can switch one location of it off) is in
+ * one table, #PTK_EVENT_TABLE.
  * @since 0.1
  */
 typedef enum ptk_event_kind {
@@ -44,7 +50,9 @@ typedef enum ptk_event_kind {
     PTK_EV_OPCODE = 7,      /**< an opcode is about to run (trace) */
     PTK_EV_REF_CREATE = 8,  /**< an object was created (reference tracer) */
     PTK_EV_REF_DESTROY = 9, /**< an object is being destroyed (reference tracer) */
-    PTK_EV_COUNT = 10       /**< number of kinds; not an event */
+    PTK_EV_BRANCH = 10,     /**< a conditional branch is taken or not (3.12+, monitoring; @since 0.3) */
+    PTK_EV_JUMP = 11,       /**< an unconditional jump (3.12+, monitoring; @since 0.3) */
+    PTK_EV_COUNT = 12       /**< number of kinds; not an event (10 before 0.3) */
 } ptk_event_kind;
 
 /** @brief The mask bit of one event kind. @since 0.1 */
@@ -64,8 +72,82 @@ typedef enum ptk_event_kind {
 /** @brief The reference-tracer events (CPython 3.13+). @since 0.1 */
 #define PTK_MASK_REF (PTK_MASK(PTK_EV_REF_CREATE) | PTK_MASK(PTK_EV_REF_DESTROY))
 
-/** @brief Every event kind. @since 0.1 */
+/** @brief The kinds of ABI 1.0 and 1.1: every kind both backends can
+ *  deliver (not BRANCH / JUMP). @since 0.1 */
 #define PTK_MASK_ALL (PTK_MASK_PROFILE | PTK_MASK_TRACE | PTK_MASK_REF)
+
+/** @brief The branch events of `sys.monitoring` (3.12+). @since 0.3 */
+#define PTK_MASK_BRANCHES (PTK_MASK(PTK_EV_BRANCH) | PTK_MASK(PTK_EV_JUMP))
+
+/** @brief Every bit that names an event kind. @since 0.3 */
+#define PTK_MASK_VALID (PTK_MASK_ALL | PTK_MASK_BRANCHES)
+
+/** @brief Group bit of #PTK_EVENT_TABLE: the `profile` group. @since 0.3 */
+#define PTK_GROUP_PROFILE 1u
+/** @brief Group bit of #PTK_EVENT_TABLE: the `trace` group. @since 0.3 */
+#define PTK_GROUP_TRACE 2u
+/** @brief Group bit of #PTK_EVENT_TABLE: the `all` group. @since 0.3 */
+#define PTK_GROUP_ALL 4u
+/** @brief Group bit of #PTK_EVENT_TABLE: the `ref` group. @since 0.3 */
+#define PTK_GROUP_REF 8u
+/** @brief Group bit of #PTK_EVENT_TABLE: the `branches` group. @since 0.3 */
+#define PTK_GROUP_BRANCHES 16u
+
+/** @brief Backend bit of #PTK_EVENT_TABLE: the legacy hooks feed the kind. @since 0.3 */
+#define PTK_FEED_LEGACY 1u
+/** @brief Backend bit of #PTK_EVENT_TABLE: `sys.monitoring` feeds the kind. @since 0.3 */
+#define PTK_FEED_MONITORING 2u
+/** @brief Backend bit of #PTK_EVENT_TABLE: the reference tracer feeds it. @since 0.3 */
+#define PTK_FEED_REFTRACER 4u
+
+/**
+ * @brief The one list of event kinds: `X(KIND, name, groups, feeds,
+ * disable, source)` per kind, in ::ptk_event_kind order.
+ *
+ * - `KIND`: the suffix of the enumerator (`CALL` for #PTK_EV_CALL).
+ * - `name`: what ptk_event_name() returns and event lists accept.
+ * - `groups`: `PTK_GROUP_*` bits: the group names that include it.
+ * - `feeds`: `PTK_FEED_*` bits: the backends that deliver it.
+ * - `disable`: where PTK_DISABLE switches it off: `"code"` (the code
+ *   object), `"line"`, `"instruction"`, or `""` (it cannot be).
+ * - `source`: the CPython events it comes from (documentation).
+ *
+ * Everything that lists kinds — names, the event-list parser, the mask
+ * checks, the documentation table — is made from this list, so a new kind
+ * is one row here and one callback in the backend that feeds it.
+ * @since 0.3
+ */
+#define PTK_EVENT_TABLE(X)                                                    \
+    X(CALL, "call", PTK_GROUP_PROFILE | PTK_GROUP_TRACE | PTK_GROUP_ALL,      \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "code",                          \
+      "PyTrace_CALL; PY_START, PY_RESUME, PY_THROW")                          \
+    X(EXCEPTION, "exception", PTK_GROUP_TRACE | PTK_GROUP_ALL,                \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "",                              \
+      "PyTrace_EXCEPTION; RAISE, STOP_ITERATION")                             \
+    X(LINE, "line", PTK_GROUP_TRACE | PTK_GROUP_ALL,                          \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "line",                          \
+      "PyTrace_LINE; LINE, JUMP backwards within a line")                     \
+    X(RETURN, "return", PTK_GROUP_PROFILE | PTK_GROUP_TRACE | PTK_GROUP_ALL,  \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "code",                          \
+      "PyTrace_RETURN; PY_RETURN, PY_YIELD, PY_UNWIND")                       \
+    X(C_CALL, "c_call", PTK_GROUP_PROFILE | PTK_GROUP_ALL,                    \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "instruction",                   \
+      "PyTrace_C_CALL; CALL")                                                 \
+    X(C_EXCEPTION, "c_exception", PTK_GROUP_PROFILE | PTK_GROUP_ALL,          \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "", "PyTrace_C_EXCEPTION; C_RAISE") \
+    X(C_RETURN, "c_return", PTK_GROUP_PROFILE | PTK_GROUP_ALL,                \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "", "PyTrace_C_RETURN; C_RETURN") \
+    X(OPCODE, "opcode", PTK_GROUP_TRACE | PTK_GROUP_ALL,                      \
+      PTK_FEED_LEGACY | PTK_FEED_MONITORING, "instruction",                   \
+      "PyTrace_OPCODE; INSTRUCTION")                                          \
+    X(REF_CREATE, "ref_create", PTK_GROUP_REF, PTK_FEED_REFTRACER, "",        \
+      "PyRefTracer_CREATE (3.13+)")                                           \
+    X(REF_DESTROY, "ref_destroy", PTK_GROUP_REF, PTK_FEED_REFTRACER, "",      \
+      "PyRefTracer_DESTROY (3.13+)")                                          \
+    X(BRANCH, "branch", PTK_GROUP_BRANCHES, PTK_FEED_MONITORING,              \
+      "instruction", "BRANCH (3.12+)")                                        \
+    X(JUMP, "jump", PTK_GROUP_BRANCHES, PTK_FEED_MONITORING, "instruction",   \
+      "JUMP (3.12+)")
 
 /**
  * @brief Where a CALL or RETURN came from, as far as the backend can tell.
@@ -134,6 +216,9 @@ typedef struct ptk_event {
     int32_t lasti_;        /* instruction offset (bytes), or -1: ask frame_ */
     /** @endcond */
     /* End of ABI 1.0. Check struct_size before reading fields added later. */
+    /** BRANCH, JUMP: the offset (bytes) of the instruction control goes to;
+     *  -1 for every other kind. @since 0.3 (ABI 1.2) */
+    int32_t target;
 } ptk_event;
 
 /**
@@ -147,20 +232,27 @@ typedef struct ptk_event {
 static inline const char *
 ptk_event_name(int kind)
 {
+#define PTK__EV_NAME(K, name, groups, feeds, disable, source) name,
     static const char *const names[PTK_EV_COUNT] = {
-        "call", "exception", "line", "return", "c_call",
-        "c_exception", "c_return", "opcode", "ref_create", "ref_destroy"};
+        PTK_EVENT_TABLE(PTK__EV_NAME)};
+#undef PTK__EV_NAME
     return (kind >= 0 && kind < PTK_EV_COUNT) ? names[kind] : NULL;
 }
 
 /**
  * @brief Parses a comma-separated list of event names into a mask.
  *
- * Accepts the names ptk_event_name() gives, plus `profile`, `trace`, `ref`
- * and `all` for the groups.
+ * Accepts the names ptk_event_name() gives and the groups of
+ * #PTK_EVENT_TABLE: `profile` (call, return, c_call, c_return,
+ * c_exception), `trace` (call, return, line, exception, opcode: what a
+ * trace function receives), `all` (every kind both backends deliver:
+ * profile and trace), `ref` (ref_create, ref_destroy) and `branches`
+ * (branch, jump). Items are separated by `,`, `;`, `+` or spaces.
+ * Plugins reach it as ptk_host::event_parse_mask, without linking.
  * @param list e.g. `"call,return,line"`.
  * @param[out] mask The mask on success.
- * @return #PTK_OK, or `PTK_EINVAL` for an unknown name.
+ * @return #PTK_OK, or `PTK_EINVAL` for an unknown name (since 0.3 also
+ *         for an empty list).
  * @since 0.1
  */
 PTK_API int ptk_event_parse_mask(const char *list, unsigned int *mask);

@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 1
+#define PTK_ABI_MINOR 2
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -72,6 +72,23 @@ typedef struct ptk_ref_status {
     /* End of ABI 1.0. */
 } ptk_ref_status;
 
+/**
+ * @brief What one plugin instance subscribes to: a record the hub owns, one
+ * per instance, handed to `init` through ptk_init_args::subscription.
+ *
+ * It starts as the descriptor's `events` and `flags` (and the filter the
+ * user gave in the instance's options); `init` may change both fields — for
+ * this instance only: the descriptor, shared by every instance of the
+ * plugin, is never written. The filter itself is the hub's (see
+ * docs/filters.md); a plugin adds to it with ptk_host::subscribe_filter.
+ * @since 0.3 (ABI 1.2)
+ */
+typedef struct ptk_subscription {
+    size_t struct_size;  /**< `sizeof(ptk_subscription)` as the host built it */
+    unsigned int events; /**< event mask; the same storage as init's `*events` */
+    unsigned int flags;  /**< ::ptk_plugin_flags for this instance */
+} ptk_subscription;
+
 /** @brief One plugin instance, as the host knows it (opaque). @since 0.1 */
 typedef struct ptk_plugin_ctx ptk_plugin_ctx;
 
@@ -91,6 +108,9 @@ typedef struct ptk_init_args {
     char *errbuf;                   /**< write a reason here on failure */
     size_t errbuf_size;             /**< size of `errbuf` */
     /* End of ABI 1.0. */
+    /** This instance's subscription, to read or change during `init`.
+     *  Check ptk_init_args::struct_size before using it. @since 0.3 (ABI 1.2) */
+    ptk_subscription *subscription;
 } ptk_init_args;
 
 /**
@@ -154,6 +174,28 @@ typedef struct ptk_host {
      *  (the monitoring backend makes no frame objects). ABI 1.1. */
     int (*current_lasti)(PyCodeObject *code);
     /* End of ABI 1.1. */
+    /** A pointer-sized slot of this instance's own for @p code, kept in the
+     *  hub's record of the code object: NULL (nothing stored yet) until the
+     *  plugin stores something. Replaces a hash table keyed by code
+     *  pointers, and cannot be confused by a freed code object's address
+     *  being reused: the slot goes when the code object goes, and when the
+     *  instance leaves the hub. The hub never frees what it points to.
+     *  Returns NULL if there is no slot (the instance is not attached, or
+     *  out of memory). GIL held; in `on_event` only. @since 0.3 (ABI 1.2) */
+    void **(*code_slot)(ptk_plugin_ctx *ctx, PyCodeObject *code);
+    /** ptk_event_parse_mask(): the one event-list parser. @since 0.3 (ABI 1.2) */
+    int (*event_parse_mask)(const char *list, unsigned int *mask);
+    /** The instruction offset (bytes) of an event located at an
+     *  instruction (C_CALL, C_RETURN, C_EXCEPTION, OPCODE, BRANCH, JUMP), or
+     *  -1. @since 0.3 (ABI 1.2) */
+    int (*event_offset)(const ptk_event *ev);
+    /** Adds filter conditions to this instance's subscription, in the
+     *  option syntax (`"include=src,modules=myapp"`; docs/filters.md),
+     *  as if the user had given them. Only during `init`. Returns #PTK_OK,
+     *  or `PTK_EINVAL` with the reason in the init's errbuf-style message
+     *  recorded by host->fail. @since 0.3 (ABI 1.2) */
+    int (*subscribe_filter)(ptk_plugin_ctx *ctx, const char *spec);
+    /* End of ABI 1.2. */
 } ptk_host;
 
 /**

@@ -67,12 +67,19 @@ typedef struct ptk_session_config {
     const char *plugin_path; /**< extra `:`-separated directories searched first; may be NULL */
     FILE *summary;           /**< human summaries; NULL means stderr */
     /* End of ABI 1.0. */
+    /** Default filter of every plugin instance of the session, in the
+     *  option syntax (`"modules=myapp,max_depth=3"`; docs/filters.md).
+     *  An instance's own options replace it key by key; a plugin that
+     *  declares an option of the same name keeps its own meaning for it.
+     *  NULL: no filter. A config with a smaller `struct_size` (built
+     *  before 0.3) is read as if this were NULL. @since 0.3 */
+    const char *filter;
 } ptk_session_config;
 
 /** @brief Default configuration. @since 0.1 */
 #define PTK_SESSION_CONFIG_INIT                                             \
     {sizeof(ptk_session_config), NULL, PTK_THREADS_CURRENT,                 \
-     PTK_BACKEND_AUTO, NULL, NULL}
+     PTK_BACKEND_AUTO, NULL, NULL, NULL}
 
 /**
  * @brief Creates a session (nothing is traced yet).

@@ -23,6 +23,7 @@ typedef struct counter {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
     uint64_t events[PTK_EV_COUNT];
+    unsigned int mask;   /* what this instance subscribed to */
     fn_entry *tab;       /* open addressing, power-of-two size */
     const void *last_key; /* the function counted last (recursion, loops) */
     fn_entry *last;
@@ -35,46 +36,11 @@ typedef struct counter {
 static const ptk_option_spec options[] = {
     {"events", PTK_OPT_LIST, "profile",
      "events to count, ',' separated: call, return, line, exception, "
-     "c_call, c_return, c_exception, opcode, or profile, trace, all", NULL},
+     "c_call, c_return, c_exception, opcode, branch, jump, or the groups "
+     "profile, trace, all, branches", NULL},
     {"top", PTK_OPT_INT, "10", "rows in the summary table", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
-
-static int
-parse_events(const char *list, unsigned int *mask)
-{
-    unsigned int m = 0;
-    const char *p = list;
-    while (*p) {
-        const char *e = p;
-        while (*e && *e != ';' && *e != '+' && *e != ',' && *e != ' ') {
-            e++;
-        }
-        size_t n = (size_t)(e - p);
-        int ok = 0;
-        if (n == 7 && !strncmp(p, "profile", n)) {
-            m |= PTK_MASK_PROFILE, ok = 1;
-        }
-        else if (n == 5 && !strncmp(p, "trace", n)) {
-            m |= PTK_MASK_TRACE | PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN), ok = 1;
-        }
-        else if (n == 3 && !strncmp(p, "all", n)) {
-            m |= PTK_MASK_PROFILE | PTK_MASK_TRACE, ok = 1;
-        }
-        for (int k = 0; k < PTK_EV_OPCODE + 1 && !ok; k++) {
-            const char *name = ptk_event_name(k);
-            if (strlen(name) == n && !strncmp(p, name, n)) {
-                m |= PTK_MASK(k), ok = 1;
-            }
-        }
-        if (!ok && n) {
-            return -1;
-        }
-        p = *e ? e + 1 : e;
-    }
-    *mask = m;
-    return m ? 0 : -1;
-}
 
 static int
 counter_init(const ptk_init_args *args, void **state, unsigned int *events)
@@ -87,11 +53,14 @@ counter_init(const ptk_init_args *args, void **state, unsigned int *events)
     c->ctx = args->ctx;
     c->top = args->host->option(args, "top")->i;
     const char *ev = args->host->option(args, "events")->s;
-    if (parse_events(ev, events) < 0) {
+    if (args->host->event_parse_mask(ev, events) < 0 ||
+        (*events & ~(PTK_MASK_ALL | PTK_MASK_BRANCHES)) ||
+        (*events & PTK_MASK_REF)) {
         snprintf(args->errbuf, args->errbuf_size,
                  "option 'events': cannot parse '%s' (names: call, return, "
                  "line, exception, c_call, c_return, c_exception, opcode, "
-                 "profile, trace, all)", ev);
+                 "branch, jump, or the groups profile, trace, all, "
+                 "branches)", ev);
         free(c);
         return PTK_EOPTTYPE;
     }
@@ -101,6 +70,7 @@ counter_init(const ptk_init_args *args, void **state, unsigned int *events)
         free(c);
         return PTK_EOPTTYPE;
     }
+    c->mask = *events;
     *state = c;
     return PTK_OK;
 }
@@ -262,7 +232,12 @@ counter_report(void *state, const ptk_report_args *args)
     if (!root || !events || !funcs || !threads || !sorted) {
         goto done;
     }
-    for (int k = 0; k <= PTK_EV_OPCODE; k++) {
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        /* the kinds of 0.1 always; branch and jump when counted */
+        if ((PTK_MASK(k) & PTK_MASK_REF) ||
+            (k > PTK_EV_OPCODE && !(c->mask & PTK_MASK(k)))) {
+            continue;
+        }
         PyObject *v = PyLong_FromUnsignedLongLong(c->events[k]);
         if (v == NULL || PyDict_SetItemString(events, ptk_event_name(k), v) < 0) {
             Py_XDECREF(v);
@@ -316,7 +291,7 @@ counter_report(void *state, const ptk_report_args *args)
         total += c->events[k];
     }
     fprintf(out, "pytracekit counter: %llu events", (unsigned long long)total);
-    for (int k = 0; k <= PTK_EV_OPCODE; k++) {
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
         if (c->events[k]) {
             fprintf(out, ", %s %llu", ptk_event_name(k),
                     (unsigned long long)c->events[k]);

@@ -2,7 +2,7 @@
 #include "bad_common.h"
 
 static const ptk_plugin_desc desc = {
-    .struct_size = sizeof(ptk_plugin_desc) - sizeof(void *),
+    .struct_size = offsetof(ptk_plugin_desc, fini), /* one pointer short of 1.0 */
     .abi_major = PTK_ABI_MAJOR,
     .abi_minor = PTK_ABI_MINOR,
     .name = "bad_size",

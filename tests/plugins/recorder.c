@@ -39,27 +39,12 @@ static const ptk_option_spec options[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
-static unsigned int
-mask_of(const char *list)
+/* The host's event-list parser; an empty list is no events. */
+static int
+mask_of(const ptk_init_args *a, const char *list, unsigned int *mask)
 {
-    unsigned int m = 0;
-    for (int k = 0; k <= PTK_EV_OPCODE; k++) {
-        const char *n = ptk_event_name(k);
-        const char *p = list;
-        size_t len = strlen(n);
-        while ((p = strstr(p, n)) != NULL) {
-            int start = p == list || p[-1] == ',';
-            int end = p[len] == '\0' || p[len] == ',';
-            if (start && end) {
-                m |= PTK_MASK(k);
-            }
-            p += len;
-        }
-    }
-    if (strstr(list, "profile")) {
-        m |= PTK_MASK_PROFILE;
-    }
-    return m;
+    *mask = 0;
+    return list[0] ? a->host->event_parse_mask(list, mask) : PTK_OK;
 }
 
 static int
@@ -69,8 +54,13 @@ rec_init(const ptk_init_args *a, void **state, unsigned int *events)
     r->host = a->host;
     r->ctx = a->ctx;
     r->rows = PyList_New(0);
-    *events = mask_of(a->host->option(a, "events")->s);
-    r->disable = mask_of(a->host->option(a, "disable")->s);
+    if (mask_of(a, a->host->option(a, "events")->s, events) < 0 ||
+        mask_of(a, a->host->option(a, "disable")->s, &r->disable) < 0) {
+        snprintf(a->errbuf, a->errbuf_size, "bad event list");
+        Py_XDECREF(r->rows);
+        free(r);
+        return PTK_EINVAL;
+    }
     r->tag = a->host->option(a, "tag")->s;
     r->only = a->host->option(a, "only")->s;
     r->no_lines = a->host->option(a, "no_lines")->s;

@@ -102,15 +102,15 @@ def abi_major():
     with Scratch("abimajor") as s:
         expect_rejected(s, ["-p", p],
                         ["plugin 'bad_abimajor' (%s) was built for plugin ABI 2.0, "
-                         "this host has ABI 1.1 (the major version must match)" % p])
+                         "this host has ABI 1.2 (the major version must match)" % p])
 
 
 def abi_minor():
     p = test_plugin("bad_abiminor")
     with Scratch("abiminor") as s:
         expect_rejected(s, ["-p", p],
-                        ["plugin 'bad_abiminor' (%s) needs plugin ABI 1.2, this host has "
-                         "ABI 1.1 (rebuild it against these headers or use a newer "
+                        ["plugin 'bad_abiminor' (%s) needs plugin ABI 1.3, this host has "
+                         "ABI 1.2 (rebuild it against these headers or use a newer "
                          "pytracekit)" % p])
 
 
@@ -119,7 +119,7 @@ def struct_size():
     with Scratch("size") as s:
         r = expect_rejected(s, ["-p", p],
                             ["plugin 'bad_size' (%s): descriptor struct_size is " % p],
-                            regexes=[r"struct_size is \d+, at least \d+ expected for ABI 1\.1"])
+                            regexes=[r"struct_size is \d+, at least \d+ expected for ABI 1\.2"])
         found, expected = map(int, re.search(r"struct_size is (\d+), at least (\d+)", r.err).groups())
         check(found == expected - 8 or found == expected - 4,
               "found %d, expected %d: the plugin is one pointer short" % (found, expected), r)
@@ -173,7 +173,7 @@ def mask_unknown_bit():
     with Scratch("mask") as s:
         expect_rejected(s, ["-p", p],
                         ["plugin 'bad_mask': event mask 0x100001 has bits that name no "
-                         "event (valid: 0x3ff)"])
+                         "event (valid: 0xfff)"])
 
 
 def no_name():
@@ -190,10 +190,12 @@ def option_unknown():
     with Scratch("opt-unknown") as s:
         expect_rejected(s, ["-p", opts("n=1,bogus=1")],
                         ["pytracekit: unknown option 'bogus' for plugin 'bad_opts' "
-                         "(it accepts: n, flag, mode, ratio, label, items, init)"])
+                         "(it accepts: n, flag, mode, ratio, label, items, init, "
+                         "include, exclude, modules, functions, threads, max_depth)"])
         expect_rejected(s, ["-p", "counter:tpo=5"],
                         ["pytracekit: unknown option 'tpo' for plugin 'counter' "
-                         "(it accepts: events, top)"])
+                         "(it accepts: events, top, include, exclude, modules, "
+                         "functions, threads, max_depth)"])
         # option names are case-sensitive
         expect_rejected(s, ["-p", "counter:TOP=5"], ["unknown option 'TOP' for plugin 'counter'"])
 
@@ -307,7 +309,7 @@ def second_plugin_rejected():
         expect_rejected(s, ["-p", "counter", "-p", test_plugin("bad_abimajor")],
                         ["was built for plugin ABI 2.0"])
         expect_rejected(s, ["-p", test_plugin("bad_abiminor"), "-p", "counter"],
-                        ["needs plugin ABI 1.2"])
+                        ["needs plugin ABI 1.3"])
 
 
 def module_codes():

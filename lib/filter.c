@@ -1,0 +1,605 @@
+/* Subscription filters: the option keys the hub accepts for every plugin
+ * (include, exclude, modules, functions, threads, max_depth), compiled
+ * once per instance and judged once per code object (code.c caches the
+ * verdict as one bit per subscriber) and once per thread. docs/filters.md
+ * says what they mean. */
+#include "ptk_internal.h"
+
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const ptk_option_spec ptk__filter_specs[] = {
+    {"include", PTK_OPT_LIST, NULL,
+     "filter: only code in files matching these globs (or directories; "
+     "named sets stdlib, site-packages; !negates)", NULL},
+    {"exclude", PTK_OPT_LIST, NULL,
+     "filter: not code in files matching these globs (same forms as include)",
+     NULL},
+    {"modules", PTK_OPT_LIST, NULL,
+     "filter: only code of these modules and their submodules (myapp, "
+     "myapp.core; !negates)", NULL},
+    {"functions", PTK_OPT_LIST, NULL,
+     "filter: only functions whose qualified name matches these globs", NULL},
+    {"threads", PTK_OPT_LIST, NULL,
+     "filter: only threads whose name matches these globs", NULL},
+    {"max_depth", PTK_OPT_INT, NULL,
+     "filter: only this many selected frames deep, counted from the "
+     "outermost selected frame", NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+/* Named sets usable in include/exclude, resolved at build time. */
+enum { SET_NONE = 0, SET_STDLIB = 1, SET_SITE = 2 };
+
+typedef struct filter_impl {
+    ptk__filter pub;
+    char **stdlib_dirs; /* NULL-terminated */
+    char **site_dirs;   /* NULL-terminated */
+    char cwd[PATH_MAX];
+} filter_impl;
+
+/* ---- building ------------------------------------------------------------- */
+
+static const char *const list_keys[PTK__F_NLISTS] = {
+    "include", "exclude", "modules", "functions", "threads"};
+
+static int
+has_glob(const char *s)
+{
+    return strpbrk(s, "*?[") != NULL;
+}
+
+/* An unterminated '[' makes fnmatch compare it literally: say so instead. */
+static int
+brackets_ok(const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if (*p == '[') {
+            const char *q = p + 1;
+            if (*q == '!' || *q == '^') {
+                q++;
+            }
+            if (*q == ']') {
+                q++;
+            }
+            while (*q && *q != ']') {
+                q++;
+            }
+            if (*q != ']') {
+                return 0;
+            }
+            p = q;
+        }
+    }
+    return 1;
+}
+
+static int
+module_name_ok(const char *s)
+{
+    if (*s == '\0' || *s == '.') {
+        return 0;
+    }
+    char prev = 0;
+    for (const char *p = s; *p; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                 (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' ||
+                 (unsigned char)*p >= 0x80;
+        if (!ok || (*p == '.' && prev == '.')) {
+            return 0;
+        }
+        prev = *p;
+    }
+    return prev != '.';
+}
+
+static char **
+dirs_add(char **v, const char *dir)
+{
+    size_t n = 0;
+    while (v && v[n]) {
+        if (strcmp(v[n], dir) == 0) {
+            return v;
+        }
+        n++;
+    }
+    char **nv = realloc(v, (n + 2) * sizeof *nv);
+    if (nv == NULL) {
+        return v;
+    }
+    nv[n] = ptk__strdup(dir);
+    nv[n + 1] = NULL;
+    if (nv[n] == NULL) {
+        nv[n] = NULL;
+    }
+    return nv;
+}
+
+static void
+dirs_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
+/* The standard library's directory (that of os.py) and the site-packages
+ * directories on sys.path. Reads only modules already imported. */
+static void
+resolve_sets(filter_impl *f)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+    PyObject *os = mods ? PyDict_GetItemString(mods, "os") : NULL;
+    PyObject *file = os ? PyObject_GetAttrString(os, "__file__") : NULL;
+    const char *u = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
+    if (u != NULL) {
+        char *d = ptk__strdup(u);
+        char *slash = d ? strrchr(d, '/') : NULL;
+        if (slash != NULL) {
+            *slash = '\0';
+            f->stdlib_dirs = dirs_add(f->stdlib_dirs, d);
+        }
+        free(d);
+    }
+    Py_XDECREF(file);
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
+    for (Py_ssize_t i = 0; path && PyList_Check(path) && i < PyList_GET_SIZE(path); i++) {
+        PyObject *item = PyList_GET_ITEM(path, i);
+        const char *p = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+        if (p == NULL) {
+            continue;
+        }
+        const char *base = strrchr(p, '/');
+        base = base ? base + 1 : p;
+        if (!strcmp(base, "site-packages") || !strcmp(base, "dist-packages")) {
+            f->site_dirs = dirs_add(f->site_dirs, p);
+        }
+        else if (!strcmp(base, "lib-dynload")) {
+            f->stdlib_dirs = dirs_add(f->stdlib_dirs, p);
+        }
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+static int
+add_item(filter_impl *f, int which, const char *item, size_t n,
+         const char *plugin, char **errmsg)
+{
+    ptk__patlist *l = &f->pub.list[which];
+    int neg = 0;
+    while (n > 0 && (*item == ' ' || *item == '\t')) {
+        item++, n--;
+    }
+    while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t')) {
+        n--;
+    }
+    if (n == 0) {
+        return PTK_OK; /* "a;;b", a trailing separator */
+    }
+    if (*item == '!') {
+        neg = 1;
+        item++, n--;
+        if (n == 0) {
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "plugin '%s': filter '%s' has a '!' with nothing "
+                            "after it",
+                            plugin, list_keys[which]);
+        }
+    }
+    char *text = malloc(n + PATH_MAX + 2);
+    if (text == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    memcpy(text, item, n);
+    text[n] = '\0';
+    int prefix = 0;
+    if (which == PTK__F_INCLUDE || which == PTK__F_EXCLUDE) {
+        if (!strcmp(text, "stdlib") || !strcmp(text, "site-packages")) {
+            prefix = text[0] == 's' && text[1] == 't' ? -SET_STDLIB : -SET_SITE;
+            if (f->stdlib_dirs == NULL && f->site_dirs == NULL) {
+                resolve_sets(f);
+            }
+        }
+        else {
+            if (text[0] != '/' && text[0] != '<' && text[0] != '*') {
+                /* relative to the directory the session was set up in */
+                memmove(text + strlen(f->cwd) + 1, text, n + 1);
+                memcpy(text, f->cwd, strlen(f->cwd));
+                text[strlen(f->cwd)] = '/';
+            }
+            if (!brackets_ok(text)) {
+                free(text);
+                return ptk__err(errmsg, PTK_EINVAL,
+                                "plugin '%s': filter %s='%.*s' has a '[' "
+                                "with no ']'",
+                                plugin, list_keys[which], (int)n, item);
+            }
+            if (!has_glob(text)) {
+                size_t tl = strlen(text);
+                while (tl > 1 && text[tl - 1] == '/') {
+                    text[--tl] = '\0';
+                }
+                prefix = 1; /* a directory (everything under it) or a file */
+            }
+        }
+    }
+    else if (which == PTK__F_MODULES) {
+        if (!module_name_ok(text)) {
+            free(text);
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "plugin '%s': filter modules='%.*s' is not a "
+                            "module name (expected e.g. myapp or myapp.core)",
+                            plugin, (int)n, item);
+        }
+        prefix = 1;
+    }
+    else if (!brackets_ok(text)) {
+        free(text);
+        return ptk__err(errmsg, PTK_EINVAL,
+                        "plugin '%s': filter %s='%.*s' has a '[' with no ']'",
+                        plugin, list_keys[which], (int)n, item);
+    }
+    ptk__pat *nv = realloc(l->v, (size_t)(l->n + 1) * sizeof *nv);
+    if (nv == NULL) {
+        free(text);
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    l->v = nv;
+    l->v[l->n++] = (ptk__pat){text, neg, prefix};
+    l->npos += !neg;
+    return PTK_OK;
+}
+
+static int
+add_list(filter_impl *f, int which, const char *value, const char *plugin,
+         char **errmsg)
+{
+    const char *p = value;
+    int before = f->pub.list[which].n;
+    while (p != NULL) {
+        const char *e = p + strcspn(p, ",;");
+        int rc = add_item(f, which, p, (size_t)(e - p), plugin, errmsg);
+        if (rc < 0) {
+            return rc;
+        }
+        p = *e ? e + 1 : NULL;
+    }
+    if (f->pub.list[which].n == before) {
+        return ptk__err(errmsg, PTK_EINVAL,
+                        "plugin '%s': filter '%s' is empty (give at least one "
+                        "item)",
+                        plugin, list_keys[which]);
+    }
+    return PTK_OK;
+}
+
+/* The value of a hub key for this instance: its own, else the session's;
+ * NULL if neither, or if the plugin declares an option of that name. */
+static const ptk_option_value *
+value_of(const ptk__options *own, const ptk__options *defaults,
+         const char *key)
+{
+    const ptk_option_value *v = NULL;
+    int declared_by_plugin = 1;
+    for (size_t i = own ? own->nown : 0; own && i < own->n; i++) {
+        if (!strcmp(own->values[i].name, key)) {
+            declared_by_plugin = 0;
+            v = own->values[i].is_set ? &own->values[i] : NULL;
+        }
+    }
+    if (own != NULL && declared_by_plugin) {
+        return NULL;
+    }
+    for (size_t i = 0; v == NULL && defaults && i < defaults->n; i++) {
+        if (!strcmp(defaults->values[i].name, key) && defaults->values[i].is_set) {
+            v = &defaults->values[i];
+        }
+    }
+    return v;
+}
+
+static int
+build_from(filter_impl *f, const char *plugin, const ptk__options *own,
+           const ptk__options *defaults, char **errmsg)
+{
+    for (int which = 0; which < PTK__F_NLISTS; which++) {
+        const ptk_option_value *v = value_of(own, defaults, list_keys[which]);
+        if (v != NULL) {
+            int rc = add_list(f, which, v->s, plugin, errmsg);
+            if (rc < 0) {
+                return rc;
+            }
+        }
+    }
+    const ptk_option_value *d = value_of(own, defaults, "max_depth");
+    if (d != NULL) {
+        if (d->i < 1) {
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "plugin '%s': filter max_depth=%lld: expected a "
+                            "depth of 1 or more",
+                            plugin, (long long)d->i);
+        }
+        if (f->pub.max_depth == 0) {
+            f->pub.max_depth = d->i;
+        }
+    }
+    return PTK_OK;
+}
+
+static void
+append_text(filter_impl *f, const char *key, const char *value)
+{
+    char *t = ptk__asprintf("%s%s%s=%s", f->pub.text ? f->pub.text : "",
+                            f->pub.text ? "," : "", key, value);
+    if (t != NULL) {
+        free(f->pub.text);
+        f->pub.text = t;
+    }
+}
+
+int
+ptk__filter_build(const char *plugin, const ptk__options *own,
+                  const ptk__options *defaults, const char *extra,
+                  ptk__filter **out, char **errmsg)
+{
+    *out = NULL;
+    filter_impl *f = calloc(1, sizeof *f);
+    if (f == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    if (getcwd(f->cwd, sizeof f->cwd) == NULL) {
+        strcpy(f->cwd, "/");
+    }
+    int rc = build_from(f, plugin, own, defaults, errmsg);
+    if (rc == PTK_OK && extra != NULL && *extra) {
+        /* Conditions a plugin adds itself: parsed like the user's. */
+        ptk_plugin_desc d = {.name = plugin, .options = NULL};
+        ptk__options x;
+        rc = ptk__options_parse_ex(&d, ptk__filter_specs, extra, &x, errmsg);
+        if (rc == PTK_OK) {
+            rc = build_from(f, plugin, &x, NULL, errmsg);
+            ptk__options_free(&x);
+        }
+    }
+    if (rc < 0) {
+        ptk__filter_free(&f->pub);
+        return rc;
+    }
+    int any = f->pub.max_depth > 0;
+    for (int which = 0; which < PTK__F_NLISTS; which++) {
+        any |= f->pub.list[which].n > 0;
+        if (which != PTK__F_THREADS && f->pub.list[which].n > 0) {
+            f->pub.code_level = 1;
+        }
+    }
+    if (!any) {
+        ptk__filter_free(&f->pub);
+        return PTK_OK;
+    }
+    for (int which = 0; which < PTK__F_NLISTS; which++) {
+        const ptk__patlist *l = &f->pub.list[which];
+        for (int i = 0; i < l->n; i++) {
+            char *item = ptk__asprintf("%s%s", l->v[i].neg ? "!" : "",
+                                       l->v[i].prefix == -SET_STDLIB ? "stdlib"
+                                       : l->v[i].prefix == -SET_SITE
+                                           ? "site-packages"
+                                           : l->v[i].text);
+            if (item != NULL) {
+                append_text(f, list_keys[which], item);
+            }
+            free(item);
+        }
+    }
+    if (f->pub.max_depth > 0) {
+        char num[32];
+        snprintf(num, sizeof num, "%lld", (long long)f->pub.max_depth);
+        append_text(f, "max_depth", num);
+    }
+    *out = &f->pub;
+    return PTK_OK;
+}
+
+void
+ptk__filter_free(ptk__filter *pub)
+{
+    if (pub == NULL) {
+        return;
+    }
+    filter_impl *f = (filter_impl *)pub;
+    for (int which = 0; which < PTK__F_NLISTS; which++) {
+        for (int i = 0; i < pub->list[which].n; i++) {
+            free(pub->list[which].v[i].text);
+        }
+        free(pub->list[which].v);
+    }
+    dirs_free(f->stdlib_dirs);
+    dirs_free(f->site_dirs);
+    free(pub->text);
+    free(f);
+}
+
+/* ---- judging ------------------------------------------------------------- */
+
+static int
+under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static int
+under_any(const char *path, char **dirs)
+{
+    for (size_t i = 0; dirs && dirs[i]; i++) {
+        if (under(path, dirs[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int
+item_matches(const filter_impl *f, int which, const ptk__pat *p, const char *s)
+{
+    if (which == PTK__F_INCLUDE || which == PTK__F_EXCLUDE) {
+        if (p->prefix == -SET_STDLIB) {
+            /* the standard library: under its directory, not in a
+             * site-packages inside it (pyenv and venvs put them there), or
+             * frozen (<frozen ...>) */
+            return (under_any(s, f->stdlib_dirs) && !under_any(s, f->site_dirs)) ||
+                   strncmp(s, "<frozen ", 8) == 0;
+        }
+        if (p->prefix == -SET_SITE) {
+            return under_any(s, f->site_dirs);
+        }
+        if (p->prefix) {
+            return under(s, p->text);
+        }
+        return fnmatch(p->text, s, 0) == 0;
+    }
+    if (which == PTK__F_MODULES) {
+        return under(s, p->text) ||
+               (strncmp(s, p->text, strlen(p->text)) == 0 &&
+                s[strlen(p->text)] == '.');
+    }
+    return fnmatch(p->text, s, 0) == 0;
+}
+
+/* Some plain item matches (or there is none) and no '!' item does. */
+static int
+list_matches(const filter_impl *f, int which, const char *s)
+{
+    const ptk__patlist *l = &f->pub.list[which];
+    int pos = l->npos == 0;
+    for (int i = 0; i < l->n; i++) {
+        const ptk__pat *p = &l->v[i];
+        if (p->neg ? 0 : pos) {
+            continue; /* already selected by a plain item */
+        }
+        if (item_matches(f, which, p, s)) {
+            if (p->neg) {
+                return 0;
+            }
+            pos = 1;
+        }
+    }
+    return pos;
+}
+
+int
+ptk__filter_code(const ptk__filter *pub, PyCodeObject *code,
+                 const char *module)
+{
+    const filter_impl *f = (const filter_impl *)pub;
+    if (!pub->code_level) {
+        return 1;
+    }
+    if (code == NULL) {
+        return 0;
+    }
+    const char *file = PyUnicode_AsUTF8(code->co_filename);
+    char abs[PATH_MAX + 256];
+    if (file == NULL) {
+        PyErr_Clear();
+        file = "";
+    }
+    else if (file[0] != '/' && file[0] != '<') {
+        snprintf(abs, sizeof abs, "%s/%s", f->cwd, file);
+        file = abs;
+    }
+    if (pub->list[PTK__F_INCLUDE].n && !list_matches(f, PTK__F_INCLUDE, file)) {
+        return 0;
+    }
+    if (pub->list[PTK__F_EXCLUDE].n && list_matches(f, PTK__F_EXCLUDE, file)) {
+        return 0;
+    }
+    if (pub->list[PTK__F_MODULES].n &&
+        !list_matches(f, PTK__F_MODULES, module ? module : "")) {
+        return 0;
+    }
+    if (pub->list[PTK__F_FUNCTIONS].n) {
+        const char *q = PyUnicode_AsUTF8(code->co_qualname);
+        if (q == NULL) {
+            PyErr_Clear();
+            q = "";
+        }
+        if (!list_matches(f, PTK__F_FUNCTIONS, q)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int
+ptk__filter_thread(const ptk__filter *pub, const char *name)
+{
+    if (pub->list[PTK__F_THREADS].n == 0) {
+        return 1;
+    }
+    return list_matches((const filter_impl *)pub, PTK__F_THREADS,
+                        name ? name : "");
+}
+
+/* A thread's verdict is cached per slot once its name is known (or known
+ * to be unknowable). */
+static int
+thread_rejected(ptk__thread *th, uint32_t slot, const ptk__filter *f)
+{
+    uint64_t bit = (uint64_t)1 << slot;
+    if (th->thr_judged & bit) {
+        return (th->thr_rejected & bit) != 0;
+    }
+    const char *name = th->pub.name;
+    int ok = ptk__filter_thread(f, name);
+    if (name != NULL || (th->name_tried && !th->name_retry)) {
+        th->thr_judged |= bit;
+        if (!ok) {
+            th->thr_rejected |= bit;
+        }
+    }
+    return !ok;
+}
+
+int
+ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,
+                 uint64_t rejected)
+{
+    const ptk__filter *f = s->filter;
+    if (rejected & ((uint64_t)1 << s->slot)) {
+        return 1;
+    }
+    if (f->list[PTK__F_THREADS].n && thread_rejected(th, s->slot, f)) {
+        return 1;
+    }
+    if (f->max_depth > 0) {
+        /* Depth counts the frames this filter selects on the thread's
+         * stack: the outermost selected frame is 1. C calls are one level
+         * below the frame that makes them. */
+        int32_t *d = &th->fdepth[s->slot];
+        switch (ev->kind) {
+        case PTK_EV_CALL:
+            return ++*d > f->max_depth;
+        case PTK_EV_RETURN: {
+            int skip = *d > f->max_depth;
+            if (*d > 0) {
+                --*d;
+            }
+            return skip;
+        }
+        case PTK_EV_C_CALL:
+        case PTK_EV_C_RETURN:
+        case PTK_EV_C_EXCEPTION:
+            return *d >= f->max_depth;
+        default:
+            return *d > f->max_depth;
+        }
+    }
+    return 0;
+}

@@ -21,7 +21,6 @@ import json
 import os
 import sys
 import time
-from xml.sax.saxutils import quoteattr
 
 FORMAT = "pytracekit-coverage"
 VERSION = 1
@@ -349,6 +348,13 @@ def _xml_text(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def quoteattr(s):
+    """An XML attribute value, quoted (xml.sax.saxutils.quoteattr without its
+    import, which pulls in urllib, http and email)."""
+    return '"%s"' % _xml_text(s).replace('"', "&quot;").replace("\n", "&#10;") \
+        .replace("\r", "&#13;").replace("\t", "&#9;")
+
+
 # ---- the summary -----------------------------------------------------------
 
 
@@ -412,8 +418,7 @@ table.index tr.total{font-weight:bold;border-top:1px solid #888}
 
 
 def _h(text):
-    import html
-    return html.escape(text, quote=True)
+    return _xml_text(text).replace('"', "&quot;")
 
 
 def _page_names(stats):
@@ -542,6 +547,12 @@ def _write(path, text):
     os.replace(tmp, path)
 
 
+def json_text(data):
+    """coverage.json: the data with its figures, compact (json's C encoder
+    only serves calls without indent=, and the file can be large)."""
+    return json.dumps(with_summary(data), separators=(",", ":")) + "\n"
+
+
 def write_coveragepy(data, path):
     """Writes `data` as coverage.py's data file `path` (.coverage) through
     coverage.py's own API (coverage.CoverageData), so that `coverage report`,
@@ -566,7 +577,7 @@ def write_coveragepy(data, path):
 
 def write_all(data, outdir, coveragepy=False, html=False):
     os.makedirs(outdir, exist_ok=True)
-    _write(os.path.join(outdir, "coverage.json"), json.dumps(with_summary(data), indent=1) + "\n")
+    _write(os.path.join(outdir, "coverage.json"), json_text(data))
     _write(os.path.join(outdir, "coverage.lcov"), lcov_text(data))
     _write(os.path.join(outdir, "coverage.xml"), cobertura_text(data))
     if coveragepy:

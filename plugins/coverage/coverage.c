@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <marshal.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -340,8 +341,14 @@ file_func(cov_file *f, const char *qualname, int32_t line)
 
 /* ---- first sight of a code object (may call Python) -------------------- */
 
+/*
+ * Runs an embedded module: its code object as marshalled at build time when
+ * this is the interpreter version it was built by, else compiled from
+ * @p source. Returns the module's dict.
+ */
 static PyObject *
-load_module(const char *name, const char *source)
+load_module(const char *name, const char *source, const unsigned char *code_bytes,
+            size_t code_len)
 {
     PyObject *mod = PyModule_New(name);
     if (!mod) {
@@ -352,7 +359,17 @@ load_module(const char *name, const char *source)
         Py_DECREF(mod);
         return NULL;
     }
-    PyObject *code = Py_CompileString(source, name, Py_file_input);
+    PyObject *code = NULL;
+    if (code_bytes && (unsigned long)(Py_Version >> 16) == COV_EMBED_PY_VERSION) {
+        code = PyMarshal_ReadObjectFromString((const char *)code_bytes, (Py_ssize_t)code_len);
+        if (!code || !PyCode_Check(code)) {
+            Py_CLEAR(code);
+            PyErr_Clear();
+        }
+    }
+    if (!code) {
+        code = Py_CompileString(source, name, Py_file_input);
+    }
     if (!code) {
         Py_DECREF(mod);
         return NULL;
@@ -870,7 +887,7 @@ python_setup(int find_coveragepy)
         "        for name in set(sys.modules) - before:\n"
         "            del sys.modules[name]\n"
         "    return sorted(out), ops[0], ops[1], int(found)\n";
-    PyObject *mod = load_module("_ptk_coverage_setup", src);
+    PyObject *mod = load_module("_ptk_coverage_setup", src, NULL, 0);
     if (!mod) {
         return NULL;
     }
@@ -1092,10 +1109,12 @@ static int
 ensure_python(cov_state *st)
 {
     if (!st->analysis) {
-        st->analysis = load_module("_ptk_coverage_analysis", cov_analysis_py);
+        st->analysis = load_module("_ptk_coverage_analysis", cov_analysis_py,
+                                   cov_analysis_py_code, cov_analysis_py_code_len);
     }
     if (st->analysis && !st->format) {
-        st->format = load_module("_ptk_coverage_format", cov_format_py);
+        st->format = load_module("_ptk_coverage_format", cov_format_py, cov_format_py_code,
+                                 cov_format_py_code_len);
     }
     return st->format ? 0 : -1;
 }
@@ -1436,14 +1455,7 @@ cov_report(void *state, const ptk_report_args *args)
         fprintf(out, "pytracekit coverage: warning: %s\n", w ? w : "?");
     }
     PyErr_Clear();
-    PyObject *summarise = PyDict_GetItemString(st->format, "with_summary"); /* borrowed */
-    PyObject *full = summarise ? PyObject_CallOneArg(summarise, data) : NULL;
-    if (!full) {
-        rc = cov_fail_python(st, "with_summary");
-        goto done;
-    }
-    rc = st->host->report_write_object(st->ctx, "coverage.json", full, PTK_FMT_JSON);
-    Py_DECREF(full);
+    rc = write_text(st, "coverage.json", "json_text", data);
     if (rc == PTK_OK) {
         rc = write_text(st, "coverage.lcov", "lcov_text", data);
     }

@@ -30,7 +30,7 @@ with open(sys.argv[1], "w") as f:
 EVENTS = {
     "counter": "call,return,c_call,c_exception,c_return",
     "timer": "call,return,c_call,c_exception,c_return",
-    "reftrack": "call,return",
+    "reftrack": "",  # ref_create/ref_destroy: the reference tracer, no Python hook
     "coverage": "call,line",
     "coverage:branch=true": "call,line,return",
 }

@@ -94,7 +94,8 @@ if(TARGET ptk_python)
     LIBRARY DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/pytracekit/
     DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
-    FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+    FILES_MATCHING PATTERN "*.py" PATTERN "*.pyi" PATTERN "py.typed"
+    PATTERN "__pycache__" EXCLUDE)
 endif()
 
 # Where the installed plugins are, relative to the directories of the

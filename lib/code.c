@@ -39,8 +39,12 @@ typedef struct coderec {
         void *p;
     } *cs;               /* host->code_slot: one pointer per instance */
     int ncs;
+    PyCodeObject *code;  /* the code object (not a reference) */
     struct coderec *prev, *next;
 } coderec;
+
+ptk__verdict ptk__verdicts[PTK__VERDICTS];
+uint64_t ptk__table_gen = 1;
 
 /* The code-extra API was renamed PyUnstable_* in 3.12 (the old names are
  * deprecated there); the configure check picks the spelling. */
@@ -65,6 +69,10 @@ rec_free(void *p)
     coderec *r = p;
     if (r == NULL) {
         return;
+    }
+    ptk__verdict *v = ptk__verdict_slot(r->code);
+    if (v->code == r->code) {
+        v->code = NULL; /* the address may be a new code object's next */
     }
     if (r->prev) {
         r->prev->next = r->next;
@@ -205,6 +213,9 @@ rec_make(PyCodeObject *code)
         return NULL;
     }
     r = calloc(1, sizeof *r);
+    if (r != NULL) {
+        r->code = code;
+    }
     if (r == NULL || rec_lines(r, code) < 0 ||
         code_set_extra((PyObject *)code, extra_index, r) < 0) {
         PyErr_Clear();
@@ -476,13 +487,14 @@ ptk__code_reset_lines_off(void)
  * Runs once per (code object, subscriber); may call Python (co_lines, the
  * module name), so the traced program's exception is kept aside. */
 static uint64_t
-judge(const ptk__table *t, PyCodeObject *code)
+judge(const ptk__table *t, PyCodeObject *code, int *kept)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     coderec scratch = {0};
     coderec *r = rec_make(code);
     uint64_t rejected = 0;
+    *kept = r != NULL;
     if (r == NULL) {
         /* No record: judge every time (correct, only slower). */
         r = &scratch;
@@ -511,16 +523,18 @@ judge(const ptk__table *t, PyCodeObject *code)
 }
 
 uint64_t
-ptk__code_rejects(const ptk__table *t, PyCodeObject *code)
+ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept)
 {
+    *kept = 0;
     if (code == NULL) {
         return 0;
     }
     coderec *r = rec_get(code);
     if (r != NULL && (r->judged & t->code_filtered) == t->code_filtered) {
+        *kept = 1;
         return r->rejected & t->code_filtered;
     }
-    return judge(t, code);
+    return judge(t, code, kept);
 }
 
 void **

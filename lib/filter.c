@@ -556,6 +556,10 @@ thread_rejected(ptk__thread *th, uint32_t slot, const ptk__filter *f)
     if (th->thr_judged & bit) {
         return (th->thr_rejected & bit) != 0;
     }
+    if (th->pub.name == NULL && th->name_retry && th->name_tries < 4096) {
+        th->name_tries++; /* threading may know it by now */
+        ptk__thread_set_name(th);
+    }
     const char *name = th->pub.name;
     int ok = ptk__filter_thread(f, name);
     if (name != NULL || (th->name_tried && !th->name_retry)) {

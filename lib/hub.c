@@ -19,16 +19,29 @@ static uint64_t slots_used;     /* subscriber slots (for DISABLE records) */
 static uint64_t slot_serial;    /* slots given out so far */
 static int hub_ready;
 
+/* Every backend, in order of preference. Adding a backend is adding its
+ * ops table here (and a ptk_backend value for users to name it). */
+static const ptk__backend_ops *const backends[] = {
+    &ptk__monitoring_ops,
+    &ptk__legacy_ops,
+};
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+const ptk__backend_ops *
+ptk__backend_ops_of(ptk_backend id)
+{
+    for (size_t i = 0; i < NBACKENDS; i++) {
+        if (backends[i]->id == id) {
+            return backends[i];
+        }
+    }
+    return NULL;
+}
+
 int
 ptk__hub_init(char **errmsg)
 {
-    if (hub_ready) {
-        return PTK_OK;
-    }
-    int rc = ptk__legacy_init(errmsg);
-    if (rc < 0) {
-        return rc;
-    }
+    (void)errmsg; /* each backend sets itself up when it is claimed */
     hub_ready = 1;
     return PTK_OK;
 }
@@ -252,11 +265,22 @@ ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
         }
     }
     if (requested == PTK_BACKEND_AUTO) {
-        requested = PTK_HAVE_SYS_MONITORING ? PTK_BACKEND_MONITORING
-                                            : PTK_BACKEND_LEGACY;
+        /* the most preferred backend this interpreter has */
+        for (size_t i = 0; i < NBACKENDS; i++) {
+            if (backends[i]->available(NULL) == PTK_OK) {
+                *out = backends[i]->id;
+                return PTK_OK;
+            }
+        }
+        return ptk__err(errmsg, PTK_EUNSUPPORTED, "no backend is available");
     }
-    if (requested == PTK_BACKEND_MONITORING && !PTK_HAVE_SYS_MONITORING) {
-        return ptk__mon_claim(errmsg); /* says what is missing */
+    const ptk__backend_ops *ops = ptk__backend_ops_of(requested);
+    if (ops == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "invalid backend %d", (int)requested);
+    }
+    int rc = ops->available(errmsg); /* says what is missing */
+    if (rc < 0) {
+        return rc;
     }
     *out = requested;
     return PTK_OK;
@@ -278,16 +302,32 @@ ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
         *out = ptk__hub_backend;
         return PTK_OK;
     }
-    if (requested == PTK_BACKEND_MONITORING) {
-        char *why = NULL;
-        if (ptk__mon_claim(&why) < 0) {
-            fprintf(warn ? warn : stderr,
-                    "pytracekit: %s; using the legacy backend\n",
-                    why ? why : "sys.monitoring is not usable");
-            free(why);
-            requested = PTK_BACKEND_LEGACY;
+    const ptk__backend_ops *ops = ptk__backend_ops_of(requested);
+    char *why = NULL;
+    int rc = ops ? ops->claim(&why) : PTK_EINVAL;
+    if (rc < 0) {
+        /* the next one down the list of preference that can be claimed */
+        size_t i = 0;
+        while (i < NBACKENDS && backends[i] != ops) {
+            i++;
         }
+        for (i++; i < NBACKENDS; i++) {
+            if (backends[i]->available(NULL) == PTK_OK &&
+                backends[i]->claim(NULL) == PTK_OK) {
+                fprintf(warn ? warn : stderr,
+                        "pytracekit: %s; using the %s backend\n",
+                        why ? why : "the backend is not usable",
+                        backends[i]->name);
+                free(why);
+                ptk__hub_backend = *out = backends[i]->id;
+                return PTK_OK;
+            }
+        }
+        rc = ptk__err(errmsg, rc, "%s", why ? why : "no backend can be used");
+        free(why);
+        return rc;
     }
+    free(why);
     ptk__hub_backend = requested;
     *out = requested;
     return PTK_OK;
@@ -296,14 +336,14 @@ ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
 static int
 sync_backend(const ptk__table *t, int install_here, char **errmsg)
 {
-    int rc = ptk__hub_backend == PTK_BACKEND_MONITORING
-                 ? ptk__mon_sync(t, install_here, errmsg)
-                 : ptk__legacy_sync(t, install_here, errmsg);
+    const ptk__backend_ops *ops = ptk__backend_ops_of(ptk__hub_backend);
+    if (ops == NULL) {
+        return PTK_OK; /* no session has chosen one yet */
+    }
+    int rc = ops->sync(t, install_here, errmsg);
     if (!any_running()) {
         /* the last session stopped: let go; the next one chooses again */
-        if (ptk__hub_backend == PTK_BACKEND_MONITORING) {
-            ptk__mon_release();
-        }
+        ops->release();
         ptk__hub_backend = PTK_BACKEND_AUTO;
     }
     return rc;
@@ -329,6 +369,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
         }
     }
     ptk__current = t;
+    ptk__table_gen++; /* verdicts cached for the old table no longer hold */
     rebuild_pending = 0;
     ptk__dispatch_slow = ptk__disable_records || t->filtered;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */

@@ -145,6 +145,14 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         code = PyFrame_GetCode(frame);
         Py_DECREF(code); /* the frame keeps it alive */
     }
+    if (ptk__code_dead(t, code)) {
+        /* No subscriber's filter selects this code: nothing to deliver,
+         * nothing pushed (its RETURN finds no entry), no lines. */
+        if (what == PyTrace_CALL && t->need_trace) {
+            frame_lines_off(frame);
+        }
+        return 0;
+    }
     ptk_event ev;
     ev.struct_size = sizeof ev;
     ev.kind = (ptk_event_kind)what;
@@ -158,14 +166,6 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     ev.frame_ = frame;
     ev.lasti_ = -1;
     ev.target = -1;
-    if (t->dead_possible && ptk__code_dead(t, code)) {
-        /* No subscriber's filter selects this code: nothing to deliver,
-         * nothing pushed (its RETURN finds no entry), no lines. */
-        if (what == PyTrace_CALL && t->need_trace) {
-            frame_lines_off(frame);
-        }
-        return 0;
-    }
 
     switch (what) {
     case PyTrace_CALL:
@@ -711,3 +711,34 @@ ptk__legacy_init(char **errmsg)
     PyErr_Clear();
     return PTK_OK;
 }
+
+/* ---- the backend's table ------------------------------------------------ */
+
+static int
+legacy_available(char **errmsg)
+{
+    (void)errmsg;
+    return PTK_OK; /* every supported CPython has the profile/trace hooks */
+}
+
+static void
+legacy_release(void)
+{
+    /* the hooks go lazily (remove_here) once the table wants nothing */
+}
+
+static unsigned int
+legacy_events(void)
+{
+    return ptk__fed_mask(PTK_FEED_LEGACY);
+}
+
+const ptk__backend_ops ptk__legacy_ops = {
+    .id = PTK_BACKEND_LEGACY,
+    .name = "legacy",
+    .available = legacy_available,
+    .claim = ptk__legacy_init,
+    .release = legacy_release,
+    .sync = ptk__legacy_sync,
+    .events = legacy_events,
+};

@@ -208,7 +208,8 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     PyCodeObject *code = (PyCodeObject *)args[0];
     if (DEAD(t, code)) {
-        return disable(1);
+        /* PY_THROW is not a local event: it cannot be disabled */
+        return ((mon_cb *)self)->what == PTK_ORIGIN_THROW ? none() : disable(1);
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
@@ -243,10 +244,12 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     PyCodeObject *code = (PyCodeObject *)args[0];
-    if (DEAD(t, code)) {
-        return disable(1); /* its start was not pushed either */
-    }
     int origin = ((mon_cb *)self)->what;
+    if (DEAD(t, code)) {
+        /* its start was not pushed either; PY_UNWIND is not a local event
+         * and cannot be disabled */
+        return origin == PTK_ORIGIN_UNWIND ? none() : disable(1);
+    }
     /* Frames nest, so the returning frame is the innermost one of its code
      * that the stack knows; a frame that started before tracing is not on
      * it (depth -1, nothing popped). */
@@ -337,7 +340,7 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)kw;
     ptk__table *t = ptk__current;
     if (DEAD(t, (PyCodeObject *)args[0])) {
-        return disable(1);
+        return none(); /* C_RETURN and C_RAISE follow CALL: it is disabled */
     }
     PyObject *made;
     PyObject *callable = c_callable(args, &made);
@@ -864,3 +867,32 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
 }
 
 #endif
+
+/* ---- the backend's table ------------------------------------------------ */
+
+static int
+mon_available(char **errmsg)
+{
+#if PTK_HAVE_SYS_MONITORING
+    (void)errmsg;
+    return PTK_OK;
+#else
+    return ptk__mon_claim(errmsg); /* says what is missing */
+#endif
+}
+
+static unsigned int
+mon_events(void)
+{
+    return ptk__fed_mask(PTK_FEED_MONITORING);
+}
+
+const ptk__backend_ops ptk__monitoring_ops = {
+    .id = PTK_BACKEND_MONITORING,
+    .name = "monitoring",
+    .available = mon_available,
+    .claim = ptk__mon_claim,
+    .release = ptk__mon_release,
+    .sync = ptk__mon_sync,
+    .events = mon_events,
+};

@@ -250,16 +250,55 @@ typedef struct ptk__table {
 } ptk__table;
 
 /* Slots of t's code-filtered subscribers that reject code (judged once per
- * code object and cached in its record). */
-uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code);
+ * code object and cached in its record). *kept: 1 if the code object has a
+ * record (whose end clears the verdict cache), else 0. */
+uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept);
+/* Verdicts of the current table's filters, direct-mapped by code object
+ * address: every event of filtered subscribers asks, and the legacy hooks
+ * ask at every call of excluded code, so the answer must cost a few
+ * instructions. An entry is valid for one table (ptk__table_gen changes
+ * with every table) and is cleared when its code object dies. */
+typedef struct ptk__verdict {
+    PyCodeObject *code;
+    uint64_t gen;
+    uint64_t rejected; /* slots of the table that reject the code */
+} ptk__verdict;
+#define PTK__VERDICTS 1024
+extern ptk__verdict ptk__verdicts[PTK__VERDICTS];
+extern uint64_t ptk__table_gen;
+static inline ptk__verdict *
+ptk__verdict_slot(PyCodeObject *code)
+{
+    return &ptk__verdicts[((uintptr_t)code >> 5) & (PTK__VERDICTS - 1)];
+}
+
+/* ptk__code_rejects through the cache. */
+static inline uint64_t
+ptk__code_rejected(const ptk__table *t, PyCodeObject *code)
+{
+    ptk__verdict *v = ptk__verdict_slot(code);
+    if (v->code == code && v->gen == ptk__table_gen) {
+        return v->rejected;
+    }
+    int kept = 0;
+    uint64_t r = ptk__code_rejects(t, code, &kept);
+    if (kept) {
+        v->code = code;
+        v->gen = ptk__table_gen;
+        v->rejected = r;
+    }
+    return r;
+}
+
 /* Does no subscriber of t want anything of code? Then every event location
  * in it can be switched off (monitoring) or skipped (legacy). */
 static inline int
 ptk__code_dead(const ptk__table *t, PyCodeObject *code)
 {
     return t->dead_possible &&
-           (ptk__code_rejects(t, code) & t->slots) == t->slots;
+           (ptk__code_rejected(t, code) & t->slots) == t->slots;
 }
+
 /* Should subscriber s skip ev (its filter)? Counts max_depth frames. */
 int ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,
                      uint64_t rejected);
@@ -318,7 +357,7 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
     ptk__sub *s = t->subs[kind];
     int n = t->nsub[kind], lines_off = 0;
     uint64_t rejected =
-        general && t->code_filtered ? ptk__code_rejects(t, ev->code) : 0;
+        general && t->code_filtered ? ptk__code_rejected(t, ev->code) : 0;
     ptk__dispatch_depth++;
     for (int i = 0; i < n; i++) {
         if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
@@ -389,6 +428,30 @@ int ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
 /* Seeds the calling thread's shadow stack with the frames already running
  * (outermost first); `with_frames`: keep the frame pointers too. */
 void ptk__seed_stack(int with_frames);
+
+/* A backend: where events come from. One table per backend, in its own
+ * file; the hub calls only these. */
+typedef struct ptk__backend_ops {
+    ptk_backend id;
+    const char *name;
+    /* PTK_OK if this interpreter has it; else an error saying what is
+     * missing (errmsg may be NULL). Claims nothing. */
+    int (*available)(char **errmsg);
+    /* Takes what the backend needs (a tool id, probes); PTK_OK or an error
+     * (errmsg may be NULL). Called when the first session starts on it. */
+    int (*claim)(char **errmsg);
+    /* Lets go of it all; called when the last session stops. */
+    void (*release)(void);
+    /* Makes the installed hooks deliver exactly what the table needs. */
+    int (*sync)(const ptk__table *t, int install_here, char **errmsg);
+    /* The kinds it delivers (PTK_MASK bits, from the event table). */
+    unsigned int (*events)(void);
+} ptk__backend_ops;
+
+extern const ptk__backend_ops ptk__legacy_ops;     /* legacy.c */
+extern const ptk__backend_ops ptk__monitoring_ops; /* monitoring.c */
+/* NULL for PTK_BACKEND_AUTO or an unknown value. */
+const ptk__backend_ops *ptk__backend_ops_of(ptk_backend id);
 
 /* ---- legacy backend (legacy.c) ----------------------------------------- */
 

@@ -142,6 +142,35 @@ instance_free(struct ptk_plugin_ctx *c)
     free(c);
 }
 
+/* Can backend b deliver every kind c subscribes to? (The reference
+ * events come from the reference tracer, whatever the backend.) */
+static int
+check_backend_events(const ptk_session *s, const struct ptk_plugin_ctx *c,
+                     ptk_backend b, const char *where, char **errmsg)
+{
+    (void)s;
+    const ptk__backend_ops *ops = ptk__backend_ops_of(b);
+    unsigned missing = ops ? c->events & ~PTK_MASK_REF & ~ops->events() : 0;
+    if (missing == 0) {
+        return PTK_OK;
+    }
+    char names[256] = "";
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        if (missing & PTK_MASK(k)) {
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                     names[0] ? ", " : "", ptk_event_name(k));
+        }
+    }
+    return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                    "plugin %s subscribes to %s, which the %s backend does "
+                    "not deliver%s",
+                    where, names, ops->name,
+                    (missing & PTK_MASK_BRANCHES)
+                        ? " (branch and jump need the monitoring backend, "
+                          "CPython 3.12+)"
+                        : "");
+}
+
 static int
 attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
                 char *path, const char *options, char **errmsg)
@@ -218,13 +247,8 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
         }
     }
     c->initialised = 1;
-    if (rc == PTK_OK && (c->events & PTK_MASK_BRANCHES) &&
-        s->requested != PTK_BACKEND_MONITORING) {
-        rc = ptk__err(errmsg, PTK_EUNSUPPORTED,
-                      "plugin %s subscribes to branch/jump events, which only "
-                      "the monitoring backend delivers (CPython 3.12+); this "
-                      "session uses the %s backend",
-                      where, ptk_backend_name(s->requested));
+    if (rc == PTK_OK) {
+        rc = check_backend_events(s, c, s->requested, where, errmsg);
     }
     if (rc == PTK_OK) {
         rc = ptk__filter_build(desc->name, &c->opts, &s->filter_defaults,
@@ -383,6 +407,20 @@ ptk_session_start(ptk_session *s, char **errmsg)
                                  &use, errmsg);
     if (rc < 0) {
         return rc;
+    }
+    /* A fallback backend (sys.monitoring's tool ids taken) may lack
+     * kinds the plugins asked for: say so instead of delivering nothing. */
+    for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+        char where[512];
+        snprintf(where, sizeof where, "'%s'", c->name ? c->name : "?");
+        rc = check_backend_events(s, c, use, where, errmsg);
+        if (rc < 0) {
+            if (ptk__active_sessions == NULL) {
+                ptk__backend_ops_of(use)->release();
+                ptk__hub_backend = PTK_BACKEND_AUTO;
+            }
+            return rc;
+        }
     }
     s->backend = use;
     s->owner = &me->pub;

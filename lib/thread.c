@@ -53,6 +53,18 @@ ptk__thread_at(size_t index)
  * if `threading` is imported and knows the thread. Needs the GIL; calls
  * Python, so never from the reference tracer. Saves and restores any
  * pending exception. */
+/* The main interpreter's first thread state is the last in its list
+ * (new ones are added at the head): the thread that started Python. */
+static unsigned long
+main_thread_ident(void)
+{
+    PyThreadState *ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main());
+    while (ts != NULL && PyThreadState_Next(ts) != NULL) {
+        ts = PyThreadState_Next(ts);
+    }
+    return ts != NULL ? ts->thread_id : 0;
+}
+
 void
 ptk__thread_set_name(ptk__thread *t)
 {
@@ -74,7 +86,11 @@ ptk__thread_set_name(ptk__thread *t)
             name = PyObject_GetAttrString(th, "name");
         }
     }
-    if (th == NULL) {
+    if (th == NULL && mod == NULL && t->pub.ident == main_thread_ident()) {
+        /* threading is not imported yet; it will call this one MainThread */
+        name = PyUnicode_FromString("MainThread");
+    }
+    else if (th == NULL) {
         t->name_retry = 1; /* not known to threading (yet) */
     }
     if (name != NULL && PyUnicode_Check(name)) {

@@ -1,30 +1,138 @@
 /* pytracekit._pytracekit: sessions from Python code. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pytracekit/pytracekit.h>
 
-static PyObject *ErrorType;
+#include "ptk_usage.h"
+
+/* The exception raised for a library error: the package (__init__.py)
+ * installs its classes with _set_errors(base, {code: class}); until then
+ * (or for a code without a class), RuntimeError. */
+static PyObject *ErrorBase;
+static PyObject *ErrorByCode;
 
 typedef struct {
     PyObject_HEAD
     ptk_session *s;
     int reported;
+    PyObject *weakrefs;
 } SessionObject;
 
+/* Raises the class for @p rc with @p msg and the code: cls(msg, code). */
+static PyObject *
+raise_str(int rc, const char *msg)
+{
+    PyObject *code = PyLong_FromLong(rc);
+    PyObject *cls = code && ErrorByCode ? PyDict_GetItemWithError(ErrorByCode, code)
+                                        : NULL; /* borrowed */
+    if (cls == NULL && !PyErr_Occurred()) {
+        cls = ErrorBase ? ErrorBase : PyExc_RuntimeError;
+    }
+    PyObject *exc = cls ? PyObject_CallFunction(cls, "sO", msg, code) : NULL;
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    Py_XDECREF(code);
+    return NULL;
+}
+
+/* Raises the class for @p rc with the library's message (@p err, freed),
+ * or the code's description. */
 static PyObject *
 raise_ptk(int rc, char *err)
 {
-    PyObject *args = Py_BuildValue("(si)", err ? err : ptk_strerror(rc), rc);
-    if (args != NULL) {
-        PyErr_SetObject(ErrorType, args);
-        Py_DECREF(args);
-    }
+    raise_str(rc, err ? err : ptk_strerror(rc));
     ptk_free(err);
     return NULL;
+}
+
+/* raise_ptk with a message of ours: @p fmt has one %s, @p arg. */
+static PyObject *
+raise_msg(int rc, const char *fmt, const char *arg)
+{
+    char m[512];
+    snprintf(m, sizeof m, fmt, arg);
+    return raise_str(rc, m);
+}
+
+/* One of @p choices (NULL-terminated), by name, or TypeError/ValueError. */
+static int
+choice_arg(PyObject *o, const char *what, const char *const *choices)
+{
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    for (int i = 0; choices[i]; i++) {
+        if (PyUnicode_CompareWithASCIIString(o, choices[i]) == 0) {
+            return i;
+        }
+    }
+    PyObject *names = PyUnicode_FromString("");
+    for (int i = 0; names && choices[i]; i++) {
+        PyObject *n = PyUnicode_FromFormat("%U%s'%s'", names,
+                                           i == 0 ? "" : choices[i + 1] ? ", " : " or ",
+                                           choices[i]);
+        Py_SETREF(names, n);
+    }
+    if (names != NULL) {
+        PyErr_Format(PyExc_ValueError, "%s must be %U, not %R", what, names, o);
+        Py_DECREF(names);
+    }
+    return -1;
+}
+
+static const char *const thread_choices[] = {"current", "all", NULL};
+static const char *const backend_choices[] = {"auto", "legacy", "monitoring", NULL};
+
+static int
+add_plugins(SessionObject *self, PyObject *plugins)
+{
+    if (PyUnicode_Check(plugins)) { /* one spec, not a sequence of letters */
+        const char *spec = PyUnicode_AsUTF8(plugins);
+        char *err = NULL;
+        int rc = spec ? ptk_session_add_plugin(self->s, spec, &err) : -1;
+        if (rc < 0 && spec != NULL) {
+            raise_ptk(rc, err);
+        }
+        return rc < 0 ? -1 : 0;
+    }
+    PyObject *seq = PySequence_Fast(plugins, "plugins must be a str or a "
+                                             "sequence of str");
+    if (seq == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyUnicode_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "plugins[%zd] must be str, not %.100s",
+                         i, Py_TYPE(item)->tp_name);
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        const char *spec = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        char *err = NULL;
+        int rc = spec ? ptk_session_add_plugin(self->s, spec, &err) : -1;
+        if (rc < 0) {
+            Py_DECREF(seq);
+            if (spec != NULL) {
+                raise_ptk(rc, err);
+            }
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
 }
 
 /* Appends "key=items" to parts for a filter keyword given as a str or a
@@ -36,10 +144,10 @@ filter_part(PyObject *parts, const char *key, PyObject *v)
         return 0;
     }
     PyObject *text = NULL;
-    if (PyUnicode_Check(v)) {
+    if (PyUnicode_Check(v) && strcmp(key, "max_depth") != 0) {
         text = Py_NewRef(v);
     }
-    else if (PyLong_Check(v) && strcmp(key, "max_depth") == 0) {
+    else if (PyLong_Check(v) && !PyBool_Check(v) && strcmp(key, "max_depth") == 0) {
         text = PyObject_Str(v);
     }
     else if (PySequence_Check(v) && strcmp(key, "max_depth") != 0) {
@@ -65,6 +173,29 @@ filter_part(PyObject *parts, const char *key, PyObject *v)
     return rc;
 }
 
+/* "O&" converter: None, or a path as PyUnicode_FSConverter takes it. */
+static int
+opt_fspath(PyObject *o, void *out)
+{
+    if (o == Py_None) {
+        *(PyObject **)out = NULL;
+        return 1;
+    }
+    return PyUnicode_FSConverter(o, out);
+}
+
+static int
+str_arg(PyObject *o, const char *fn, const char **out)
+{
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s() argument must be str, not %.100s",
+                     fn, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = PyUnicode_AsUTF8(o);
+    return *out ? 0 : -1;
+}
+
 static int
 Session_init(SessionObject *self, PyObject *args, PyObject *kw)
 {
@@ -72,110 +203,92 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
                              "backend", "filter", "include", "exclude",
                              "modules", "functions", "thread_names",
                              "max_depth", NULL};
-    PyObject *plugins = NULL;
-    const char *outdir = "pytracekit-out", *threads = "current",
-               *plugin_path = NULL, *backend = "auto", *filter = NULL;
+    PyObject *plugins = NULL, *threads = NULL, *backend = NULL;
+    PyObject *outdir = NULL, *plugin_path = NULL, *filter = NULL;
     PyObject *fv[6] = {NULL};
     static const char *const fkeys[6] = {"include", "exclude", "modules",
                                          "functions", "threads", "max_depth"};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osszsz$OOOOOO", kwlist,
-                                     &plugins, &outdir, &threads, &plugin_path,
-                                     &backend, &filter, &fv[0], &fv[1], &fv[2],
-                                     &fv[3], &fv[4], &fv[5])) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO&OO&OO$OOOOOO", kwlist,
+                                     &plugins, opt_fspath, &outdir, &threads,
+                                     opt_fspath, &plugin_path, &backend,
+                                     &filter, &fv[0], &fv[1], &fv[2], &fv[3],
+                                     &fv[4], &fv[5])) {
         return -1;
     }
+    int rc = -1;
+    PyObject *ftext = NULL;
     /* filter= and the keywords make the session's default filter */
     PyObject *parts = PyList_New(0);
     if (parts == NULL) {
-        return -1;
+        goto done;
     }
-    if (filter != NULL && *filter) {
-        PyObject *f = PyUnicode_FromString(filter);
-        if (f == NULL || PyList_Append(parts, f) < 0) {
-            Py_XDECREF(f);
+    if (filter != NULL && filter != Py_None) {
+        if (!PyUnicode_Check(filter)) {
+            PyErr_Format(PyExc_TypeError, "filter must be str or None, not %.100s",
+                         Py_TYPE(filter)->tp_name);
             Py_DECREF(parts);
-            return -1;
+            goto done;
         }
-        Py_DECREF(f);
+        if (PyUnicode_GET_LENGTH(filter) > 0 && PyList_Append(parts, filter) < 0) {
+            Py_DECREF(parts);
+            goto done;
+        }
     }
     for (int k = 0; k < 6; k++) {
         if (filter_part(parts, fkeys[k], fv[k]) < 0) {
             Py_DECREF(parts);
-            return -1;
+            goto done;
         }
     }
     PyObject *comma = PyUnicode_FromString(",");
-    PyObject *ftext = comma ? PyUnicode_Join(comma, parts) : NULL;
+    ftext = comma ? PyUnicode_Join(comma, parts) : NULL;
     Py_XDECREF(comma);
     Py_DECREF(parts);
     if (ftext == NULL) {
-        return -1;
+        goto done;
     }
     if (self->s != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Session already initialised");
-        return -1;
+        goto done;
     }
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
-    cfg.output_dir = outdir;
-    cfg.plugin_path = plugin_path;
+    cfg.output_dir = outdir ? PyBytes_AS_STRING(outdir) : "pytracekit-out";
+    cfg.plugin_path = plugin_path ? PyBytes_AS_STRING(plugin_path) : NULL;
     cfg.filter = PyUnicode_AsUTF8(ftext); /* copied by ptk_session_new */
     if (cfg.filter == NULL) {
-        Py_DECREF(ftext);
-        return -1;
+        goto done;
     }
-    if (strcmp(threads, "all") == 0) {
-        cfg.threads = PTK_THREADS_ALL;
+    int t = threads ? choice_arg(threads, "threads", thread_choices) : 0;
+    int b = backend ? choice_arg(backend, "backend", backend_choices) : 0;
+    if (t < 0 || b < 0) {
+        goto done;
     }
-    else if (strcmp(threads, "current") != 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "threads must be 'current' or 'all', not %R",
-                     PyTuple_GET_SIZE(args) > 2 ? PyTuple_GET_ITEM(args, 2)
-                                                : Py_None);
-        Py_DECREF(ftext);
-        return -1;
-    }
-    if (ptk_backend_parse(backend, &cfg.backend) < 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "backend must be 'auto', 'legacy' or 'monitoring', not '%s'",
-                     backend);
-        Py_DECREF(ftext);
-        return -1;
-    }
+    cfg.threads = t == 1 ? PTK_THREADS_ALL : PTK_THREADS_CURRENT;
+    ptk_backend_parse(backend_choices[b], &cfg.backend);
     char *err = NULL;
-    int rc = ptk_session_new(&cfg, &self->s, &err);
-    Py_DECREF(ftext);
-    if (rc < 0) {
-        raise_ptk(rc, err);
-        return -1;
+    int prc = ptk_session_new(&cfg, &self->s, &err);
+    if (prc < 0) {
+        raise_ptk(prc, err);
+        goto done;
     }
-    if (plugins != NULL && plugins != Py_None) {
-        PyObject *seq = PySequence_Fast(plugins, "plugins must be a sequence of str");
-        if (seq == NULL) {
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            const char *spec = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
-            if (spec == NULL) {
-                Py_DECREF(seq);
-                return -1;
-            }
-            rc = ptk_session_add_plugin(self->s, spec, &err);
-            if (rc < 0) {
-                Py_DECREF(seq);
-                raise_ptk(rc, err);
-                return -1;
-            }
-        }
-        Py_DECREF(seq);
+    if (plugins != NULL && plugins != Py_None && add_plugins(self, plugins) < 0) {
+        ptk_session_free(self->s);
+        self->s = NULL;
+        goto done;
     }
-    return 0;
+    rc = 0;
+done:
+    Py_XDECREF(ftext);
+    Py_XDECREF(outdir);
+    Py_XDECREF(plugin_path);
+    return rc;
 }
 
 static int
 check(SessionObject *self)
 {
     if (self->s == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "Session is closed");
+        raise_str(PTK_ESTATE, "the session is closed");
         return -1;
     }
     return 0;
@@ -184,8 +297,8 @@ check(SessionObject *self)
 static PyObject *
 Session_add_plugin(SessionObject *self, PyObject *arg)
 {
-    const char *spec = PyUnicode_AsUTF8(arg);
-    if (spec == NULL || check(self) < 0) {
+    const char *spec;
+    if (str_arg(arg, "add_plugin", &spec) < 0 || check(self) < 0) {
         return NULL;
     }
     char *err = NULL;
@@ -199,13 +312,13 @@ Session_add_plugin(SessionObject *self, PyObject *arg)
 static PyObject *
 Session_remove_plugin(SessionObject *self, PyObject *arg)
 {
-    const char *name = PyUnicode_AsUTF8(arg);
-    if (name == NULL || check(self) < 0) {
+    const char *name;
+    if (str_arg(arg, "remove_plugin", &name) < 0 || check(self) < 0) {
         return NULL;
     }
     int rc = ptk_session_remove_plugin(self->s, name);
     if (rc < 0) {
-        return raise_ptk(rc, NULL);
+        return raise_msg(rc, "no plugin named '%s' in this session", name);
     }
     Py_RETURN_NONE;
 }
@@ -234,7 +347,7 @@ Session_stop(SessionObject *self, PyObject *unused)
     }
     int rc = ptk_session_stop(self->s);
     if (rc < 0) {
-        return raise_ptk(rc, NULL);
+        return raise_str(rc, "the session is not running");
     }
     Py_RETURN_NONE;
 }
@@ -251,8 +364,7 @@ Session_report(SessionObject *self, PyObject *unused)
     int rc = ptk_session_report(self->s, &err);
     ptk_free(err);
     if (rc == PTK_ESTATE) {
-        PyErr_SetString(PyExc_RuntimeError, "stop the session before report()");
-        return NULL;
+        return raise_str(rc, "stop the session before report()");
     }
     self->reported = 1;
     return PyLong_FromLong(ptk_session_failures(self->s));
@@ -282,12 +394,17 @@ Session_exit(SessionObject *self, PyObject *args)
 {
     (void)args;
     if (self->s != NULL) {
+        /* Stopped here, in C: a Python-level __exit__ would be a frame
+         * whose call the hub saw and whose return it never sees. */
         if (ptk_session_running(self->s)) {
             ptk_session_stop(self->s);
         }
-        char *err = NULL;
-        ptk_session_report(self->s, &err);
-        ptk_free(err);
+        /* report() as the object has it (the package's refreshes results) */
+        PyObject *r = PyObject_CallMethod((PyObject *)self, "report", NULL);
+        if (r == NULL) {
+            return NULL;
+        }
+        Py_DECREF(r);
         self->reported = 1;
     }
     Py_RETURN_FALSE;
@@ -319,6 +436,9 @@ Session_get_failures(SessionObject *self, void *closure)
 static void
 Session_dealloc(SessionObject *self)
 {
+    if (self->weakrefs != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     ptk_session_free(self->s);
     PyTypeObject *tp = Py_TYPE(self);
     tp->tp_free(self);
@@ -336,8 +456,14 @@ static PyMethodDef Session_methods[] = {
      "write the reports; returns the number of failed plugins"},
     {"close", (PyCFunction)Session_close, METH_NOARGS, "free the session"},
     {"__enter__", (PyCFunction)Session_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)Session_exit, METH_VARARGS, NULL},
+    {"__exit__", (PyCFunction)Session_exit, METH_VARARGS,
+     "__exit__(*exc): stop, then report(); exceptions propagate"},
     {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Session_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(SessionObject, weakrefs), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
 };
 
 static PyGetSetDef Session_getset[] = {
@@ -356,6 +482,7 @@ static PyType_Slot Session_slots[] = {
     {Py_tp_dealloc, (void *)Session_dealloc},
     {Py_tp_methods, Session_methods},
     {Py_tp_getset, Session_getset},
+    {Py_tp_members, Session_members},
     {Py_tp_doc, (void *)"Session(plugins=(), output_dir='pytracekit-out', "
                         "threads='current', plugin_path=None, "
                         "backend='auto', filter=None, *, include=None, "
@@ -368,9 +495,9 @@ static PyType_Slot Session_slots[] = {
 };
 
 static PyType_Spec Session_spec = {
-    .name = "pytracekit.Session",
+    .name = "pytracekit._pytracekit.Session",
     .basicsize = sizeof(SessionObject),
-    .flags = Py_TPFLAGS_DEFAULT,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .slots = Session_slots,
 };
 
@@ -382,14 +509,134 @@ mod_version(PyObject *m, PyObject *unused)
     return PyUnicode_FromString(ptk_version_string());
 }
 
+static PyObject *
+mod_set_errors(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *base, *by_code;
+    if (!PyArg_ParseTuple(args, "OO!:_set_errors", &base, &PyDict_Type, &by_code)) {
+        return NULL;
+    }
+    Py_XSETREF(ErrorBase, Py_NewRef(base));
+    Py_XSETREF(ErrorByCode, Py_NewRef(by_code));
+    Py_RETURN_NONE;
+}
+
+/* The error table (errors.h): [(code, "PTK_NAME", description)]. */
+static PyObject *
+mod_error_codes(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    static const int codes[] = {
+#define PTK__CODE(name, value, text) value,
+        PTK_ERRNO_MAP(PTK__CODE)
+#undef PTK__CODE
+    };
+    PyObject *l = PyList_New(0);
+    for (size_t i = 0; l && i < sizeof codes / sizeof codes[0]; i++) {
+        PyObject *t = Py_BuildValue("(iss)", codes[i], ptk_err_name(codes[i]),
+                                    ptk_strerror(codes[i]));
+        if (t == NULL || PyList_Append(l, t) < 0) {
+            Py_XDECREF(t);
+            Py_CLEAR(l);
+            break;
+        }
+        Py_DECREF(t);
+    }
+    return l;
+}
+
+typedef struct {
+    PyObject *list;
+    int failed;
+} scan_acc;
+
+static const char *const option_types[] = {"?", "bool", "int", "number",
+                                           "text", "choice", "list"};
+
+static PyObject *
+plugin_record(const char *file, const ptk_plugin_desc *d)
+{
+    PyObject *events = PyList_New(0);
+    PyObject *options = PyList_New(0);
+    for (int k = 0; events && k < PTK_EV_COUNT; k++) {
+        if (d->events & PTK_MASK(k)) {
+            PyObject *n = PyUnicode_FromString(ptk_event_name(k));
+            if (n == NULL || PyList_Append(events, n) < 0) {
+                Py_CLEAR(events);
+            }
+            Py_XDECREF(n);
+        }
+    }
+    for (const ptk_option_spec *o = d->options; options && o && o->name; o++) {
+        PyObject *t = Py_BuildValue(
+            "(sszzz)", o->name, option_types[o->type <= PTK_OPT_LIST ? o->type : 0],
+            o->choices, o->default_value, o->help);
+        if (t == NULL || PyList_Append(options, t) < 0) {
+            Py_CLEAR(options);
+        }
+        Py_XDECREF(t);
+    }
+    if (events == NULL || options == NULL) {
+        Py_XDECREF(events);
+        Py_XDECREF(options);
+        return NULL;
+    }
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:N,s:N,s:O}", "file", file, "name",
+                         d->name, "version", d->version ? d->version : "",
+                         "description", d->description ? d->description : "",
+                         "events", events, "options", options, "error", Py_None);
+}
+
+static void
+scan_one(const char *file, const ptk_plugin_desc *d, const char *error,
+         void *data)
+{
+    scan_acc *acc = data;
+    if (acc->failed) {
+        return;
+    }
+    PyObject *r = d != NULL
+        ? plugin_record(file, d)
+        : Py_BuildValue("{s:s,s:O,s:s}", "file", file, "name", Py_None, "error",
+                        error ? error : "?");
+    if (r == NULL || PyList_Append(acc->list, r) < 0) {
+        acc->failed = 1;
+    }
+    Py_XDECREF(r);
+}
+
+static PyObject *
+mod_scan(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *path = NULL;
+    if (!PyArg_ParseTuple(args, "|O&:_scan", opt_fspath, &path)) {
+        return NULL;
+    }
+    scan_acc acc = {PyList_New(0), 0};
+    if (acc.list != NULL) {
+        ptk_plugin_scan(path ? PyBytes_AS_STRING(path) : NULL, scan_one, &acc);
+    }
+    Py_XDECREF(path);
+    if (acc.failed) {
+        Py_CLEAR(acc.list);
+    }
+    return acc.list;
+}
+
 static PyMethodDef mod_methods[] = {
-    {"version", mod_version, METH_NOARGS, "the library's version"},
+    {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},
+    {"_set_errors", mod_set_errors, METH_VARARGS, NULL},
+    {"_error_codes", mod_error_codes, METH_NOARGS, NULL},
+    {"_scan", mod_scan, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "pytracekit._pytracekit",
-    "pytracekit sessions from Python", -1, mod_methods,
+    "The C part of the pytracekit package (use the package).", -1, mod_methods,
     NULL, NULL, NULL, NULL,
 };
 
@@ -400,13 +647,10 @@ PyInit__pytracekit(void)
     if (m == NULL) {
         return NULL;
     }
-    ErrorType = PyErr_NewExceptionWithDoc(
-        "pytracekit.Error", "A pytracekit call failed: args are (message, code).",
-        NULL, NULL);
     PyObject *type = PyType_FromSpec(&Session_spec);
-    if (ErrorType == NULL || type == NULL ||
-        PyModule_AddObjectRef(m, "Error", ErrorType) < 0 ||
-        PyModule_AddObject(m, "Session", type) < 0) {
+    if (type == NULL || PyModule_AddObject(m, "Session", type) < 0 ||
+        PyModule_AddStringConstant(m, "_built_for", PY_VERSION) < 0 ||
+        PyModule_AddStringConstant(m, "_usage", PTK_USAGE_TEXT) < 0) {
         Py_XDECREF(type);
         Py_DECREF(m);
         return NULL;

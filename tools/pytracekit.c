@@ -19,6 +19,8 @@
 
 #include <pytracekit/pytracekit.h>
 
+#include "ptk_usage.h"
+
 #define EXIT_USAGE 2
 
 static ptk_session *session;
@@ -26,45 +28,7 @@ static ptk_session *session;
 static void
 usage(FILE *out)
 {
-    fprintf(out,
-            "usage: pytracekit [-p PLUGIN[:KEY=VALUE,...]]... [-o DIR]\n"
-            "                  [--threads current|all] [--plugin-path DIR]\n"
-            "                  [--backend auto|legacy|monitoring]\n"
-            "                  (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n"
-            "       pytracekit --list-plugins [--plugin-path DIR]\n"
-            "       pytracekit --version | --help\n"
-            "\n"
-            "Runs a Python program with the given plugins attached to the\n"
-            "pytracekit hub and writes their reports into DIR.\n"
-            "\n"
-            "  -p, --plugin SPEC   load a plugin by name (searched in --plugin-path,\n"
-            "                      $PYTRACEKIT_PLUGIN_PATH, then the plugin directory)\n"
-            "                      or by path (containing '/'), with options;\n"
-            "                      repeatable; default: counter\n"
-            "  -o, --output DIR    report directory (default: pytracekit-out)\n"
-            "  --threads SCOPE     current: the main thread only; all (default):\n"
-            "                      every thread, including ones started later\n"
-            "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
-            "  --include GLOBS     every plugin: only code in files matching GLOBS\n"
-            "                      (absolute-path globs or directories, ';'-separated;\n"
-            "                      named sets stdlib, site-packages; !negates)\n"
-            "  --exclude GLOBS     every plugin: not code in files matching GLOBS\n"
-            "  --modules NAMES     every plugin: only these modules and submodules\n"
-            "  --functions GLOBS   every plugin: only functions whose qualified\n"
-            "                      name matches\n"
-            "  --thread-names GLOBS every plugin: only threads whose name matches\n"
-            "  --max-depth N       every plugin: only N selected frames deep\n"
-            "                      (a plugin's own KEY=VALUE replaces any of these;\n"
-            "                      see docs/filters.md)\n"
-            "  --backend NAME      where events come from: legacy (PyEval_SetProfile/\n"
-            "                      SetTrace), monitoring (sys.monitoring, 3.12+) or\n"
-            "                      auto (default: $PYTRACEKIT_BACKEND if set, else\n"
-            "                      monitoring on 3.12+)\n"
-            "  --list-plugins      list the plugins found, their events and options\n"
-            "  --version           print the version\n"
-            "\n"
-            "Exit status: the program's own; 2 for a usage error or a plugin\n"
-            "that fails to load (before the program starts).\n");
+    fputs(PTK_USAGE_TEXT, out);
 }
 
 static void
@@ -123,6 +87,107 @@ rearm_keyboard_interrupt(void)
     }
     Py_XDECREF(g);
     PyErr_Clear();
+}
+
+/* Does DIR/pyvenv.cfg exist and name a Python of our major.minor (exact:
+ * our very version, PY_VERSION)? */
+static int
+venv_matches(const char *dir, int exact)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pyvenv.cfg", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char want[16], line[1024];
+    if (exact) {
+        snprintf(want, sizeof want, "%s", PY_VERSION);
+    }
+    else {
+        snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    }
+    int ok = 0;
+    while (!ok && fgets(line, sizeof line, f)) {
+        char *p = line;
+        if (strncmp(p, "version_info", 12) == 0) {
+            p += 12;
+        }
+        else if (strncmp(p, "version", 7) == 0) {
+            p += 7;
+        }
+        else {
+            continue;
+        }
+        p += strspn(p, " \t");
+        if (*p++ != '=') {
+            continue;
+        }
+        p += strspn(p, " \t");
+        size_t n = strlen(want);
+        ok = strncmp(p, want, n) == 0 &&
+             (!exact || strchr(" .\r\n", p[n]) != NULL);
+    }
+    fclose(f);
+    return ok;
+}
+
+/* DIR/python3.X, else DIR/python3, if executable: into @p out. */
+static int
+python_in(const char *dir, char *out, size_t size)
+{
+    snprintf(out, size, "%s/python%d.%d", dir, PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    if (access(out, X_OK) == 0) {
+        return 1;
+    }
+    snprintf(out, size, "%s/python%d", dir, PY_MAJOR_VERSION);
+    return access(out, X_OK) == 0;
+}
+
+/* The interpreter this run stands for, as `python` would be found: its
+ * path decides sys.executable and, through a pyvenv.cfg next to it or one
+ * directory up, sys.prefix and sys.path (CPython's getpath). In order:
+ *  - the command installed in a virtual environment (<venv>/bin/pytracekit,
+ *    <venv>/pyvenv.cfg for our Python version): <venv>/bin/python3.X;
+ *  - an activated virtual environment ($VIRTUAL_ENV) made by a Python of
+ *    exactly our version (the command links that version's libpython);
+ *  - the command next to an interpreter of our version (installed into a
+ *    Python's own prefix): that interpreter;
+ *  - the interpreter the command was built with. */
+static const char *
+choose_python(char *buf, size_t size)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0'; /* <prefix>/bin */
+            char up[sizeof self + 4];
+            snprintf(up, sizeof up, "%s/..", self);
+            if ((venv_matches(self, 0) || venv_matches(up, 0)) &&
+                python_in(self, buf, size)) {
+                return buf;
+            }
+        }
+    }
+    const char *venv = getenv("VIRTUAL_ENV");
+    if (venv != NULL && *venv && venv_matches(venv, 1)) {
+        char bin[4096];
+        snprintf(bin, sizeof bin, "%s/bin", venv);
+        if (python_in(bin, buf, size)) {
+            return buf;
+        }
+    }
+    if (n > 0) {
+        snprintf(buf, size, "%s/python%d.%d", self, PY_MAJOR_VERSION,
+                 PY_MINOR_VERSION);
+        if (access(buf, X_OK) == 0) {
+            return buf;
+        }
+    }
+    return PTK_PYTHON_EXECUTABLE;
 }
 
 /* Called by atexit at interpreter shutdown: stop and write the reports. */
@@ -217,6 +282,7 @@ main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
+        int fk = filter_key(a, fkeys, NFKEYS); /* --include … --max-depth */
 #define TAKE(opt)                                                           \
     (strcmp(a, opt) == 0 ? (i + 1 < argc ? (val = argv[++i], 1)             \
                                          : (fprintf(stderr,                 \
@@ -268,14 +334,13 @@ main(int argc, char **argv)
         else if (strcmp(a, "--list-plugins") == 0) {
             list = 1;
         }
-        else if (filter_key(a, fkeys, NFKEYS) >= 0 && TAKE(a)) {
-            int f = filter_key(a, fkeys, NFKEYS);
+        else if (fk >= 0 && fk < NFKEYS && TAKE(a)) {
             /* repeated: the items add up (max_depth: the last one) */
-            if (fvals[f] != NULL && f == NFKEYS - 1) {
-                free(fvals[f]);
-                fvals[f] = NULL;
+            if (fvals[fk] != NULL && fk == NFKEYS - 1) {
+                free(fvals[fk]);
+                fvals[fk] = NULL;
             }
-            fvals[f] = join(fvals[f], fvals[f] ? ";" : "", val);
+            fvals[fk] = join(fvals[fk], fvals[fk] ? ";" : "", val);
         }
         else if (strcmp(a, "--version") == 0) {
             printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
@@ -326,7 +391,9 @@ main(int argc, char **argv)
     /* The python command line this run is equivalent to. */
     int pargc = 0;
     char **pargv = calloc((size_t)(argc + 4), sizeof *pargv);
-    pargv[pargc++] = (char *)PTK_PYTHON_EXECUTABLE;
+    char pybuf[4096];
+    const char *python = choose_python(pybuf, sizeof pybuf);
+    pargv[pargc++] = (char *)python;
     if (mode != NULL) {
         pargv[pargc++] = (char *)mode;
         i++;
@@ -345,14 +412,13 @@ main(int argc, char **argv)
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
     PyStatus st = PyConfig_SetBytesArgv(&config, pargc, pargv);
-    if (!PyStatus_Exception(st) && access(PTK_PYTHON_EXECUTABLE, X_OK) == 0) {
-        /* sys.executable: the interpreter, so that subprocesses work */
-        st = PyConfig_SetBytesString(&config, &config.executable,
-                                     PTK_PYTHON_EXECUTABLE);
+    if (!PyStatus_Exception(st) && access(python, X_OK) == 0) {
+        /* sys.executable: the interpreter, so that subprocesses work, and
+         * whose pyvenv.cfg (if any) makes sys.prefix the venv's */
+        st = PyConfig_SetBytesString(&config, &config.executable, python);
     }
     if (!PyStatus_Exception(st)) {
-        st = PyConfig_SetBytesString(&config, &config.program_name,
-                                     PTK_PYTHON_EXECUTABLE);
+        st = PyConfig_SetBytesString(&config, &config.program_name, python);
     }
     if (!PyStatus_Exception(st)) {
         st = Py_InitializeFromConfig(&config);

@@ -14,7 +14,7 @@ extern "C" {
 /** @brief Major version: changes break the C API or the plugin ABI. @since 0.1 */
 #define PTK_VERSION_MAJOR 0
 /** @brief Minor version: additions that keep compatibility. @since 0.1 */
-#define PTK_VERSION_MINOR 2
+#define PTK_VERSION_MINOR 3
 /** @brief Patch version: fixes only. @since 0.1 */
 #define PTK_VERSION_PATCH 0
 

@@ -14,8 +14,10 @@
 
 typedef struct fn_entry {
     const void *key;     /* code object, or the C function's PyMethodDef */
-    PyObject *obj;       /* strong: the code object, or one callable seen */
-    int is_c;
+    PyObject *obj;       /* strong: the code object; for a C function its
+                            (name, qualname, module), taken at first sight,
+                            or a callable keyed by identity */
+    int is_c;            /* 0: Python; 1: C, obj the callable; 2: C, obj its names */
     uint64_t calls;
 } fn_entry;
 
@@ -105,6 +107,26 @@ lookup(counter *c, const void *key)
     return &c->tab[h];
 }
 
+static PyObject *
+attr_or_none(PyObject *o, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(o, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        v = Py_NewRef(Py_None);
+    }
+    return v;
+}
+
+/* (__name__, __qualname__, __module__) of a callable. */
+static PyObject *
+c_names(PyObject *fn)
+{
+    return Py_BuildValue("(NNN)", attr_or_none(fn, "__name__"),
+                         attr_or_none(fn, "__qualname__"),
+                         attr_or_none(fn, "__module__"));
+}
+
 static int
 count_call(counter *c, const void *key, PyObject *obj, int is_c)
 {
@@ -117,8 +139,18 @@ count_call(counter *c, const void *key, PyObject *obj, int is_c)
         return PTK_ENOMEM;
     }
     if (e->key == NULL) {
+        /* A built-in method holds its receiver: keeping it would keep that
+         * object alive, and a method of a pytracekit.Session (its
+         * __exit__) the session itself, through a cycle no collector sees.
+         * Its names are all the report needs. */
+        if (is_c && PyCFunction_Check(obj)) {
+            is_c = 2;
+        }
+        e->obj = is_c == 2 ? c_names(obj) : Py_NewRef(obj);
+        if (e->obj == NULL) {
+            return PTK_ENOMEM;
+        }
         e->key = key;
-        e->obj = Py_NewRef(obj);
         e->is_c = is_c;
         c->used++;
     }
@@ -161,17 +193,6 @@ counter_event(void *state, const ptk_event *ev)
 }
 
 static PyObject *
-attr_or_none(PyObject *o, const char *name)
-{
-    PyObject *v = PyObject_GetAttrString(o, name);
-    if (v == NULL) {
-        PyErr_Clear();
-        v = Py_NewRef(Py_None);
-    }
-    return v;
-}
-
-static PyObject *
 abspath(PyObject *file)
 {
     PyObject *os = PyImport_ImportModule("os.path");
@@ -201,13 +222,17 @@ function_record(const fn_entry *e)
                                     (unsigned long long)e->calls);
         return d;
     }
-    PyObject *name = attr_or_none(e->obj, "__name__");
-    PyObject *qual = attr_or_none(e->obj, "__qualname__");
-    PyObject *mod = attr_or_none(e->obj, "__module__");
-    PyObject *d = Py_BuildValue("{s:s,s:N,s:N,s:N,s:O,s:i,s:K}", "kind", "c",
-                                "name", name, "qualname", qual, "module", mod,
+    PyObject *names = e->is_c == 2 ? Py_NewRef(e->obj) : c_names(e->obj);
+    if (names == NULL) {
+        return NULL;
+    }
+    PyObject *d = Py_BuildValue("{s:s,s:O,s:O,s:O,s:O,s:i,s:K}", "kind", "c",
+                                "name", PyTuple_GET_ITEM(names, 0), "qualname",
+                                PyTuple_GET_ITEM(names, 1), "module",
+                                PyTuple_GET_ITEM(names, 2),
                                 "file", Py_None, "line", 0, "calls",
                                 (unsigned long long)e->calls);
+    Py_DECREF(names);
     return d;
 }
 
@@ -303,8 +328,9 @@ counter_report(void *state, const ptk_report_args *args)
     }
     for (size_t i = 0; i < n && (int64_t)i < c->top; i++) {
         const fn_entry *e = sorted[i];
-        PyObject *q = e->is_c ? attr_or_none(e->obj, "__qualname__")
-                              : Py_NewRef(((PyCodeObject *)e->obj)->co_qualname);
+        PyObject *q = !e->is_c ? Py_NewRef(((PyCodeObject *)e->obj)->co_qualname)
+                      : e->is_c == 2 ? Py_NewRef(PyTuple_GET_ITEM(e->obj, 1))
+                                              : attr_or_none(e->obj, "__qualname__");
         const char *qs = PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : "?";
         if (e->is_c) {
             fprintf(out, "%12llu  %-6s %s\n", (unsigned long long)e->calls, "c",

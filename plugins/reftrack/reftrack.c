@@ -593,13 +593,6 @@ static const ptk_option_spec rt_options[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
-static ptk_plugin_desc reftrack_desc;
-
-/* The shadow stack costs the profile hook on every call, so the hub keeps
- * it only while some instance records sites. The descriptor's flags are
- * the union over the live instances (ptk_init_args cannot carry flags). */
-static int rt_stack_users;
-
 static void
 rt_free(rt_state *st)
 {
@@ -674,8 +667,10 @@ rt_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->site_tab[0].code = RT_NONE; /* site 0: unknown */
     st->site_tab[0].line = 0;
     st->nsites = 1;
-    if (st->sites && rt_stack_users++ == 0) {
-        reftrack_desc.flags |= PTK_FLAG_STACK;
+    /* The shadow stack costs the profile hook on every call: only an
+     * instance that records sites asks for it, in its own subscription. */
+    if (st->sites) {
+        args->subscription->flags |= PTK_FLAG_STACK;
     }
     *state = st;
     return PTK_OK;
@@ -690,21 +685,17 @@ rt_report_cb(void *state, const ptk_report_args *args)
 static void
 rt_fini(void *state)
 {
-    rt_state *st = state;
-    if (st->sites && --rt_stack_users == 0) {
-        reftrack_desc.flags &= ~(unsigned)PTK_FLAG_STACK;
-    }
-    rt_free(st);
+    rt_free(state);
 }
 
-static ptk_plugin_desc reftrack_desc = {
+static const ptk_plugin_desc reftrack_desc = {
     PTK_PLUGIN_HEADER,
     .name = "reftrack",
     .version = "0.2.0",
     .description = "objects per type and leaks by creation site, from "
                    "CPython's reference tracer (3.13+)",
     .events = PTK_MASK_REF,
-    .flags = 0, /* PTK_FLAG_STACK while an instance records sites */
+    .flags = 0, /* PTK_FLAG_STACK per instance, with sites=true */
     .options = rt_options,
     .init = rt_init,
     .on_ref = rt_on_ref,

@@ -1,49 +1,252 @@
-"""python -m pytracekit [-p PLUGIN]... [-o DIR] [--threads current|all]
-                        [--backend auto|legacy|monitoring]
-                        (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+"""python -m pytracekit: the pytracekit command, run by this interpreter.
 
-In-process equivalent of the pytracekit command."""
-import argparse
+Takes exactly the command's arguments (tools/pytracekit.c; its usage text
+is shared, _pytracekit._usage) and behaves the same: options up to SCRIPT,
+``-m MODULE``, ``-c CODE`` or ``--``; everything after belongs to the
+program. The program runs as ``python`` would run it (sys.argv, sys.path[0],
+a fresh ``__main__``); the session starts just before it and its reports
+are written at exit (an atexit callback, as the command does), also when
+the program raises, calls sys.exit or is interrupted. Exit status: the
+program's own; 2 for a usage error or a plugin that fails to load.
+"""
+import atexit
 import os
-import runpy
 import sys
+import types
 
-from . import Session, Error
+from . import _pytracekit as _c
+from . import Error, Session, _scan
+
+EXIT_USAGE = 2
+
+
+class Usage(Exception):
+    """A command-line error: the message, then exit status 2."""
+
+    def __init__(self, message, show_usage=False):
+        super().__init__(message)
+        self.show_usage = show_usage
+
+
+# --include … --max-depth: the session's default filter, made into the
+# same "key=value,..." text as the command makes (in this order)
+FILTER_OPTIONS = {"--include": "include", "--exclude": "exclude",
+                  "--modules": "modules", "--functions": "functions",
+                  "--thread-names": "threads", "--max-depth": "max_depth"}
+
+
+def parse(argv):
+    """Parses the command's arguments as tools/pytracekit.c does.
+
+    Returns a dict: plugins, output, threads, backend, plugin_path, filter
+    ({key: value} of the filter options), list,
+    action ("version", "help", "list" or "run"), mode (None for a script,
+    "-m" or "-c"), target (script, module or code) and args (the program's
+    arguments). Raises Usage."""
+    o = {"plugins": [], "output": "pytracekit-out", "threads": "all",
+         "backend": "auto", "plugin_path": None, "list": False,
+         "action": "run", "mode": None, "target": None, "args": [],
+         "filter": {}}
+    i = 0
+    n = len(argv)
+
+    def take():
+        nonlocal i
+        if i + 1 >= n:
+            raise Usage(f"{argv[i]} needs a value")
+        i += 1
+        return argv[i]
+
+    rest = n
+    while i < n:
+        a = argv[i]
+        if a in ("-p", "--plugin"):
+            o["plugins"].append(take())
+        elif a in ("-o", "--output"):
+            o["output"] = take()
+        elif a == "--threads":
+            v = take()
+            if v not in ("current", "all"):
+                raise Usage(f"--threads expects 'current' or 'all', found '{v}'")
+            o["threads"] = v
+        elif a == "--backend":
+            v = take()
+            if v not in ("auto", "legacy", "monitoring"):
+                raise Usage("--backend expects 'auto', 'legacy' or "
+                            f"'monitoring', found '{v}'")
+            o["backend"] = v
+        elif a == "--plugin-path":
+            v = take()
+            o["plugin_path"] = v if o["plugin_path"] is None else o["plugin_path"] + ":" + v
+        elif a == "--list-plugins":
+            o["list"] = True
+        elif a in FILTER_OPTIONS:
+            key, v = FILTER_OPTIONS[a], take()
+            # repeated: the items add up (max_depth: the last one)
+            f = o["filter"]
+            f[key] = v if key == "max_depth" or key not in f else f[key] + ";" + v
+        elif a == "--version":
+            o["action"] = "version"
+            return o
+        elif a in ("-h", "--help"):
+            o["action"] = "help"
+            return o
+        elif a in ("-m", "-c"):
+            o["mode"] = a
+            o["target"] = take()
+            rest = i + 1
+            break
+        elif a == "--":
+            i += 1
+            rest = i
+            break
+        elif a.startswith("-") and a != "-":
+            raise Usage(f"unknown option '{a}'", show_usage=True)
+        else:
+            rest = i
+            break
+        i += 1
+    else:
+        rest = n
+    if o["list"]:
+        o["action"] = "list"
+        return o
+    if o["mode"] is None:
+        if rest >= n:
+            raise Usage("no program given (SCRIPT, -m MODULE or -c CODE)",
+                        show_usage=True)
+        o["target"] = argv[rest]
+        rest += 1
+    o["args"] = list(argv[rest:])
+    if not o["plugins"]:
+        o["plugins"] = ["counter"]
+    return o
+
+
+def list_plugins(plugin_path):
+    """Prints what ``pytracekit --list-plugins`` prints."""
+    for r in _scan(plugin_path):
+        if r["error"] is not None:
+            print(f"{r['file']}: rejected: {r['error']}")
+            continue
+        print(f"{r['name']} {r['version']} — {r['description']}\n"
+              f"  file: {r['file']}\n  events:" +
+              "".join(" " + e for e in r["events"]))
+        for name, typ, choices, default, help_ in r["options"]:
+            print(f"  option {name} ({typ}{': ' if choices else ''}"
+                  f"{choices or ''}) default "
+                  f"{default if default is not None else '(none)'}: {help_ or ''}")
+
+
+def _fresh_main(filename=None):
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    if filename is not None:
+        main.__file__ = filename
+        main.__cached__ = None
+    sys.modules["__main__"] = main
+    return main
+
+
+def _run(o, session):
+    """Runs the program as `python` would, with the session started."""
+    mode, target, args = o["mode"], o["target"], o["args"]
+    if mode == "-c":
+        sys.argv = ["-c"] + args
+        sys.path[0] = ""
+        main = _fresh_main()
+        code = compile(target, "<string>", "exec")
+        session.start()
+        exec(code, main.__dict__)
+    elif mode == "-m":
+        import runpy
+        sys.argv = ["-m"] + args
+        sys.path[0] = os.getcwd()
+        session.start()
+        runpy._run_module_as_main(target, alter_argv=True)
+    else:
+        sys.argv = [target] + args
+        path = os.path.abspath(target)
+        if os.path.isdir(target) or not target.endswith(".py") and _is_zip(target):
+            import runpy  # a directory or zip with __main__.py: as python
+            sys.path[0] = path  # runs it (pymain_run_python)
+            session.start()
+            runpy._run_module_as_main("__main__", alter_argv=False)
+            return
+        try:
+            if target == "-":
+                source, target = sys.stdin.buffer.read(), "<stdin>"
+            else:
+                with open(target, "rb") as f:
+                    source = f.read()
+        except OSError as e:
+            print(f"{sys.executable}: can't open file {path!r}: "
+                  f"[Errno {e.errno}] {e.strerror}", file=sys.stderr)
+            sys.exit(EXIT_USAGE)
+        sys.path[0] = "" if target == "<stdin>" else \
+            os.path.dirname(os.path.realpath(target))
+        # __file__ and co_filename are absolute, as python makes them (3.9+)
+        filename = target if target == "<stdin>" else path
+        main = _fresh_main(None if target == "<stdin>" else filename)
+        code = compile(source, filename, "exec")
+        session.start()
+        exec(code, main.__dict__)
+
+
+def _is_zip(path):
+    import zipfile
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m pytracekit")
-    ap.add_argument("-p", "--plugin", action="append", default=[])
-    ap.add_argument("-o", "--output", default="pytracekit-out")
-    ap.add_argument("--threads", choices=["current", "all"], default="all")
-    ap.add_argument("--plugin-path", action="append", default=[])
-    ap.add_argument("--backend", choices=["auto", "legacy", "monitoring"],
-                    default="auto")
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("-m", dest="module")
-    g.add_argument("-c", dest="code")
-    g.add_argument("script", nargs="?")
-    ap.add_argument("args", nargs=argparse.REMAINDER)
-    ns = ap.parse_args(argv)
+    """Runs the command; returns an exit status, or raises what the program
+    raised (SystemExit, KeyboardInterrupt, an uncaught exception)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        s = Session(ns.plugin or ["counter"], output_dir=ns.output,
-                    threads=ns.threads, backend=ns.backend,
-                    plugin_path=":".join(ns.plugin_path) or None)
+        o = parse(argv)
+    except Usage as e:
+        print(f"pytracekit: {e}", file=sys.stderr)
+        if e.show_usage:
+            sys.stderr.write(_c._usage)
+        return EXIT_USAGE
+    if o["action"] == "version":
+        print(f"pytracekit {_c.version()} (built for Python {_c._built_for})")
+        return 0
+    if o["action"] == "help":
+        sys.stdout.write(_c._usage)
+        return 0
+    if o["action"] == "list":
+        list_plugins(o["plugin_path"])
+        return 0
+    try:
+        session = Session(o["plugins"], output_dir=o["output"],
+                          threads=o["threads"], backend=o["backend"],
+                          plugin_path=o["plugin_path"],
+                          filter=",".join(f"{k}={o['filter'][k]}"
+                                          for k in FILTER_OPTIONS.values()
+                                          if k in o["filter"]) or None)
     except Error as e:
         print(f"pytracekit: {e}", file=sys.stderr)
-        return 2
-    if ns.module:
-        sys.argv = [ns.module] + ns.args
-        target = lambda: runpy.run_module(ns.module, run_name="__main__", alter_sys=True)
-    elif ns.code is not None:
-        sys.argv = ["-c"] + ns.args
-        target = lambda: exec(compile(ns.code, "<string>", "exec"), {"__name__": "__main__"})
-    else:
-        sys.argv = [ns.script] + ns.args
-        sys.path[0] = os.path.dirname(os.path.abspath(ns.script))
-        target = lambda: runpy.run_path(ns.script, run_name="__main__")
-    with s:
-        target()
+        return EXIT_USAGE
+
+    def finish():
+        if session.running:
+            session.stop()
+        session.report()
+        session.close()
+
+    atexit.register(finish)
+    try:
+        _run(o, session)
+    except Error as e:
+        if session.running:  # the program ran: its own error
+            raise
+        atexit.unregister(finish)
+        print(f"pytracekit: {e}", file=sys.stderr)
+        return EXIT_USAGE
     return 0
 
 

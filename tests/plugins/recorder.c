@@ -99,6 +99,10 @@ rec_event(void *state, const ptk_event *ev)
         }
     }
     PyObject *extra = Py_NewRef(Py_None);
+    if (ev->kind == PTK_EV_BRANCH || ev->kind == PTK_EV_JUMP) {
+        Py_DECREF(extra);
+        extra = Py_BuildValue("(ii)", r->host->event_offset(ev), (int)ev->target);
+    }
     PyFrameObject *f = r->host->event_frame(ev);
     if (ev->kind == PTK_EV_OPCODE && r->opcodes_check && f) {
         Py_DECREF(extra);

@@ -344,7 +344,7 @@ def module_codes():
                     else:
                         pytracekit.Session([], output_dir=s.join("out")).add_plugin(spec)
                 except pytracekit.Error as e:
-                    msg, got = e.args
+                    msg, got = str(e), e.code
                     check(got == code, "%s via %s: code %r, expected %r (%s)"
                           % (spec, how, got, code, msg))
                     check(needle in msg, "%s via %s: message %r lacks %r" % (spec, how, msg, needle))

@@ -131,9 +131,9 @@ def list_plugins_paths():
             check_in("%s/bad_abimajor.so: rejected: " % TEST_PLUGIN_DIR, r.out, "rejected", r)
             check_in("was built for plugin ABI 2.0, this host has ABI 1.2", r.out, "reason", r)
             check_in("%s/bad_noentry.so: rejected: " % TEST_PLUGIN_DIR, r.out, "rejected", r)
-            check(r.out.index("fail_nth 1") < r.out.index("counter "),
+            check(r.out.index("fail_nth 1") < r.out.index("\ncounter "),
                   "the extra directory is listed first", r)
-            check(r.out.count("counter ") == 1, "counter listed once", r)
+            check(r.out.count("\ncounter ") == 1, "counter listed once", r)
 
 
 def version():

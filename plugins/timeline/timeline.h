@@ -1,0 +1,270 @@
+/*
+ * timeline: every call as a span on a per-thread (and per-asyncio-task)
+ * track, streamed to a Perfetto protobuf trace or a Chrome trace-event JSON
+ * array while the program runs, through a bounded pair of buffers.
+ *
+ * Private to the plugin. timeline.c is the hot path (per-thread frame
+ * stacks, lazy span emission for min_duration, tasks, counters) and the
+ * lifecycle; tl_out.c the bounded buffers and the writer thread; tl_json.c
+ * and tl_pb.c the two encoders behind one table (tl_format); tl_names.c the
+ * name table (one record per function, shared by both encoders).
+ */
+#ifndef PTK_TIMELINE_H
+#define PTK_TIMELINE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h> /* first: it sets the feature macros */
+
+#include <pthread.h>
+#include <sys/types.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pytracekit/errors.h>
+#include <pytracekit/plugin.h>
+
+/* ---- tl_out.c: two buffers, one writer thread --------------------------- */
+
+/*
+ * The hot path appends to the current buffer. A full buffer is handed to the
+ * writer thread and the other one becomes current — unless the writer is
+ * still busy with it (the disk is slower than the program): then nothing is
+ * written and the caller drops the event and counts it. The program is never
+ * blocked, except by tl__out_close at the end.
+ */
+typedef struct tl_out {
+    int fd;
+    char *buf[2];
+    size_t cap;          /* bytes per buffer */
+    size_t len;          /* bytes in the current buffer */
+    int cur;             /* index of the current buffer */
+    atomic_int busy;     /* 1 while the writer owns the other buffer */
+    size_t pending_len;  /* length of the buffer handed over */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    int started;
+    pid_t owner;         /* the process whose writer thread this is */
+    int werrno;          /* first write error (the writer's), or 0 */
+    uint64_t written;    /* bytes on disk */
+    uint64_t handoffs;   /* buffers handed to the writer */
+    uint64_t last_handoff_ns;
+} tl_out;
+
+int tl__out_open(tl_out *o, const char *path, size_t cap, char *err,
+                 size_t errlen);
+/* Room for @p n bytes in the current buffer (after a hand-over if it is
+ * full), or NULL: the writer is busy (drop), or n > cap. */
+char *tl__out_reserve_slow(tl_out *o, size_t n, uint64_t now);
+static inline char *
+tl__out_reserve(tl_out *o, size_t n, uint64_t now)
+{
+    if (o->len + n <= o->cap) {
+        return o->buf[o->cur] + o->len;
+    }
+    return tl__out_reserve_slow(o, n, now);
+}
+/* Keeps @p n bytes of what tl__out_reserve gave (n <= what was asked). */
+static inline void
+tl__out_commit(tl_out *o, size_t n)
+{
+    o->len += n;
+}
+/* Hands the current buffer over if it is not empty and the writer is idle. */
+void tl__out_kick(tl_out *o, uint64_t now);
+/* Writes everything (waits for the writer), stops it, closes the file.
+ * Returns 0 or an errno. */
+int tl__out_close(tl_out *o);
+
+/* ---- tl_names.c: functions ---------------------------------------------- */
+
+enum { TL_NAME_PY = 0, TL_NAME_C = 1, TL_NAME_OTHER = 2 };
+
+/** One span or instant name: a Python function, a C function, or a label. */
+typedef struct tl_name {
+    const void *key;   /* code object, PyMethodDef, type, or a label's id */
+    PyObject *ref;     /* strong reference keeping key alive, or NULL */
+    char *text;        /* UTF-8, pstats style: file:line(func), or the label */
+    char *json;        /* `text` JSON-escaped, with quotes */
+    const struct tl_file *file; /* Python functions: their file */
+    int32_t line;      /* co_firstlineno, or 0 */
+    int kind;          /* TL_NAME_* */
+    int coro;          /* a coroutine, iterable coroutine or async generator */
+    uint64_t iid;      /* Perfetto interning id once emitted, else 0 */
+    /* Perfetto: the TrackEvent fields after type and track (name_iid and
+     * the annotations) of a BEGIN, once everything in them is interned */
+    uint8_t pb_tail[40];
+    uint8_t pb_tail_len;
+} tl_name;
+
+/** A source file, interned once (Perfetto debug annotation value). */
+typedef struct tl_file {
+    char *text;
+    char *json;
+    uint64_t iid;
+} tl_file;
+
+typedef struct tl_slot {
+    const void *a;
+    uintptr_t b;
+    void *value;
+} tl_slot;
+
+/** Open addressing map from (pointer, tag) to a pointer. */
+typedef struct tl_map {
+    tl_slot *slots;
+    size_t mask;
+    size_t count;
+} tl_map;
+
+void *tl__map_get(const tl_map *m, const void *a, uintptr_t b);
+int tl__map_put(tl_map *m, const void *a, uintptr_t b, void *value);
+void tl__map_free(tl_map *m);
+
+char *tl__json_quote(const char *s, size_t n); /* malloc'd "..." or NULL */
+
+/* ---- tracks, frames, threads, tasks ------------------------------------- */
+
+enum { TL_TRACK_THREAD = 0, TL_TRACK_TASK = 1, TL_TRACK_COUNTER = 2,
+       TL_TRACK_PROCESS = 3 };
+
+typedef struct tl_track {
+    uint64_t uuid;     /* Perfetto track uuid */
+    int64_t tid;       /* JSON tid (native thread id, or a task's pseudo id) */
+    int kind;
+    char *name;
+    int described;     /* descriptor / metadata written */
+    int named;         /* `name` is the real name, not a placeholder */
+    uint64_t last_ts;  /* latest timestamp written on this track */
+    uint8_t pb_uuid[12]; /* Perfetto: TrackEvent.track_uuid, encoded */
+    uint8_t pb_uuid_len;
+    /* ENDs that could not be written while dropping, oldest first */
+    uint64_t *owed;
+    size_t nowed, owed_cap;
+} tl_track;
+
+/** One running frame (or a task step, or a GC pause). */
+typedef struct tl_frame {
+    const void *key;   /* what RETURN matches: code object or C key */
+    tl_name *name;
+    tl_track *track;   /* where its span goes */
+    uint64_t t0;
+    uint8_t emitted;   /* its BEGIN is in the output */
+    uint8_t skip;      /* never emitted */
+    uint8_t coro;      /* a coroutine frame */
+    uint8_t step;      /* a task-step span on the thread track */
+    struct tl_task *task; /* for a task's root coroutine: the task */
+} tl_frame;
+
+typedef struct tl_task {
+    PyObject *wref;    /* weak reference to the asyncio Task */
+    tl_track track;
+    tl_name label;     /* the step span's name on the thread track */
+    uint64_t id;
+    uint64_t first_ns, last_ns, running_ns;
+    uint64_t steps;
+    int done;
+} tl_task;
+
+typedef struct tl_thread {
+    uint32_t index;
+    const ptk_thread *pt; /* the hub's record (its name may come later) */
+    tl_track track;
+    tl_frame *stack;
+    size_t sp, cap;
+    uint64_t last_ns;
+    uint64_t unmatched;
+    int gap;           /* a BEGIN was dropped: write ancestors first */
+} tl_thread;
+
+/* ---- the encoders ------------------------------------------------------- */
+
+struct tl_state;
+
+typedef struct tl_format {
+    const char *filename;
+    /* Each returns 0, or -1 when the event could not be written (dropped). */
+    int (*start)(struct tl_state *st, uint64_t now);
+    int (*begin)(struct tl_state *st, tl_track *t, tl_name *n, uint64_t ts);
+    int (*end)(struct tl_state *st, tl_track *t, uint64_t ts);
+    int (*instant)(struct tl_state *st, tl_track *t, tl_name *n, uint64_t ts,
+                   int global);
+    int (*counter)(struct tl_state *st, tl_track *t, double v, uint64_t ts);
+    int (*finish)(struct tl_state *st); /* the closing bytes, if any */
+    /* The track's name again, after a placeholder (a thread named late). */
+    int (*rename)(struct tl_state *st, tl_track *t, uint64_t now);
+} tl_format;
+
+extern const tl_format tl__json_format;
+extern const tl_format tl__pb_format;
+
+/* ---- the instance ------------------------------------------------------- */
+
+typedef struct tl_state {
+    const ptk_host *host;
+    ptk_plugin_ctx *ctx;
+    const tl_format *fmt;
+    tl_out out;
+    char *path;
+    long pid;
+    uint64_t t_origin;      /* JSON timestamps count from here */
+    int64_t min_duration_ns;
+    int64_t flush_ns;
+    int builtins, exceptions, tasks, gc, counters;
+    tl_map names;           /* (key, kind) -> tl_name */
+    const void *last_key;   /* the function named last (loops, recursion) */
+    tl_name *last_name;
+    tl_map files;           /* (filename object, 0) -> tl_file */
+    tl_name **name_list;
+    size_t nnames, names_cap;
+    tl_file **file_list;
+    size_t nfiles, files_cap;
+    tl_thread **threads;    /* by ptk_thread::index */
+    size_t nthreads;
+    tl_map task_map;        /* (task object, 0) -> tl_task */
+    tl_task **task_list;
+    size_t ntasks, tasks_cap;
+    PyObject *current_task; /* asyncio.current_task, once looked up */
+    PyObject *asyncio_name;
+    tl_track process_track;
+    tl_track events_track;  /* events/s counter */
+    tl_track gc_track;      /* GC pause counter (ms per second) */
+    tl_track drop_track;    /* dropped events, cumulative */
+    uint64_t next_tick;     /* the next counter sample or time-based flush */
+    uint64_t next_counter, last_counter, tick_events, tick_gc_ns;
+    /* GC */
+    PyObject *gc_cb;        /* our callable in gc.callbacks, or NULL */
+    uint64_t gc_t0;
+    uint64_t gc_pending[8][2]; /* GCs inside our on_event: (start, stop) */
+    int gc_npending;
+    int in_event;
+    uint64_t gc_count, gc_total_ns;
+    tl_name gc_name;
+    /* dropping */
+    int dropping;
+    uint64_t dropped, dropped_total, drop_episodes;
+    /* figures */
+    uint64_t events, spans, instants;
+    uint64_t pb_next_iid, pb_next_file_iid;
+    size_t buffer_size;
+    int started;            /* tl_start ran (at the first event) */
+    int finished;
+} tl_state;
+
+/* tl_names.c */
+tl_name *tl__name_code(tl_state *st, PyCodeObject *code);
+tl_name *tl__name_c(tl_state *st, PyObject *callable, const void *key);
+tl_name *tl__name_exc(tl_state *st, PyObject *type);
+int tl__name_label(tl_name *n, const char *text);
+void tl__names_free(tl_state *st);
+
+/* tl_json.c / tl_pb.c: room for @p n bytes of output, or NULL (drop) */
+static inline char *
+tl__reserve(tl_state *st, size_t n, uint64_t now)
+{
+    return tl__out_reserve(&st->out, n, now);
+}
+
+#endif /* PTK_TIMELINE_H */

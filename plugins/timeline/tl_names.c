@@ -1,0 +1,373 @@
+/*
+ * timeline: names of spans, made once per function and shared by the
+ * encoders — pstats' `file:line(func)` for Python functions, cProfile's
+ * labels for C functions — and the map that finds them.
+ */
+#include "timeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- map ---------------------------------------------------------------- */
+
+static inline size_t
+tl_hash(const void *a, uintptr_t b)
+{
+    uint64_t h = (uint64_t)(uintptr_t)a * UINT64_C(0x9E3779B97F4A7C15);
+    h ^= (uint64_t)b * UINT64_C(0xC2B2AE3D27D4EB4F);
+    return (size_t)(h ^ (h >> 29));
+}
+
+void *
+tl__map_get(const tl_map *m, const void *a, uintptr_t b)
+{
+    if (m->slots == NULL) {
+        return NULL;
+    }
+    for (size_t i = tl_hash(a, b) & m->mask;; i = (i + 1) & m->mask) {
+        const tl_slot *s = &m->slots[i];
+        if (s->value == NULL) {
+            return NULL;
+        }
+        if (s->a == a && s->b == b) {
+            return s->value;
+        }
+    }
+}
+
+int
+tl__map_put(tl_map *m, const void *a, uintptr_t b, void *value)
+{
+    if (m->slots == NULL || (m->count + 1) * 2 > m->mask + 1) {
+        size_t cap = m->slots ? (m->mask + 1) * 2 : 256;
+        tl_slot *slots = calloc(cap, sizeof(*slots));
+        if (slots == NULL) {
+            return -1;
+        }
+        for (size_t i = 0; m->slots && i <= m->mask; i++) {
+            tl_slot *s = &m->slots[i];
+            if (s->value == NULL) {
+                continue;
+            }
+            size_t j = tl_hash(s->a, s->b) & (cap - 1);
+            while (slots[j].value != NULL) {
+                j = (j + 1) & (cap - 1);
+            }
+            slots[j] = *s;
+        }
+        free(m->slots);
+        m->slots = slots;
+        m->mask = cap - 1;
+    }
+    size_t i = tl_hash(a, b) & m->mask;
+    while (m->slots[i].value != NULL) {
+        if (m->slots[i].a == a && m->slots[i].b == b) {
+            m->slots[i].value = value;
+            return 0;
+        }
+        i = (i + 1) & m->mask;
+    }
+    m->slots[i].a = a;
+    m->slots[i].b = b;
+    m->slots[i].value = value;
+    m->count++;
+    return 0;
+}
+
+void
+tl__map_free(tl_map *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof(*m));
+}
+
+/* ---- JSON strings ------------------------------------------------------- */
+
+char *
+tl__json_quote(const char *s, size_t n)
+{
+    char *out = malloc(n * 6 + 3);
+    if (out == NULL) {
+        return NULL;
+    }
+    char *p = out;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = (char)c;
+        }
+        else if (c < 0x20) {
+            p += sprintf(p, "\\u%04x", c);
+        }
+        else {
+            *p++ = (char)c;
+        }
+    }
+    *p++ = '"';
+    *p = '\0';
+    return out;
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static int
+tl_set_text(tl_name *n, PyObject *text)
+{
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(text, &len);
+    if (u == NULL) {
+        return -1;
+    }
+    n->text = malloc((size_t)len + 1);
+    n->json = tl__json_quote(u, (size_t)len);
+    if (n->text == NULL || n->json == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(n->text, u, (size_t)len + 1);
+    return 0;
+}
+
+int
+tl__name_label(tl_name *n, const char *text)
+{
+    n->text = strdup(text);
+    n->json = tl__json_quote(text, strlen(text));
+    n->kind = TL_NAME_OTHER;
+    return n->text && n->json ? 0 : -1;
+}
+
+static tl_file *
+tl_file_get(tl_state *st, PyObject *filename)
+{
+    tl_file *f = tl__map_get(&st->files, filename, 0);
+    if (f != NULL) {
+        return f;
+    }
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(filename, &len);
+    if (u == NULL) {
+        return NULL;
+    }
+    if (st->nfiles == st->files_cap) {
+        size_t cap = st->files_cap ? st->files_cap * 2 : 64;
+        tl_file **list = realloc(st->file_list, cap * sizeof(*list));
+        if (list == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        st->file_list = list;
+        st->files_cap = cap;
+    }
+    f = calloc(1, sizeof(*f));
+    if (f == NULL || (f->text = strdup(u)) == NULL ||
+        (f->json = tl__json_quote(u, (size_t)len)) == NULL ||
+        tl__map_put(&st->files, filename, 0, f) != 0) {
+        if (f != NULL) {
+            free(f->text);
+            free(f->json);
+            free(f);
+        }
+        PyErr_NoMemory();
+        return NULL;
+    }
+    st->file_list[st->nfiles++] = f;
+    return f;
+}
+
+/* Registers @p n (filled in) under (key, kind); takes @p ref. */
+static tl_name *
+tl_name_add(tl_state *st, tl_name *n)
+{
+    if (st->nnames == st->names_cap) {
+        size_t cap = st->names_cap ? st->names_cap * 2 : 256;
+        tl_name **list = realloc(st->name_list, cap * sizeof(*list));
+        if (list == NULL) {
+            goto fail;
+        }
+        st->name_list = list;
+        st->names_cap = cap;
+    }
+    if (tl__map_put(&st->names, n->key, (uintptr_t)n->kind, n) != 0) {
+        goto fail;
+    }
+    st->name_list[st->nnames++] = n;
+    return n;
+fail:
+    PyErr_NoMemory();
+    return NULL;
+}
+
+static void
+tl_name_drop(tl_name *n)
+{
+    if (n != NULL) {
+        Py_XDECREF(n->ref);
+        free(n->text);
+        free(n->json);
+        free(n);
+    }
+}
+
+tl_name *
+tl__name_code(tl_state *st, PyCodeObject *code)
+{
+    /* the hub's per-(instance, code) slot when it has one (ABI 1.2), else
+     * our map; the name holds a reference, so the code object stays */
+    void **slot = NULL;
+    if (st->host->struct_size > offsetof(ptk_host, code_slot) &&
+        st->host->code_slot != NULL) {
+        slot = st->host->code_slot(st->ctx, code);
+        if (slot != NULL && *slot != NULL) {
+            return *slot;
+        }
+    }
+    tl_name *n = tl__map_get(&st->names, code, TL_NAME_PY);
+    if (n != NULL) {
+        if (slot != NULL) {
+            *slot = n;
+        }
+        return n;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    n->key = code;
+    n->kind = TL_NAME_PY;
+    n->line = code->co_firstlineno;
+    n->coro = (code->co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE |
+                                 CO_ASYNC_GENERATOR)) != 0;
+    n->file = tl_file_get(st, code->co_filename);
+    PyObject *text = n->file == NULL ? NULL
+        : PyUnicode_FromFormat("%U:%d(%U)", code->co_filename,
+                               code->co_firstlineno, code->co_name);
+    if (text == NULL || tl_set_text(n, text) != 0) {
+        Py_XDECREF(text);
+        tl_name_drop(n);
+        return NULL;
+    }
+    Py_DECREF(text);
+    n->ref = Py_NewRef((PyObject *)code);
+    if (tl_name_add(st, n) == NULL) {
+        tl_name_drop(n);
+        return NULL;
+    }
+    if (slot != NULL) {
+        *slot = n;
+    }
+    return n;
+}
+
+/* cProfile's label for a C callable: "<built-in method NAME>" for methods,
+ * "<MODULE.NAME>" or "<NAME>" (builtins) for functions. */
+static PyObject *
+tl_c_label(PyObject *obj)
+{
+    if (!PyCFunction_Check(obj)) {
+        return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
+    }
+    PyCFunctionObject *fn = (PyCFunctionObject *)obj;
+    const char *name = fn->m_ml->ml_name;
+    PyObject *self = fn->m_self;
+    if (self == NULL || PyModule_Check(self)) {
+        PyObject *mod = fn->m_module;
+        if (mod != NULL && PyUnicode_Check(mod) &&
+            PyUnicode_CompareWithASCIIString(mod, "builtins") != 0) {
+            return PyUnicode_FromFormat("<%U.%s>", mod, name);
+        }
+        return PyUnicode_FromFormat("<%s>", name);
+    }
+    return PyUnicode_FromFormat("<built-in method %s of %s object>", name,
+                                Py_TYPE(self)->tp_name);
+}
+
+tl_name *
+tl__name_c(tl_state *st, PyObject *callable, const void *key)
+{
+    tl_name *n = tl__map_get(&st->names, key, TL_NAME_C);
+    if (n != NULL) {
+        return n;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    n->key = key;
+    n->kind = TL_NAME_C;
+    PyObject *text = tl_c_label(callable);
+    if (text == NULL || tl_set_text(n, text) != 0) {
+        Py_XDECREF(text);
+        tl_name_drop(n);
+        return NULL;
+    }
+    Py_DECREF(text);
+    if (key == (const void *)callable) {
+        n->ref = Py_NewRef(callable); /* keyed by identity: keep it alive */
+    }
+    if (tl_name_add(st, n) == NULL) {
+        tl_name_drop(n);
+        return NULL;
+    }
+    return n;
+}
+
+tl_name *
+tl__name_exc(tl_state *st, PyObject *type)
+{
+    tl_name *n = tl__map_get(&st->names, type, TL_NAME_OTHER);
+    if (n != NULL) {
+        return n;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    n->key = type;
+    n->kind = TL_NAME_OTHER;
+    const char *tn = PyType_Check(type) ? ((PyTypeObject *)type)->tp_name : "?";
+    PyObject *text = PyUnicode_FromFormat("exception %s", tn);
+    if (text == NULL || tl_set_text(n, text) != 0) {
+        Py_XDECREF(text);
+        tl_name_drop(n);
+        return NULL;
+    }
+    Py_DECREF(text);
+    n->ref = Py_NewRef(type);
+    if (tl_name_add(st, n) == NULL) {
+        tl_name_drop(n);
+        return NULL;
+    }
+    return n;
+}
+
+void
+tl__names_free(tl_state *st)
+{
+    for (size_t i = 0; i < st->nnames; i++) {
+        tl_name *n = st->name_list[i];
+        if (Py_IsInitialized()) {
+            Py_CLEAR(n->ref);
+        }
+        free(n->text);
+        free(n->json);
+        free(n);
+    }
+    for (size_t i = 0; i < st->nfiles; i++) {
+        free(st->file_list[i]->text);
+        free(st->file_list[i]->json);
+        free(st->file_list[i]);
+    }
+    free(st->name_list);
+    free(st->file_list);
+    tl__map_free(&st->names);
+    tl__map_free(&st->files);
+    st->name_list = NULL;
+    st->file_list = NULL;
+    st->nnames = st->nfiles = 0;
+}

@@ -1,0 +1,1 @@
+"""A small package for the filter tests: fpkg.core calls fpkg.util."""

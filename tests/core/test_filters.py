@@ -1,0 +1,311 @@
+"""Subscription filters (docs/filters.md) against a Python oracle: the
+recorder plugin under a filter gets exactly the events that
+filtercorpus/oracle.py selects by applying the same conditions with
+sys.setprofile / sys.settrace; on the corpus and on a stdlib unittest suite,
+each condition alone and combined, several instances and sessions at once,
+and every malformed filter refused with its message and exit status 2."""
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from ptk_testlib import MONITORING, PYTHON, run_cli, run_python, test_plugin  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "filtercorpus")
+MAIN = os.path.join(CORPUS, "main.py")
+ORACLE = os.path.join(CORPUS, "oracle.py")
+PKG = os.path.join(CORPUS, "fpkg")
+EVENTS = "call,return,c_call,c_return,c_exception,line"
+C_KINDS = ("c_call", "c_return", "c_exception")
+
+
+def normalise(rows):
+    """[kind, name, line, cname] from recorder rows."""
+    out = []
+    for r in rows:
+        kind, name, line, arg = r[0], r[1], r[2], r[3]
+        out.append((kind, name, line, arg if kind in C_KINDS else None))
+    return collections.Counter(out)
+
+
+def oracle(spec, program):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "oracle.json")
+        p = subprocess.run([PYTHON, ORACLE, out, spec] + program, cwd=CORPUS,
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0 or not os.path.exists(out):
+            raise AssertionError("oracle failed:\n" + p.stdout + p.stderr)
+        with open(out) as f:
+            return collections.Counter(tuple(r) for r in json.load(f))
+
+
+def traced(specs, program, extra_args=()):
+    """Runs program under one recorder per spec; returns their Counters."""
+    with tempfile.TemporaryDirectory() as d:
+        args = ["-o", d]
+        for i, spec in enumerate(specs):
+            args += ["-p", "%s:tag=f%d,events=%s%s" % (
+                test_plugin("recorder"), i, EVENTS, "," + spec if spec else "")]
+        r = run_cli(list(extra_args) + args + program, cwd=CORPUS)
+        if r.returncode != 0:
+            raise AssertionError("pytracekit failed (%d):\n%s\n%s" % (r.returncode, r.stdout, r.stderr))
+        res = []
+        for i in range(len(specs)):
+            with open(os.path.join(d, "recorder-f%d.json" % i)) as f:
+                res.append(normalise(json.load(f)))
+        return res
+
+
+def diff(a, b):
+    return "only traced: %s\nonly oracle: %s" % (
+        sorted((a - b).items())[:12], sorted((b - a).items())[:12])
+
+
+class Conditions(unittest.TestCase):
+    """Each condition alone and combined, on the corpus."""
+
+    def same(self, spec, program=None, oracle_spec=None, min_events=10):
+        program = program or [MAIN]
+        got = traced([spec], program)[0]
+        want = oracle(spec if oracle_spec is None else oracle_spec, program)
+        self.assertGreaterEqual(sum(want.values()), min_events, "the oracle selected almost nothing")
+        self.assertEqual(got, want, diff(got, want))
+        return got
+
+    def test_include_dir(self):
+        got = self.same("include=%s" % PKG)
+        self.assertTrue(any(k[1] == "w_helper" for k in got))
+        self.assertFalse(any(k[1] == "w_main" for k in got))
+
+    def test_include_glob_and_exclude(self):
+        got = self.same("include=%s/*,exclude=%s/util.py" % (CORPUS, PKG))
+        self.assertFalse(any(k[1] in ("w_helper", "w_gen", "add") for k in got))
+        self.assertTrue(any(k[1] == "w_fib" for k in got))
+
+    def test_include_negated_item(self):
+        self.same("include=%s;!%s/core.py" % (CORPUS, PKG))
+
+    def test_exclude_stdlib(self):
+        # stdlib excluded, the rest (corpus, site-packages, frozen launcher
+        # frames) kept: compared on the corpus's own code only
+        got = traced(["exclude=stdlib"], [MAIN])[0]
+        want = oracle("exclude=stdlib", [MAIN])
+        keep = lambda c: collections.Counter({k: v for k, v in c.items() if k[1].startswith("w_") or k[1] in ("add", "__init__")})
+        self.assertEqual(keep(got), keep(want), diff(keep(got), keep(want)))
+        self.assertFalse(any(k[1] == "dumps" and k[0] == "call" for k in got), "json.dumps is stdlib")
+
+    def test_modules_prefix(self):
+        got = self.same("modules=fpkg")
+        self.assertTrue(any(k[1] == "w_fib" for k in got) and any(k[1] == "w_helper" for k in got))
+
+    def test_modules_submodule_and_negation(self):
+        got = self.same("modules=fpkg;!fpkg.util")
+        self.assertFalse(any(k[1] == "w_helper" for k in got))
+
+    def test_functions(self):
+        got = self.same("functions=w_fib;Acc.*")
+        self.assertEqual({k[1] for k in got}, {"w_fib", "add", "__init__"})
+
+    def test_threads(self):
+        got = self.same("threads=worker-*,modules=fpkg")
+        self.assertTrue(any(k[1] == "w_worker" for k in got))
+        self.assertFalse(any(k[1] == "w_fib" for k in got), "w_fib runs on the main thread")
+
+    def test_max_depth_relative(self):
+        # recursion (w_fib), exceptions through 6 frames (w_deep), generators
+        # and coroutines, threads: depth counts selected frames only
+        got = self.same("modules=fpkg,max_depth=2")
+        self.assertFalse(any(k == ("call", "w_fib", -1, None) for k in got) and
+                         got[("call", "w_fib", -1, None)] > 3)
+
+    def test_max_depth_one_with_functions(self):
+        self.same("functions=w_*,max_depth=1")
+
+    def test_combined(self):
+        self.same("include=%s,modules=fpkg.core;fpkg.util,functions=w_*;Acc.*,"
+                  "threads=MainThread;worker-*,max_depth=3" % CORPUS)
+
+
+class Instances(unittest.TestCase):
+    def test_two_instances_different_filters(self):
+        specs = ["modules=fpkg.util", "functions=w_fib,max_depth=2", "include=%s/core.py" % PKG]
+        got = traced(specs, [MAIN])
+        for spec, g in zip(specs, got):
+            want = oracle(spec, [MAIN])
+            self.assertEqual(g, want, spec + "\n" + diff(g, want))
+
+    def test_session_default_and_override(self):
+        # --modules is every plugin's default; an instance's own modules= wins
+        with tempfile.TemporaryDirectory() as d:
+            rec = test_plugin("recorder")
+            r = run_cli(["--modules", "fpkg.util", "-o", d,
+                         "-p", "%s:tag=a,events=%s" % (rec, EVENTS),
+                         "-p", "%s:tag=b,events=%s,modules=fpkg.core" % (rec, EVENTS),
+                         MAIN], cwd=CORPUS)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, "recorder-a.json")) as f:
+                a = normalise(json.load(f))
+            with open(os.path.join(d, "recorder-b.json")) as f:
+                b = normalise(json.load(f))
+        self.assertEqual(a, oracle("modules=fpkg.util", [MAIN]))
+        self.assertEqual(b, oracle("modules=fpkg.core", [MAIN]))
+
+    def test_counter_filtered_matches_recorder(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = run_cli(["-o", d, "-p", "counter:events=call,modules=fpkg", MAIN], cwd=CORPUS)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, "counter.json")) as f:
+                c = json.load(f)
+        want = oracle("modules=fpkg", [MAIN])
+        calls = sum(v for k, v in want.items() if k[0] == "call")
+        self.assertEqual(c["events"]["call"], calls)
+
+
+class TimerSemantics(unittest.TestCase):
+    def test_filtered_callees_and_caller_edges(self):
+        """A filtered-out callee's time is its caller's own time; caller
+        edges skip filtered frames (docs/filters.md)."""
+        import pstats
+        with tempfile.TemporaryDirectory() as d:
+            r = run_cli(["-o", d, "-p", "timer:functions=w_run;w_helper", MAIN], cwd=CORPUS)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            st = pstats.Stats(os.path.join(d, "timer.pstats")).stats
+        by_name = {k[2]: v for k, v in st.items()}
+        python_fns = {k[2] for k in st if k[0] != "~"}
+        self.assertEqual(python_fns, {"w_run", "w_helper"})
+        cc, nc, tt, ct, callers = by_name["w_helper"]
+        self.assertEqual(nc, 25)  # 14 on the main thread, 11 on three threads
+        # main thread: under sum(w_gen(5)) (w_gen is filtered out) 5 times;
+        # from w_run through w_step / w_worker (filtered out) 9 times;
+        # on the other threads no selected frame calls it
+        self.assertEqual({k[2]: v[0] for k, v in callers.items()},
+                         {"<built-in method builtins.sum>": 5, "w_run": 9})
+        _, _, run_tt, run_ct, _ = by_name["w_run"]
+        self.assertGreater(run_tt, 0.5 * run_ct, "filtered callees' time is w_run's own")
+
+
+SESSIONS = r'''
+import json, os, sys
+sys.path.insert(0, %(corpus)r)
+import pytracekit
+from fpkg import core, util
+rec = %(rec)r
+ev = "call,return"
+def run():
+    core.w_worker(4)
+    core.w_fib(5)
+a = pytracekit.Session([rec + ":tag=a,events=" + ev + ",modules=fpkg.core"], output_dir=%(out)r)
+b = pytracekit.Session([rec + ":tag=b,events=" + ev + ",modules=fpkg"], output_dir=%(out)r)
+c = pytracekit.Session([rec + ":tag=c,events=" + ev + ",functions=w_fib"], output_dir=%(out)r)
+a.start(); run()               # util code is off for everyone: only a runs
+b.start(); run()               # b wants util: it must get it back
+c.start(); run()
+for s in (c, b, a):
+    s.stop(); s.report(); s.close()
+'''
+
+
+class Sessions(unittest.TestCase):
+    def test_overlapping_sessions_and_restart(self):
+        with tempfile.TemporaryDirectory() as d:
+            run_python(SESSIONS % {"corpus": CORPUS, "rec": test_plugin("recorder"), "out": d})
+            got = {}
+            for t in "abc":
+                with open(os.path.join(d, "recorder-%s.json" % t)) as f:
+                    got[t] = collections.Counter((r[0], r[1]) for r in json.load(f))
+        # run(): w_worker(4) makes Acc(), 4 w_gen resumptions + 1 start,
+        # 4 w_helper, 4 add; w_fib(5) makes 15 calls
+        core_calls = {("call", "w_worker"): 1, ("call", "w_fib"): 15}
+        self.assertEqual({k: v for k, v in got["a"].items() if k[0] == "call"},
+                         {k: 3 * v for k, v in core_calls.items()})
+        b_calls = {k: v for k, v in got["b"].items() if k[0] == "call"}
+        self.assertEqual(b_calls[("call", "w_helper")], 8, "b attached after util was switched off")
+        self.assertEqual(b_calls[("call", "add")], 8)
+        self.assertEqual(b_calls[("call", "w_fib")], 30)
+        self.assertEqual(got["c"], collections.Counter({("call", "w_fib"): 15, ("return", "w_fib"): 15}))
+
+    def test_started_inside_running_code(self):
+        src = r'''
+import json, sys
+sys.path.insert(0, %(corpus)r)
+import pytracekit
+from fpkg import core
+def outer():
+    s = pytracekit.Session([%(rec)r + ":events=call,return,functions=w_*,max_depth=2"], output_dir=%(out)r)
+    s.start()
+    core.w_fib(4)
+    s.stop(); s.report(); s.close()
+def w_outer():
+    outer()
+w_outer()
+'''
+        with tempfile.TemporaryDirectory() as d:
+            run_python(src % {"corpus": CORPUS, "rec": test_plugin("recorder"), "out": d})
+            with open(os.path.join(d, "recorder.json")) as f:
+                rows = [(r[0], r[1]) for r in json.load(f)]
+        # w_outer was running before the session started: it is not
+        # counted, so w_fib(4) is depth 1 and its two callees depth 2;
+        # deeper calls are cut (and w_outer has not returned by stop)
+        self.assertEqual(collections.Counter(rows),
+                         collections.Counter({("call", "w_fib"): 3, ("return", "w_fib"): 3}))
+
+
+class StdlibSuite(unittest.TestCase):
+    def test_unittest_json_modules(self):
+        prog = ["-m", "unittest", "-q", "test.test_json.test_pass1", "test.test_json.test_separators"]
+        got = traced(["modules=json"], prog)[0]
+        want = oracle("modules=json", prog)
+        self.assertGreater(sum(want.values()), 100)
+        self.assertEqual(got, want, diff(got, want))
+
+
+class Malformed(unittest.TestCase):
+    CASES = [
+        ("counter:modules=my-app", "filter modules='my-app' is not a module name"),
+        ("counter:max_depth=0", "filter max_depth=0: expected a depth of 1 or more"),
+        ("counter:max_depth=deep", "option 'max_depth' of plugin 'counter' expects an integer, found 'deep'"),
+        ("counter:include=/a/[b", "filter include='/a/[b' has a '[' with no ']'"),
+        ("counter:functions=;", "filter 'functions' is empty"),
+        ("counter:include=!", "filter 'include' has a '!' with nothing after it"),
+        ("counter:threads=[x", "filter threads='[x' has a '[' with no ']'"),
+    ]
+
+    def test_each_refused(self):
+        for spec, msg in self.CASES:
+            with self.subTest(spec=spec), tempfile.TemporaryDirectory() as d:
+                marker = os.path.join(d, "ran")
+                r = run_cli(["-o", d, "-p", spec, "-c", "open(%r, 'w')" % marker])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(msg, r.stderr)
+                self.assertFalse(os.path.exists(marker), "the program ran")
+
+    def test_command_line_defaults_refused(self):
+        for args, msg in ([["--max-depth", "-1"], "session filter': filter max_depth=-1"],
+                          [["--modules", "a..b"], "modules='a..b' is not a module name"]):
+            r = run_cli(args + ["-c", "pass"])
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(msg, r.stderr)
+
+    def test_session_keywords(self):
+        p = run_python("""
+import pytracekit
+try:
+    pytracekit.Session(["counter"], max_depth="x")
+except TypeError as e:
+    print("TypeError", e)
+try:
+    pytracekit.Session(["counter"], modules=["ok", "bad name"])
+except pytracekit.Error as e:
+    print("Error", e)
+""")
+        self.assertIn("TypeError max_depth must be an int, not str", p.stdout)
+        self.assertIn("modules='bad name' is not a module name", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,230 @@
+/**
+ * @file plugin.h
+ * @brief The plugin ABI: the descriptor a plugin exports and the host
+ * services it is given.
+ *
+ * A plugin is built with `pkg-config --cflags pytracekit` alone and links
+ * nothing of libpytracekit: everything it needs from the host comes through
+ * the ::ptk_host table passed to `init`.
+ *
+ * Lifecycle of one plugin instance (one per session that loads it):
+ * 1. `init` — once, with the GIL held, before any event. Parse nothing:
+ *    options arrive parsed and checked. Return #PTK_OK and set `*state`, or
+ *    a negative code and a message in ptk_init_args::errbuf.
+ * 2. `on_event` — for each subscribed event, on the thread it happened on,
+ *    with the GIL held. Return #PTK_OK, #PTK_DISABLE ("never again at this
+ *    code location"), or a negative code: the instance is then detached and
+ *    the error (with any Python exception, and its traceback) is reported at
+ *    stop. The hub saves and restores the traced program's pending exception
+ *    around every callback.
+ * 3. `on_ref` — for REF_CREATE / REF_DESTROY (CPython 3.13+), inside
+ *    CPython's reference tracer. It MUST NOT create Python objects, set or
+ *    clear an exception, or call into Python. The hub checks the exception
+ *    state after each call and detaches an instance that changed it.
+ * 4. `report` — once, at stop, with the GIL held and no more events coming.
+ *    Write files through the host; print a short summary to
+ *    ptk_report_args::summary.
+ * 5. `fini` — once, last. Free everything.
+ */
+#ifndef PYTRACEKIT_PLUGIN_H
+#define PYTRACEKIT_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "errors.h"
+#include "event.h"
+#include "options.h"
+#include "report.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief ABI major of this header: must equal the host's. @since 0.1 */
+#define PTK_ABI_MAJOR 1
+/** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
+#define PTK_ABI_MINOR 1
+
+/** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
+typedef enum ptk_plugin_flags {
+    /** ptk_event::time_ns is filled in for this plugin's events. */
+    PTK_FLAG_CLOCK = 1u << 0,
+    /** The hub keeps ptk_thread::stack up to date (CALL/RETURN are then
+     *  observed even if the plugin does not subscribe to them). */
+    PTK_FLAG_STACK = 1u << 1
+} ptk_plugin_flags;
+
+/**
+ * @brief State of the hub's reference tracer (CPython 3.13+), for reports.
+ * @since 0.1
+ */
+typedef struct ptk_ref_status {
+    size_t struct_size;     /**< `sizeof(ptk_ref_status)`; set by the caller */
+    int available;          /**< 1 if this Python has PyRefTracer */
+    int installed;          /**< 1 while the hub's tracer is in the slot */
+    int chained;            /**< 1 if a tracer found in the slot is being forwarded to */
+    int evicted;            /**< 1 if someone replaced the hub's tracer while it ran */
+    uint64_t evicted_at_ns; /**< ptk_host::clock_ns() when the eviction was noticed */
+    uint64_t events;        /**< reference events the hub received */
+    /* End of ABI 1.0. */
+} ptk_ref_status;
+
+/** @brief One plugin instance, as the host knows it (opaque). @since 0.1 */
+typedef struct ptk_plugin_ctx ptk_plugin_ctx;
+
+struct ptk_host;
+
+/**
+ * @brief Arguments of a plugin's `init` callback.
+ * @since 0.1
+ */
+typedef struct ptk_init_args {
+    size_t struct_size;             /**< `sizeof(ptk_init_args)` as built */
+    const struct ptk_host *host;    /**< host services; valid until `fini` returns */
+    ptk_plugin_ctx *ctx;            /**< this instance, for host calls */
+    const ptk_option_value *options; /**< one per declared option, in order */
+    size_t noptions;                /**< number of entries in `options` */
+    const char *output_dir;         /**< the session's output directory */
+    char *errbuf;                   /**< write a reason here on failure */
+    size_t errbuf_size;             /**< size of `errbuf` */
+    /* End of ABI 1.0. */
+} ptk_init_args;
+
+/**
+ * @brief Services the host offers plugins. The table only grows at the end:
+ * check ptk_host::struct_size before using a member added after 1.0.
+ * @since 0.1
+ */
+typedef struct ptk_host {
+    size_t struct_size;       /**< `sizeof(ptk_host)` as the host built it */
+    uint16_t abi_major;       /**< the host's #PTK_ABI_MAJOR */
+    uint16_t abi_minor;       /**< the host's #PTK_ABI_MINOR */
+    const char *version;      /**< the host library's version string */
+
+    /** The frame of an event (borrowed), made on demand by backends that
+     *  have none; NULL for events without a Python frame. */
+    PyFrameObject *(*event_frame)(const ptk_event *ev);
+    /** Looks an option up by name; NULL if the plugin did not declare it. */
+    const ptk_option_value *(*option)(const ptk_init_args *args,
+                                      const char *name);
+    /** The calling thread's record (creates it; touches no Python object). */
+    const ptk_thread *(*current_thread)(void);
+    /** Number of thread records so far. */
+    size_t (*thread_count)(void);
+    /** Thread record by ptk_thread::index, or NULL. */
+    const ptk_thread *(*thread_at)(size_t index);
+    /** The hub's monotonic clock in nanoseconds (what ptk_event::time_ns uses). */
+    uint64_t (*clock_ns)(void);
+    /** Writes one line to stderr prefixed with `pytracekit: NAME: `. */
+    void (*log)(ptk_plugin_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
+    /** Records why the instance is failing, shown at stop with its error code.
+     *  Returns @p code so that `return host->fail(ctx, PTK_EIO, "…")` reads well. */
+    int (*fail)(ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 3, 4)))
+#endif
+        ;
+    /** Opens `output_dir/filename` for writing, through a temporary file.
+     *  Returns NULL (and records why) on failure; `*token` is for report_commit. */
+    FILE *(*report_open)(ptk_plugin_ctx *ctx, const char *filename, void **token);
+    /** Closes the file; with @p keep != 0 renames it into place, else removes
+     *  it. Returns #PTK_OK or `PTK_EIO` (then nothing is left behind). */
+    int (*report_commit)(void *token, int keep);
+    /** Writes a Python object to `output_dir/filename` atomically in a
+     *  ::ptk_report_format. Needs the GIL. Returns #PTK_OK or an error
+     *  (the Python exception, if any, is recorded and cleared). */
+    int (*report_write_object)(ptk_plugin_ctx *ctx, const char *filename,
+                               PyObject *obj, int format);
+    /** ptk_strerror(). */
+    const char *(*strerror)(int code);
+    /** Fills @p out (set its struct_size first). Returns #PTK_OK. */
+    int (*ref_status)(ptk_ref_status *out);
+    /* End of ABI 1.0. */
+    /** The instruction offset (bytes, as PyFrame_GetLasti() gives) of the
+     *  innermost Python frame of the calling thread if it runs @p code, else
+     *  -1. Reads the interpreter's frame without creating any object, so it
+     *  may be used in `on_ref`. For a ::ptk_stack_entry whose `frame` is NULL
+     *  (the monitoring backend makes no frame objects). ABI 1.1. */
+    int (*current_lasti)(PyCodeObject *code);
+    /* End of ABI 1.1. */
+} ptk_host;
+
+/**
+ * @brief What a plugin is: exported through ptk_plugin_entry() for shared
+ * objects, or passed to ptk_session_add_static() for plugins linked in.
+ *
+ * Start it with #PTK_PLUGIN_HEADER. Every bit of `events` needs its
+ * callback: `on_event` for the trace and profile events, `on_ref` for the
+ * reference events.
+ * @since 0.1
+ */
+typedef struct ptk_plugin_desc {
+    size_t struct_size;    /**< `sizeof(ptk_plugin_desc)` the plugin was built with */
+    uint16_t abi_major;    /**< #PTK_ABI_MAJOR the plugin was built with */
+    uint16_t abi_minor;    /**< #PTK_ABI_MINOR the plugin was built with */
+    const char *name;      /**< short name, `[a-z0-9_-]+`; also the report prefix */
+    const char *version;   /**< the plugin's own version */
+    const char *description; /**< one line for `--list-plugins` */
+    unsigned int events;   /**< default subscription mask (PTK_MASK(...)) */
+    unsigned int flags;    /**< ::ptk_plugin_flags */
+    const ptk_option_spec *options; /**< accepted options, NULL-name terminated; may be NULL */
+    /** Creates the instance. May change the mask through `*events` (e.g.
+     *  from an option); the new mask is checked like the declared one. */
+    int (*init)(const ptk_init_args *args, void **state, unsigned int *events);
+    /** One event. Returns #PTK_OK, #PTK_DISABLE or a negative error. */
+    int (*on_event)(void *state, const ptk_event *ev);
+    /** One reference event (REF_CREATE / REF_DESTROY); see the rules above. */
+    void (*on_ref)(void *state, PyObject *obj, ptk_event_kind kind);
+    /** Writes the reports. Returns #PTK_OK or a negative error. */
+    int (*report)(void *state, const ptk_report_args *args);
+    /** Frees the instance. */
+    void (*fini)(void *state);
+    /* End of ABI 1.0. */
+} ptk_plugin_desc;
+
+/**
+ * @brief The first three members of every ::ptk_plugin_desc initialiser.
+ * @since 0.1
+ */
+#define PTK_PLUGIN_HEADER                                                   \
+    .struct_size = sizeof(ptk_plugin_desc), .abi_major = PTK_ABI_MAJOR,     \
+    .abi_minor = PTK_ABI_MINOR
+
+/** @brief Signature of the entry point a shared-object plugin exports. @since 0.1 */
+typedef const ptk_plugin_desc *(*ptk_plugin_entry_fn)(void);
+
+/**
+ * @def PTK_PLUGIN_EXPORT
+ * @brief Default visibility, for the entry point of a plugin built with
+ * `-fvisibility=hidden`.
+ * @since 0.1
+ */
+#if defined(__GNUC__)
+#define PTK_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define PTK_PLUGIN_EXPORT
+#endif
+
+/**
+ * @brief Writes the exported `ptk_plugin_entry` function of a shared-object
+ * plugin, returning the address of @p desc (a static ::ptk_plugin_desc).
+ * @since 0.1
+ */
+#define PTK_PLUGIN_DEFINE(desc)                                             \
+    PTK_PLUGIN_EXPORT const ptk_plugin_desc *ptk_plugin_entry(void);        \
+    PTK_PLUGIN_EXPORT const ptk_plugin_desc *ptk_plugin_entry(void)         \
+    {                                                                       \
+        return &(desc);                                                     \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PYTRACEKIT_PLUGIN_H */

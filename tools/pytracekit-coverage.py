@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """pytracekit-coverage: combine and convert coverage data of pytracekit.
 
-    pytracekit-coverage combine [-o DIR] [--summary|--no-summary] FILE_OR_DIR...
+    pytracekit-coverage combine [-o DIR] [--no-summary] [--coveragepy] [--html]
+                                FILE_OR_DIR...
     pytracekit-coverage report FILE_OR_DIR...
 
 `combine` merges coverage.json files (from separate runs, threads or
 processes; a directory stands for DIR/coverage.json) and writes
 coverage.json, coverage.lcov and coverage.xml into DIR (default: the current
-directory), then prints the per-file summary on stderr. `report` prints the
-summary only.
+directory), with --coveragepy also DIR/.coverage (through coverage.py), with
+--html the HTML report in DIR/html, then prints the per-file summary on
+stderr. `report` prints the summary only.
 
 This file is also the report writer of the coverage plugin, which compiles
 it in, and of `pytracekit combine` (installed in the Python package as
@@ -22,7 +24,6 @@ import json
 import os
 import sys
 import time
-from xml.sax.saxutils import quoteattr
 
 FORMAT = "pytracekit-coverage"
 VERSION = 1
@@ -153,6 +154,10 @@ class FileStats:
                                        for d in _order(dests)]
         self.nbranches = sum(len(v) for v in self.branches.values())
         self.nbranches_taken = sum(1 for v in self.branches.values() for d, t in v if t)
+        # coverage.py's partial branches: the destinations not taken from
+        # branch lines that ran (its BrPart column and num_partial_branches).
+        self.nbranches_partial = sum(1 for v in self.branches.values()
+                                     for d, t in v if t == 0)
 
     @property
     def nlines(self):
@@ -161,6 +166,10 @@ class FileStats:
     @property
     def nhit(self):
         return len(self.lines) - len(self.missed)
+
+    @property
+    def nbranches_missed(self):
+        return self.nbranches - self.nbranches_taken
 
 
 def _stats(data):
@@ -173,6 +182,10 @@ def percent(hit, total):
     if total == 0:
         return 100.0
     pc = 100.0 * hit / total
+    return _round(pc)
+
+
+def _round(pc):
     if 0 < pc < 0.1:
         return 0.1
     if 99.9 < pc < 100:
@@ -180,8 +193,49 @@ def percent(hit, total):
     return round(pc, 1)
 
 
+def percent_covered(lines_hit, lines, branches_hit=0, branches=0):
+    """coverage.py's Cover: statements and branches counted together."""
+    if lines == 0:
+        return 100.0
+    return 100.0 * (lines_hit + branches_hit) / (lines + branches)
+
+
 def _rate(hit, total):
     return "%.4g" % (hit / total) if total else "1"
+
+
+def _branch_rate(hit, total, branch):
+    """coverage.py's Cobertura branch-rate: "0" when branches were not measured."""
+    return _rate(hit, total) if branch else "0"
+
+
+def _summary(nlines, nhit, nb, nbhit, npartial):
+    pc = percent_covered(nhit, nlines, nbhit, nb)
+    out = {"covered_lines": nhit, "num_statements": nlines,
+           "percent_covered": pc, "percent_covered_display": "%.1f" % _round(pc),
+           "missing_lines": nlines - nhit}
+    out.update({"num_branches": nb, "num_partial_branches": npartial,
+                "covered_branches": nbhit, "missing_branches": nb - nbhit})
+    return out
+
+
+def with_summary(data):
+    """The data with coverage.py's JSON figures added: "summary" in each
+    file's record and "totals" for all of them (ignored when read back)."""
+    stats = _stats(data)
+    files = {}
+    for fs in stats:
+        rec = dict(data["files"][fs.path])
+        rec["summary"] = _summary(fs.nlines, fs.nhit, fs.nbranches, fs.nbranches_taken,
+                                  fs.nbranches_partial)
+        files[fs.path] = rec
+    out = dict(data)
+    out["files"] = files
+    out["totals"] = _summary(sum(fs.nlines for fs in stats), sum(fs.nhit for fs in stats),
+                             sum(fs.nbranches for fs in stats),
+                             sum(fs.nbranches_taken for fs in stats),
+                             sum(fs.nbranches_partial for fs in stats))
+    return out
 
 
 # ---- lcov ------------------------------------------------------------------
@@ -242,6 +296,7 @@ def _common_root(paths):
 
 def cobertura_text(data, timestamp=None):
     stats = _stats(data)
+    branch = bool(data["meta"].get("branch"))
     root = _common_root([fs.path for fs in stats])
     if timestamp is None:
         timestamp = int(time.time() * 1000)
@@ -258,7 +313,8 @@ def cobertura_text(data, timestamp=None):
            "<!DOCTYPE coverage SYSTEM 'http://cobertura.sourceforge.net/xml/coverage-04.dtd'>\n",
            '<coverage version="pytracekit" timestamp="%d" lines-valid="%d" lines-covered="%d"'
            ' line-rate="%s" branches-valid="%d" branches-covered="%d" branch-rate="%s"'
-           ' complexity="0">\n' % (timestamp, lv, lc, _rate(lc, lv), bv, bc, _rate(bc, bv)),
+           ' complexity="0">\n' % (timestamp, lv, lc, _rate(lc, lv), bv, bc,
+                                       _branch_rate(bc, bv, branch)),
            "\t<sources>\n\t\t<source>%s</source>\n\t</sources>\n" % _xml_text(root),
            "\t<packages>\n"]
     for pkg in sorted(packages):
@@ -268,14 +324,14 @@ def cobertura_text(data, timestamp=None):
         pbv = sum(fs.nbranches for _, fs in files)
         pbc = sum(fs.nbranches_taken for _, fs in files)
         out.append('\t\t<package name=%s line-rate="%s" branch-rate="%s" complexity="0">\n'
-                   % (quoteattr(pkg), _rate(plc, plv), _rate(pbc, pbv)))
+                   % (quoteattr(pkg), _rate(plc, plv), _branch_rate(pbc, pbv, branch)))
         out.append("\t\t\t<classes>\n")
         for rel, fs in files:
             out.append('\t\t\t\t<class name=%s filename=%s complexity="0" line-rate="%s"'
                        ' branch-rate="%s">\n'
                        % (quoteattr(os.path.basename(rel)), quoteattr(rel),
                           _rate(fs.nhit, fs.nlines),
-                          _rate(fs.nbranches_taken, fs.nbranches)))
+                          _branch_rate(fs.nbranches_taken, fs.nbranches, branch)))
             out.append("\t\t\t\t\t<methods/>\n\t\t\t\t\t<lines>\n")
             for line in fs.lines:
                 attrs = 'number="%d" hits="%d"' % (line, fs.hits.get(line, 0))
@@ -283,7 +339,7 @@ def cobertura_text(data, timestamp=None):
                     dests = fs.branches[line]
                     taken = sum(1 for d, t in dests if t)
                     attrs += ' branch="true" condition-coverage="%d%% (%d/%d)"' % (
-                        int(100 * taken / len(dests)), taken, len(dests))
+                        100 * taken // len(dests), taken, len(dests))
                 out.append("\t\t\t\t\t\t<line %s/>\n" % attrs)
             out.append("\t\t\t\t\t</lines>\n\t\t\t\t</class>\n")
         out.append("\t\t\t</classes>\n\t\t</package>\n")
@@ -293,6 +349,13 @@ def cobertura_text(data, timestamp=None):
 
 def _xml_text(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def quoteattr(s):
+    """An XML attribute value, quoted (xml.sax.saxutils.quoteattr without its
+    import, which pulls in urllib, http and email)."""
+    return '"%s"' % _xml_text(s).replace('"', "&quot;").replace("\n", "&#10;") \
+        .replace("\r", "&#13;").replace("\t", "&#9;")
 
 
 # ---- the summary -----------------------------------------------------------
@@ -305,6 +368,10 @@ def _display_name(path):
     return path
 
 
+def _cover(lines_hit, lines, branches_hit, branches):
+    return _round(percent_covered(lines_hit, lines, branches_hit, branches))
+
+
 def summary_text(data):
     stats = _stats(data)
     branch = bool(data["meta"].get("branch"))
@@ -312,18 +379,18 @@ def summary_text(data):
     for fs in stats:
         row = [_display_name(fs.path), str(fs.nlines), str(len(fs.missed))]
         if branch:
-            row += [str(fs.nbranches), str(fs.nbranches - fs.nbranches_taken)]
-        row.append("%.1f%%" % percent(fs.nhit, fs.nlines))
+            row += [str(fs.nbranches), str(fs.nbranches_partial)]
+        row.append("%.1f%%" % _cover(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches))
         rows.append(row)
     lv = sum(fs.nlines for fs in stats)
     lh = sum(fs.nhit for fs in stats)
+    bv = sum(fs.nbranches for fs in stats)
+    bh = sum(fs.nbranches_taken for fs in stats)
     total = ["TOTAL", str(lv), str(lv - lh)]
     if branch:
-        bv = sum(fs.nbranches for fs in stats)
-        bh = sum(fs.nbranches_taken for fs in stats)
-        total += [str(bv), str(bv - bh)]
-    total.append("%.1f%%" % percent(lh, lv))
-    head = ["Name", "Stmts", "Miss"] + (["Branch", "BrMiss"] if branch else []) + ["Cover"]
+        total += [str(bv), str(sum(fs.nbranches_partial for fs in stats))]
+    total.append("%.1f%%" % _cover(lh, lv, bh, bv))
+    head = ["Name", "Stmts", "Miss"] + (["Branch", "BrPart"] if branch else []) + ["Cover"]
     table = [head] + rows + [total]
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
 
@@ -336,6 +403,143 @@ def summary_text(data):
     return "".join(line + "\n" for line in lines)
 
 
+# ---- HTML ------------------------------------------------------------------
+
+_CSS = """body{font-family:sans-serif;margin:1em 2em;color:#222}
+table.index{border-collapse:collapse}
+table.index th,table.index td{padding:.2em .8em;text-align:right}
+table.index th:first-child,table.index td:first-child{text-align:left}
+table.index tr.total{font-weight:bold;border-top:1px solid #888}
+.source{font-family:monospace;white-space:pre}
+.source p{margin:0;padding:0 .5em}
+.source .n{display:inline-block;width:4em;color:#888;text-align:right;margin-right:1em}
+.source p.run{background:#dfd}
+.source p.mis{background:#fdd}
+.source p.par{background:#ffa}
+.source .ann{float:right;color:#666;font-family:sans-serif;font-size:85%}
+"""
+
+
+def _h(text):
+    return _xml_text(text).replace('"', "&quot;")
+
+
+def _page_names(stats):
+    """A unique, readable page name per file."""
+    out = {}
+    used = set()
+    for fs in stats:
+        base = "".join(c if c.isalnum() else "_" for c in _display_name(fs.path).lstrip("/"))
+        name = base + ".html"
+        n = 2
+        while name in used or name == "index.html":
+            name = "%s_%d.html" % (base, n)
+            n += 1
+        used.add(name)
+        out[fs.path] = name
+    return out
+
+
+def _read_source(path):
+    import tokenize
+    try:
+        with tokenize.open(path) as f:
+            return f.read().splitlines()
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+
+
+def _dest_text(dest):
+    return "exit" if dest < 0 else "line %d" % dest
+
+
+def html_pages(data):
+    """{file name: text} of the HTML report: index.html (the files sorted by
+    coverage, lowest first) and one page per file with each line marked as
+    run, missed (mis) or partial (par: a branch destination not taken)."""
+    stats = _stats(data)
+    branch = bool(data["meta"].get("branch"))
+    names = _page_names(stats)
+    rows = []
+    for fs in stats:
+        pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
+        rows.append((pc, _display_name(fs.path), fs))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    head = "<th>File</th><th>Statements</th><th>Missing</th>"
+    if branch:
+        head += "<th>Branches</th><th>Partial</th>"
+    head += "<th>Coverage</th>"
+
+    def cells(nlines, nmiss, nb, npart, pc):
+        out = "<td class=\"stmts\">%d</td><td class=\"miss\">%d</td>" % (nlines, nmiss)
+        if branch:
+            out += "<td class=\"branches\">%d</td><td class=\"partial\">%d</td>" % (nb, npart)
+        return out + "<td class=\"pc\">%.1f%%</td>" % _round(pc)
+
+    body = []
+    for pc, name, fs in rows:
+        body.append("<tr class=\"file\"><td class=\"name\"><a href=\"%s\">%s</a></td>%s</tr>"
+                    % (_h(names[fs.path]), _h(name),
+                       cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc)))
+    lv = sum(fs.nlines for fs in stats)
+    lh = sum(fs.nhit for fs in stats)
+    bv = sum(fs.nbranches for fs in stats)
+    bh = sum(fs.nbranches_taken for fs in stats)
+    bp = sum(fs.nbranches_partial for fs in stats)
+    body.append("<tr class=\"total\"><td class=\"name\">Total</td>%s</tr>"
+                % cells(lv, lv - lh, bv, bp, percent_covered(lh, lv, bh, bv)))
+    pages = {"index.html": _html_doc(
+        "Coverage report",
+        "<h1>Coverage report</h1>\n<p>%d files, sorted by coverage (lowest first).</p>\n"
+        "<table class=\"index\" id=\"index\">\n<thead><tr>%s</tr></thead>\n<tbody>\n%s\n"
+        "</tbody>\n</table>" % (len(stats), head, "\n".join(body)))}
+    for fs in stats:
+        pages[names[fs.path]] = _html_file(fs, branch, cells)
+    return pages
+
+
+def _html_file(fs, branch, cells):
+    src = _read_source(fs.path)
+    maxline = max([len(src or [])] + fs.lines)
+    lines = set(fs.lines)
+    out = []
+    for n in range(1, maxline + 1):
+        text = src[n - 1] if src and n <= len(src) else ""
+        cls = ""
+        ann = ""
+        if n in lines:
+            cls = "run" if n in fs.hits else "mis"
+            missed = [d for d, t in fs.branches.get(n, []) if t == 0]
+            if cls == "run" and missed:
+                cls = "par"
+                ann = "<span class=\"ann\">%s</span>" % _h(
+                    "line %d didn't jump to %s" % (n, ", ".join(_dest_text(d) for d in missed)))
+        out.append("<p id=\"t%d\"%s><span class=\"n\">%d</span>%s%s</p>"
+                   % (n, " class=\"%s\"" % cls if cls else "", n, _h(text) or " ", ann))
+    pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
+    summary = ("<table class=\"index\" id=\"summary\"><tr>%s</tr></table>"
+               % cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc))
+    note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
+    return _html_doc(
+        _display_name(fs.path),
+        "<p><a href=\"index.html\">index</a></p>\n<h1>%s</h1>\n%s\n%s\n"
+        "<div class=\"source\" id=\"source\">\n%s\n</div>"
+        % (_h(_display_name(fs.path)), summary, note, "\n".join(out)))
+
+
+def _html_doc(title, body):
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>%s</title>\n<style>\n%s</style>\n</head>\n<body>\n%s\n</body>\n</html>\n"
+            % (_h(title), _CSS, body))
+
+
+def write_html(data, directory):
+    """Writes the HTML report into `directory` (created), each page atomically."""
+    os.makedirs(directory, exist_ok=True)
+    for name, text in html_pages(data).items():
+        _write(os.path.join(directory, name), text)
+
+
 # ---- writing ---------------------------------------------------------------
 
 
@@ -346,19 +550,54 @@ def _write(path, text):
     os.replace(tmp, path)
 
 
-def write_all(data, outdir):
+def json_text(data):
+    """coverage.json: the data with its figures, compact (json's C encoder
+    only serves calls without indent=, and the file can be large)."""
+    return json.dumps(with_summary(data), separators=(",", ":")) + "\n"
+
+
+def write_coveragepy(data, path):
+    """Writes `data` as coverage.py's data file `path` (.coverage) through
+    coverage.py's own API (coverage.CoverageData), so that `coverage report`,
+    `coverage html`, `coverage combine` and the tools built on them read it:
+    the executed lines, or in branch mode the arcs (coverage.py's
+    convention: -N enters or leaves the code object starting at line N)."""
+    import coverage
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    cd = coverage.CoverageData(basename=tmp)
+    if data["meta"].get("branch"):
+        cd.add_arcs({f: [(int(a), int(b)) for a, b, c in rec.get("arcs", [])]
+                     for f, rec in data["files"].items()})
+    else:
+        cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]
+                      for f, rec in data["files"].items()})
+    cd.write()
+    close = getattr(cd, "close", None)
+    if close:
+        close()
+    os.replace(tmp, path)
+
+
+def write_all(data, outdir, coveragepy=False, html=False):
     os.makedirs(outdir, exist_ok=True)
-    _write(os.path.join(outdir, "coverage.json"), json.dumps(data, indent=1) + "\n")
+    _write(os.path.join(outdir, "coverage.json"), json_text(data))
     _write(os.path.join(outdir, "coverage.lcov"), lcov_text(data))
     _write(os.path.join(outdir, "coverage.xml"), cobertura_text(data))
+    if coveragepy:
+        write_coveragepy(data, os.path.join(outdir, ".coverage"))
+    if html:
+        write_html(data, os.path.join(outdir, "html"))
 
 
-USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] FILE_OR_DIR...
+USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] [--coveragepy] [--html]
+                                   FILE_OR_DIR...
        pytracekit-coverage report FILE_OR_DIR...
 
 combine  merge coverage.json files (a directory means DIR/coverage.json) and
          write coverage.json, coverage.lcov and coverage.xml into DIR
-         (default: the current directory); prints the summary on stderr
+         (default: the current directory); prints the summary on stderr;
+         --coveragepy: also DIR/.coverage, through coverage.py's data API;
+         --html: also the HTML report in DIR/html (index.html)
 report   print the summary of the merged files on stdout
 """
 
@@ -373,6 +612,8 @@ def main(argv):
         return 2
     outdir = "."
     show = True
+    coveragepy = False
+    html = False
     inputs = []
     i = 0
     while i < len(rest):
@@ -386,6 +627,10 @@ def main(argv):
             continue
         if a == "--no-summary":
             show = False
+        elif a == "--coveragepy" and cmd == "combine":
+            coveragepy = True
+        elif a == "--html" and cmd == "combine":
+            html = True
         elif a.startswith("-") and a != "-":
             sys.stderr.write("pytracekit-coverage: unknown option %r\n%s" % (a, USAGE))
             return 2
@@ -403,8 +648,15 @@ def main(argv):
     if cmd == "report":
         sys.stdout.write(summary_text(data))
         return 0
+    if coveragepy:
+        try:
+            import coverage  # noqa: F401
+        except ImportError:
+            sys.stderr.write("pytracekit-coverage: --coveragepy: coverage.py is not "
+                             "importable by %s\n" % sys.executable)
+            return 2
     try:
-        write_all(data, outdir)
+        write_all(data, outdir, coveragepy, html)
     except OSError as e:
         sys.stderr.write("pytracekit-coverage: cannot write to %s: %s\n" % (outdir, e))
         return 1

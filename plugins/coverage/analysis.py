@@ -14,9 +14,10 @@
 #              jump and at least two destinations; a negative destination
 #              -N is "leaves the code object whose first line is N" (the
 #              convention coverage.py uses for exits)
-#   compile_file(path) -> code object of the file's source, or None
+#   compile_file(path) -> code object of the file's source, or why not (str)
 
 import dis
+import sys
 import types
 
 _RESUME = dis.opmap.get("RESUME")
@@ -28,7 +29,74 @@ _NOFALL = frozenset(
     if name in dis.opmap)
 _EXITS = frozenset(n for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
 _JUMPS = frozenset(getattr(dis, "hasjump", None) or (dis.hasjrel + dis.hasjabs))
-_EXIT = object()
+_JREL = frozenset(dis.hasjrel)
+_JABS = frozenset(dis.hasjabs)
+_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
+_HAVE_ARGUMENT = dis.HAVE_ARGUMENT
+_CONDITIONAL = frozenset(
+    op for op in _JUMPS
+    if dis.opname[op] not in _NOFALL
+    and (dis.opname[op].startswith(("POP_JUMP", "JUMP_IF")) or dis.opname[op] == "FOR_ITER"))
+_EXIT_OPS = frozenset(dis.opmap[n] for n in _EXITS)
+_NOFALL_OPS = frozenset(dis.opmap[n] for n in _NOFALL)
+
+
+def _cache_sizes():
+    """Inline cache entries after each opcode (what dis skips)."""
+    table = getattr(dis, "_inline_cache_entries", None)
+    out = [0] * 256
+    for op in range(256):
+        if isinstance(table, dict):  # 3.13: by name
+            out[op] = table.get(dis.opname[op], 0)
+        elif table is not None:
+            out[op] = table[op]
+    return out
+
+
+_CACHES = _cache_sizes()
+_JUMP_ADDS_CACHES = sys.version_info >= (3, 12)
+
+
+def _instructions(code):
+    """[(offset, opcode, jump target or None)] of `code`, as dis.get_instructions
+    gives them (EXTENDED_ARG included, inline caches skipped), without
+    building its Instruction records: the branch analysis of a large module
+    is dominated by that otherwise."""
+    raw = code.co_code
+    out = []
+    extended = 0
+    caches = 0
+    n = len(raw)
+    i = 0
+    while i < n:
+        if caches:
+            caches -= 1
+            i += 2
+            continue
+        op = raw[i]
+        caches = _CACHES[op]
+        target = None
+        if op >= _HAVE_ARGUMENT:
+            arg = raw[i + 1] | extended
+            extended = (arg << 8) if op == _EXTENDED_ARG else 0
+            if op in _JREL:
+                signed = -arg if "JUMP_BACKWARD" in dis.opname[op] else arg
+                target = i + 2 + signed * 2
+                if _JUMP_ADDS_CACHES:
+                    target += 2 * caches
+            elif op in _JABS:
+                target = arg * 2
+        else:
+            extended = 0
+        out.append((i, op, target))
+        i += 2
+    return out
+
+
+def _exception_targets(code):
+    parse = getattr(dis, "_parse_exception_table", None)
+    entries = parse(code) if parse else dis.Bytecode(code).exception_entries
+    return [e.target for e in entries if not e.lasti]
 
 
 def _walk(code):
@@ -58,59 +126,63 @@ def _code_lines(code, start):
     return out
 
 
-def _line_map(code):
-    lines = {}
+def _instruction_lines(code, instrs):
+    """The line of each instruction (None where it has none)."""
+    lines = [None] * len(instrs)
+    k = 0
+    n = len(instrs)
     for begin, end, line in code.co_lines():
-        for off in range(begin, end, 2):
-            lines[off] = line
+        while k < n and instrs[k][0] < begin:
+            k += 1
+        while k < n and instrs[k][0] < end:
+            lines[k] = line
+            k += 1
     return lines
 
 
 def _branches(code):
-    instrs = [i for i in dis.get_instructions(code)]
-    if not instrs:
+    instrs = _instructions(code)
+    if not any(op in _CONDITIONAL for _, op, _ in instrs):
         return {}
-    line_at = _line_map(code)
-    index = {ins.offset: n for n, ins in enumerate(instrs)}
+    lines = _instruction_lines(code, instrs)
+    index = {ins[0]: n for n, ins in enumerate(instrs)}
     exit_dest = -code.co_firstlineno
-
-    def succ(n):
-        ins = instrs[n]
+    last = len(instrs) - 1
+    EXIT = -1
+    # Successors of each instruction (EXIT: leaves the code object).
+    succs = []
+    for n, (offset, op, target) in enumerate(instrs):
         out = []
-        if ins.opname in _EXITS:
-            out.append(_EXIT)
-        if ins.opcode in _JUMPS and isinstance(ins.argval, int) and ins.argval in index:
-            out.append(index[ins.argval])
-        if ins.opname not in _NOFALL and n + 1 < len(instrs):
+        if op in _EXIT_OPS:
+            out.append(EXIT)
+        if target is not None and op in _JUMPS:
+            t = index.get(target)
+            if t is not None:
+                out.append(t)
+        if op not in _NOFALL_OPS and n < last:
             out.append(n + 1)
-        return out
+        succs.append(out)
 
     # What runs without an exception, and what an except clause runs: the
     # handlers that need f_lasti (with-statement exits, re-raise cleanups)
     # are compiler plumbing whose jumps are not branches of the program.
-    roots = [0]
-    for entry in dis.Bytecode(code).exception_entries:
-        if not entry.lasti and entry.target in index:
-            roots.append(index[entry.target])
+    todo = [0] + [index[t] for t in _exception_targets(code) if t in index]
     seen = set()
-    todo = list(roots)
     while todo:
         n = todo.pop()
         if n in seen:
             continue
         seen.add(n)
-        todo.extend(s for s in succ(n) if s is not _EXIT)
+        todo.extend(s for s in succs[n] if s != EXIT)
 
     branch_lines = set()
     by_line = {}
     for n in seen:
-        ins = instrs[n]
-        line = line_at.get(ins.offset)
+        line = lines[n]
         if line is None or line <= 0:
             continue
         by_line.setdefault(line, []).append(n)
-        if ins.opcode in _JUMPS and ins.opname not in _NOFALL and (
-                ins.opname.startswith(("POP_JUMP", "JUMP_IF")) or ins.opname == "FOR_ITER"):
+        if instrs[n][1] in _CONDITIONAL:
             branch_lines.add(line)
 
     out = {}
@@ -123,11 +195,11 @@ def _branches(code):
             if n in visited:
                 continue
             visited.add(n)
-            for s in succ(n):
-                if s is _EXIT:
+            for s in succs[n]:
+                if s == EXIT:
                     dests.add(exit_dest)
                     continue
-                other = line_at.get(instrs[s].offset)
+                other = lines[s]
                 if other is None or other == line:
                     todo.append(s)
                 else:
@@ -158,8 +230,12 @@ def compile_file(path):
         with open(path, "rb") as f:
             source = f.read()
         return compile(source, path, "exec", dont_inherit=True)
-    except (OSError, SyntaxError, ValueError):
-        return None
+    except OSError as e:
+        return e.strerror or str(e)
+    except (SyntaxError, ValueError) as e:
+        if isinstance(e, SyntaxError) and e.lineno:
+            return "%s at line %d" % (e.msg, e.lineno)
+        return str(e)
 
 
 def python_files(directory):

@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <marshal.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +61,9 @@ typedef struct cov_file {
     size_t narcs, caparcs;
     cov_branch *branches;
     size_t nbranches;
+    int seen;            /* some of its code ran (else: found under source=) */
+    int analysed;        /* analysed from its module's code or its source */
+    int unparsed;        /* its source does not compile */
 } cov_file;
 
 typedef struct cov_code {
@@ -70,6 +74,7 @@ typedef struct cov_code {
     int32_t start;       /* byte offset of the first RESUME */
     int generator;       /* generator, coroutine or async generator */
     PyObject *bytecode;  /* co_code (generators only), for yield detection */
+    int analysed;        /* its lines are in the file's analysis (report time) */
 } cov_code;
 
 /* Branch mode: what each frame on a thread's stack last ran. */
@@ -89,6 +94,11 @@ typedef struct cov_state {
     int branch;
     int calls;           /* count calls (CALL events); else ran = a line ran */
     cov_match *match;
+    char *include;       /* the options, for the "no data" hint */
+    char *source;
+    int coveragepy;      /* COVPY_* */
+    int html;            /* write DIR/html */
+    int found_coveragepy; /* coverage.py is importable (looked for unless COVPY_NO) */
 
     cov_code *codes;     /* open addressing on the code pointer */
     size_t ncodes, capcodes;
@@ -121,7 +131,15 @@ static const ptk_option_spec cov_options[] = {
      NULL},
     {"source", PTK_OPT_STRING, NULL,
      "measure only files under this directory; report its unexecuted .py files too", NULL},
+    {"coveragepy", PTK_OPT_CHOICE, "no",
+     "also write DIR/.coverage through coverage.py's data API (for coverage report/html/"
+     "combine): no, yes (error if coverage.py is not importable), auto (if it is)",
+     "no|yes|auto"},
+    {"html", PTK_OPT_BOOL, "false",
+     "also write the HTML report into DIR/html (index.html; no external tool)", NULL},
     {NULL, 0, NULL, NULL, NULL}};
+
+enum { COVPY_NO, COVPY_YES, COVPY_AUTO };
 
 /* ---- small tables ------------------------------------------------------ */
 
@@ -323,8 +341,14 @@ file_func(cov_file *f, const char *qualname, int32_t line)
 
 /* ---- first sight of a code object (may call Python) -------------------- */
 
+/*
+ * Runs an embedded module: its code object as marshalled at build time when
+ * this is the interpreter version it was built by, else compiled from
+ * @p source. Returns the module's dict.
+ */
 static PyObject *
-load_module(const char *name, const char *source)
+load_module(const char *name, const char *source, const unsigned char *code_bytes,
+            size_t code_len)
 {
     PyObject *mod = PyModule_New(name);
     if (!mod) {
@@ -335,7 +359,17 @@ load_module(const char *name, const char *source)
         Py_DECREF(mod);
         return NULL;
     }
-    PyObject *code = Py_CompileString(source, name, Py_file_input);
+    PyObject *code = NULL;
+    if (code_bytes && (unsigned long)(Py_Version >> 16) == COV_EMBED_PY_VERSION) {
+        code = PyMarshal_ReadObjectFromString((const char *)code_bytes, (Py_ssize_t)code_len);
+        if (!code || !PyCode_Check(code)) {
+            Py_CLEAR(code);
+            PyErr_Clear();
+        }
+    }
+    if (!code) {
+        code = Py_CompileString(source, name, Py_file_input);
+    }
     if (!code) {
         Py_DECREF(mod);
         return NULL;
@@ -358,20 +392,33 @@ is_generator_code(PyCodeObject *code)
     return (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
 }
 
-/* Fills the per-code fields that do not depend on the file. */
+/*
+ * Fills the per-code fields that the event path needs, without Python code
+ * (nothing may be imported while the program runs): for a generator or
+ * coroutine its bytecode and the offset of its first RESUME (a frame whose
+ * f_lasti is at or before it has not started).
+ */
 static int
-code_describe(cov_code *c, int32_t start)
+code_describe(const cov_state *st, cov_code *c)
 {
-    c->start = start;
     c->generator = is_generator_code(c->code);
-    if (c->generator && !c->bytecode) {
-        c->bytecode = PyObject_GetAttrString((PyObject *)c->code, "co_code");
-        if (!c->bytecode) {
-            return -1;
-        }
-        if (!PyBytes_Check(c->bytecode)) {
-            PyErr_SetString(PyExc_TypeError, "co_code is not bytes");
-            return -1;
+    if (!c->generator) {
+        return 0;
+    }
+    c->bytecode = PyObject_GetAttrString((PyObject *)c->code, "co_code");
+    if (!c->bytecode) {
+        return -1;
+    }
+    if (!PyBytes_Check(c->bytecode)) {
+        PyErr_SetString(PyExc_TypeError, "co_code is not bytes");
+        return -1;
+    }
+    const unsigned char *raw = (const unsigned char *)PyBytes_AS_STRING(c->bytecode);
+    Py_ssize_t n = PyBytes_GET_SIZE(c->bytecode);
+    for (Py_ssize_t off = 0; off + 1 < n; off += 2) {
+        if (raw[off] == st->op_resume) {
+            c->start = (int32_t)off;
+            break;
         }
     }
     return 0;
@@ -379,8 +426,8 @@ code_describe(cov_code *c, int32_t start)
 
 /*
  * Runs analysis.analyze() on @p root and records its lines, functions and
- * branches in @p f. Every code object of the tree is entered in the code
- * table, so that later events on them need no Python.
+ * branches in @p f; the code objects of the tree that ran are marked as
+ * analysed. Report time only: analysis imports dis.
  */
 static int
 file_analyze(cov_state *st, cov_file *f, PyObject *root)
@@ -443,14 +490,10 @@ file_analyze(cov_state *st, cov_file *f, PyObject *root)
             }
         }
         cov_code *c = code_find(st, (PyCodeObject *)code);
-        if (!c && !(c = code_add(st, (PyCodeObject *)code))) {
-            goto done;
+        if (c) {
+            c->analysed = 1;
         }
-        c->file = f;
-        c->func = fi;
-        if (code_describe(c, start) < 0) {
-            goto done;
-        }
+        (void)start;
     }
     PyObject *key, *value;
     Py_ssize_t pos = 0;
@@ -521,41 +564,10 @@ file_new(cov_state *st, const char *path)
     return f;
 }
 
-/* Creates the record of a measured file and analyses it from @p code (a
- * module's code object) or, failing that, from the file's source. */
-static cov_file *
-file_open(cov_state *st, const char *path, PyCodeObject *code)
-{
-    cov_file *f = file_new(st, path);
-    if (!f) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    PyObject *root = NULL;
-    if (code && PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0) {
-        root = Py_NewRef((PyObject *)code);
-    }
-    else {
-        PyObject *fn = PyDict_GetItemString(st->analysis, "compile_file");
-        root = fn ? PyObject_CallFunction(fn, "s", path) : NULL;
-        if (!root) {
-            return NULL;
-        }
-        if (root == Py_None) {
-            /* No source to compile: the code object itself is all we know. */
-            Py_DECREF(root);
-            root = code ? Py_NewRef((PyObject *)code) : NULL;
-        }
-    }
-    int rc = root ? file_analyze(st, f, root) : 0;
-    Py_XDECREF(root);
-    return rc < 0 ? NULL : f;
-}
-
 /* Index of the file named @p filename in st->files, -1 if not measured,
  * -2 on error. */
 static Py_ssize_t
-file_lookup(cov_state *st, PyObject *filename, PyCodeObject *code)
+file_lookup(cov_state *st, PyObject *filename)
 {
     if (!st->file_index) {
         PyErr_SetString(PyExc_RuntimeError, "coverage: an event after the report");
@@ -588,8 +600,9 @@ file_lookup(cov_state *st, PyObject *filename, PyCodeObject *code)
                 }
             }
             if (result < 0) {
-                if (!file_open(st, path, code)) {
+                if (!file_new(st, path)) {
                     free(path);
+                    PyErr_NoMemory();
                     return -2;
                 }
                 result = (Py_ssize_t)st->nfiles - 1;
@@ -606,30 +619,37 @@ file_lookup(cov_state *st, PyObject *filename, PyCodeObject *code)
     return result;
 }
 
+/*
+ * The first event of a code object: is its file measured, and which function
+ * is it. The file's analysis (which lines could run) waits for the report.
+ */
 static cov_code *
 code_first_sight(cov_state *st, PyCodeObject *code)
 {
-    Py_ssize_t fi = file_lookup(st, code->co_filename, code);
+    Py_ssize_t fi = file_lookup(st, code->co_filename);
     if (fi == -2) {
         return NULL;
     }
-    /* Analysing the file may have entered this very code object. */
-    cov_code *c = code_find(st, code);
-    if (c) {
-        return c;
-    }
-    c = code_add(st, code);
+    cov_code *c = code_add(st, code);
     if (!c || fi < 0) {
         return c;
     }
-    /* A code object the file's analysis did not see (compiled from source
-     * while the program's own came from elsewhere, a reload, exec()):
-     * matched to the function of the same name and first line. */
-    /* Entering the whole tree keeps nested code objects matched too. */
-    if (file_analyze(st, st->files[fi], (PyObject *)code) < 0) {
+    cov_file *f = st->files[fi];
+    const char *qualname = PyUnicode_AsUTF8(code->co_qualname);
+    if (!qualname) {
         return NULL;
     }
-    return code_find(st, code);
+    c->func = file_func(f, qualname, code->co_firstlineno);
+    if (c->func < 0) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (code_describe(st, c) < 0) {
+        return NULL;
+    }
+    c->file = f;
+    f->seen = 1;
+    return c;
 }
 
 static inline cov_code *
@@ -829,56 +849,52 @@ cov_on_event(void *state, const ptk_event *ev)
 
 /* ---- init / fini ----------------------------------------------------- */
 
-/* The directories of the standard library and of installed packages. */
+/*
+ * What init needs from Python: the directories of the standard library and
+ * of installed packages (sysconfig, site), and the opcodes of RESUME and
+ * YIELD_VALUE (opcode). Whatever this imports is taken out of sys.modules
+ * again: the program must start with the modules it would have without the
+ * plugin, and import (and run, and be measured in) them itself.
+ */
 static PyObject *
-library_dirs(void)
+python_setup(int find_coveragepy)
 {
     static const char src[] =
-        "def _dirs():\n"
-        "    import os, sys, sysconfig\n"
-        "    out = set()\n"
-        "    for key in ('stdlib', 'platstdlib', 'purelib', 'platlib'):\n"
-        "        p = sysconfig.get_paths().get(key)\n"
-        "        if p: out.add(os.path.abspath(p))\n"
-        "    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):\n"
-        "        v = 'python%d.%d' % sys.version_info[:2]\n"
-        "        out.add(os.path.join(os.path.abspath(p), 'lib', v))\n"
+        "def _setup(find_coveragepy):\n"
+        "    import sys\n"
+        "    before = set(sys.modules)\n"
         "    try:\n"
-        "        import site\n"
-        "        out.update(os.path.abspath(p) for p in site.getsitepackages())\n"
-        "        out.add(os.path.abspath(site.getusersitepackages()))\n"
-        "    except Exception:\n"
-        "        pass\n"
-        "    return sorted(out)\n";
-    PyObject *mod = load_module("_ptk_coverage_dirs", src);
+        "        import os, opcode, sysconfig\n"
+        "        out = set()\n"
+        "        for key in ('stdlib', 'platstdlib', 'purelib', 'platlib'):\n"
+        "            p = sysconfig.get_paths().get(key)\n"
+        "            if p: out.add(os.path.abspath(p))\n"
+        "        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):\n"
+        "            v = 'python%d.%d' % sys.version_info[:2]\n"
+        "            out.add(os.path.join(os.path.abspath(p), 'lib', v))\n"
+        "        site = sys.modules.get('site')\n"
+        "        try:\n"
+        "            out.update(os.path.abspath(p) for p in site.getsitepackages())\n"
+        "            out.add(os.path.abspath(site.getusersitepackages()))\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
+        "        found = 0\n"
+        "        if find_coveragepy:\n"
+        "            import importlib.util\n"
+        "            found = importlib.util.find_spec('coverage') is not None\n"
+        "    finally:\n"
+        "        for name in set(sys.modules) - before:\n"
+        "            del sys.modules[name]\n"
+        "    return sorted(out), ops[0], ops[1], int(found)\n";
+    PyObject *mod = load_module("_ptk_coverage_setup", src, NULL, 0);
     if (!mod) {
         return NULL;
     }
-    PyObject *fn = PyDict_GetItemString(mod, "_dirs");
-    PyObject *res = fn ? PyObject_CallNoArgs(fn) : NULL;
+    PyObject *fn = PyDict_GetItemString(mod, "_setup");
+    PyObject *res = fn ? PyObject_CallFunction(fn, "i", find_coveragepy) : NULL;
     Py_DECREF(mod);
     return res;
-}
-
-static int
-opcode_of(const char *name)
-{
-    PyObject *dis = PyImport_ImportModule("dis");
-    if (!dis) {
-        return -1;
-    }
-    PyObject *opmap = PyObject_GetAttrString(dis, "opmap");
-    Py_DECREF(dis);
-    if (!opmap) {
-        return -1;
-    }
-    PyObject *v = PyDict_GetItemString(opmap, name);
-    long op = v ? PyLong_AsLong(v) : -1;
-    Py_DECREF(opmap);
-    if (!v) {
-        PyErr_Format(PyExc_RuntimeError, "dis.opmap has no %s", name);
-    }
-    return (int)op;
 }
 
 static void cov_fini(void *state);
@@ -908,12 +924,27 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         return PTK_EINVAL;
     }
 
+    const ptk_option_value *html = host->option(args, "html");
+    st->html = html && html->is_set && html->i;
+    const ptk_option_value *covpy = host->option(args, "coveragepy");
+    st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
     int rc = PTK_EPYTHON;
-    PyObject *dirs = library_dirs();
+    PyObject *setup = python_setup(st->coveragepy != COVPY_NO);
+    PyObject *dirs = NULL;
     const char **dirv = NULL;
-    if (!dirs || !PyList_Check(dirs)) {
+    int found = 0;
+    if (!setup || !PyArg_ParseTuple(setup, "O!iii", &PyList_Type, &dirs, &st->op_resume,
+                                    &st->op_yield, &found)) {
         goto pyfail;
     }
+    if (st->coveragepy == COVPY_YES && !found) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "coveragepy=yes: coverage.py is not importable by this interpreter "
+                 "(install it, or use coveragepy=auto)");
+        rc = PTK_EINVAL;
+        goto fail;
+    }
+    st->found_coveragepy = found;
     dirv = calloc((size_t)PyList_GET_SIZE(dirs) + 1, sizeof(char *));
     if (!dirv) {
         rc = PTK_ENOMEM;
@@ -934,18 +965,18 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         rc = PTK_EINVAL;
         goto fail;
     }
-    st->analysis = load_module("_ptk_coverage_analysis", cov_analysis_py);
-    st->format = st->analysis ? load_module("_ptk_coverage_format", cov_format_py) : NULL;
-    st->file_index = st->format ? PyDict_New() : NULL;
+    if ((include && include->is_set && !(st->include = strdup(include->s)))
+        || (source && source->is_set && !(st->source = strdup(source->s)))) {
+        rc = PTK_ENOMEM;
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        goto fail;
+    }
+    st->file_index = PyDict_New();
     if (!st->file_index) {
         goto pyfail;
     }
-    if ((st->op_resume = opcode_of("RESUME")) < 0
-        || (st->op_yield = opcode_of("YIELD_VALUE")) < 0) {
-        goto pyfail;
-    }
     free(dirv);
-    Py_DECREF(dirs);
+    Py_DECREF(setup);
     *events = PTK_MASK(PTK_EV_LINE);
     if (st->calls) {
         *events |= PTK_MASK(PTK_EV_CALL);
@@ -975,7 +1006,7 @@ pyfail: {
     }
 fail:
     free(dirv);
-    Py_XDECREF(dirs);
+    Py_XDECREF(setup);
     cov_fini(st);
     return rc;
 }
@@ -1025,6 +1056,8 @@ cov_fini(void *state)
     }
     free(st->threads);
     cov_match_free(st->match);
+    free(st->include);
+    free(st->source);
     free(st);
 }
 
@@ -1060,13 +1093,97 @@ add_unexecuted(cov_state *st)
         for (size_t k = 0; k < st->nfiles; k++) {
             known |= strcmp(st->files[k]->path, path) == 0;
         }
-        if (!known && cov_match_file(st->match, path) && !file_open(st, path, NULL)) {
+        if (!known && cov_match_file(st->match, path) && !file_new(st, path)) {
+            PyErr_NoMemory();
             rc = -1;
         }
         free(path);
     }
     Py_DECREF(list);
     return rc;
+}
+
+/* The report's Python: the analysis and the report writer. Loaded only
+ * now, so that what they import is imported after the program ran. */
+static int
+ensure_python(cov_state *st)
+{
+    if (!st->analysis) {
+        st->analysis = load_module("_ptk_coverage_analysis", cov_analysis_py,
+                                   cov_analysis_py_code, cov_analysis_py_code_len);
+    }
+    if (st->analysis && !st->format) {
+        st->format = load_module("_ptk_coverage_format", cov_format_py, cov_format_py_code,
+                                 cov_format_py_code_len);
+    }
+    return st->format ? 0 : -1;
+}
+
+static int
+is_module_code(PyCodeObject *code)
+{
+    return PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
+}
+
+/*
+ * Which lines of each measured file could run: analysed from the module
+ * code objects that ran, else from the file's source (compiled again), and
+ * then from every code object that ran but is in neither (exec(), a reload,
+ * a module imported before measuring began). A file whose source does not
+ * compile gets a warning in @p warnings.
+ */
+static int
+analyse_files(cov_state *st, PyObject *warnings)
+{
+    for (size_t i = 0; i < st->capcodes; i++) {
+        cov_code *c = &st->codes[i];
+        if (c->code && c->file && !c->analysed && is_module_code(c->code)) {
+            if (file_analyze(st, c->file, (PyObject *)c->code) < 0) {
+                return -1;
+            }
+            c->file->analysed = 1;
+        }
+    }
+    PyObject *compile = PyDict_GetItemString(st->analysis, "compile_file");
+    if (!compile) {
+        PyErr_SetString(PyExc_RuntimeError, "coverage analysis has no compile_file()");
+        return -1;
+    }
+    for (size_t i = 0; i < st->nfiles; i++) {
+        cov_file *f = st->files[i];
+        if (f->analysed) {
+            continue;
+        }
+        PyObject *root = PyObject_CallFunction(compile, "s", f->path);
+        if (!root) {
+            return -1;
+        }
+        int rc = 0;
+        if (PyUnicode_Check(root)) {
+            f->unparsed = 1;
+            PyObject *w = PyUnicode_FromFormat(
+                "couldn't parse '%s' as Python: %U%s", f->path, root,
+                f->seen ? "" : " (never ran; not reported)");
+            rc = w ? PyList_Append(warnings, w) : -1;
+            Py_XDECREF(w);
+        }
+        else {
+            rc = file_analyze(st, f, root);
+            f->analysed = 1;
+        }
+        Py_DECREF(root);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < st->capcodes; i++) {
+        cov_code *c = &st->codes[i];
+        if (c->code && c->file && !c->analysed
+            && file_analyze(st, c->file, (PyObject *)c->code) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int
@@ -1078,6 +1195,16 @@ list_append_new(PyObject *list, PyObject *item)
     int rc = PyList_Append(list, item);
     Py_DECREF(item);
     return rc;
+}
+
+static int
+func_order(const void *a, const void *b)
+{
+    const cov_func *x = *(const cov_func *const *)a, *y = *(const cov_func *const *)b;
+    if (x->line != y->line) {
+        return x->line < y->line ? -1 : 1;
+    }
+    return strcmp(x->qualname, y->qualname);
 }
 
 static PyObject *
@@ -1099,8 +1226,18 @@ file_data(const cov_state *st, const cov_file *f)
             goto fail;
         }
     }
+    /* Functions in source order (they are found in the order they ran). */
+    const cov_func **order = malloc((f->nfuncs + 1) * sizeof(*order));
+    if (!order) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     for (size_t i = 0; i < f->nfuncs; i++) {
-        const cov_func *fn = &f->funcs[i];
+        order[i] = &f->funcs[i];
+    }
+    qsort(order, f->nfuncs, sizeof(*order), func_order);
+    for (size_t i = 0; i < f->nfuncs; i++) {
+        const cov_func *fn = order[i];
         uint64_t calls = fn->calls;
         if (!st->calls) {
             /* Not counted: 1 if one of its own lines ran. */
@@ -1111,9 +1248,11 @@ file_data(const cov_state *st, const cov_file *f)
         }
         if (list_append_new(funcs, Py_BuildValue("[siK]", fn->qualname, fn->line,
                                                  (unsigned long long)calls)) < 0) {
+            free(order);
             goto fail;
         }
     }
+    free(order);
     for (size_t i = 0; st->branch && i < f->nbranches; i++) {
         PyObject *d = PyList_New(0);
         if (!d) {
@@ -1170,6 +1309,9 @@ build_data(const cov_state *st)
         return NULL;
     }
     for (size_t i = 0; i < st->nfiles; i++) {
+        if (st->files[i]->unparsed && !st->files[i]->seen) {
+            continue;
+        }
         PyObject *rec = file_data(st, st->files[i]);
         if (!rec || PyDict_SetItemString(files, st->files[i]->path, rec) < 0) {
             Py_XDECREF(rec);
@@ -1233,22 +1375,98 @@ write_text(cov_state *st, const char *filename, const char *function, PyObject *
     return rc;
 }
 
+/* Calls the report writer's @p function(data, DIR + @p suffix), which writes
+ * its files atomically itself. */
+static int
+write_in_dir(cov_state *st, const ptk_report_args *args, const char *function,
+             PyObject *data, const char *suffix, const char *what)
+{
+    size_t n = strlen(args->output_dir) + strlen(suffix) + 1;
+    char *path = malloc(n);
+    if (!path) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
+    snprintf(path, n, "%s%s", args->output_dir, suffix);
+    PyObject *fn = PyDict_GetItemString(st->format, function); /* borrowed */
+    PyObject *res = fn ? PyObject_CallFunction(fn, "Os", data, path) : NULL;
+    int rc = PTK_OK;
+    if (!res) {
+        rc = cov_fail_python(st, what);
+    }
+    Py_XDECREF(res);
+    free(path);
+    return rc;
+}
+
+/* DIR/.coverage through coverage.py's own CoverageData. */
+static int
+write_coveragepy(cov_state *st, const ptk_report_args *args, PyObject *data, FILE *out)
+{
+    if (!st->found_coveragepy) {
+        fprintf(out, "pytracekit coverage: coveragepy=auto: coverage.py is not importable; "
+                     "no .coverage written\n");
+        return PTK_OK;
+    }
+    return write_in_dir(st, args, "write_coveragepy", data, "/.coverage",
+                        "writing .coverage through coverage.py");
+}
+
+/* The hint of the "no data" warning: why nothing may have matched. */
+static PyObject *
+no_data_warning(const cov_state *st)
+{
+    if (st->include) {
+        return PyUnicode_FromFormat("no data was collected: no file that ran matched "
+                                    "include=%s", st->include);
+    }
+    if (st->source) {
+        return PyUnicode_FromFormat("no data was collected: no file ran under source=%s "
+                                    "and it holds no .py file", st->source);
+    }
+    return PyUnicode_FromString(
+        "no data was collected: no file that ran is measured (the standard library and "
+        "installed packages are not, by default); choose files with include= or source=");
+}
+
 static int
 cov_report(void *state, const ptk_report_args *args)
 {
     cov_state *st = state;
     int rc = PTK_OK;
-    PyObject *data = NULL;
-    if (add_unexecuted(st) < 0 || !(data = build_data(st))) {
+    PyObject *data = NULL, *warnings = PyList_New(0);
+    FILE *out = args->summary ? args->summary : stderr;
+    if (!warnings || ensure_python(st) < 0 || add_unexecuted(st) < 0
+        || analyse_files(st, warnings) < 0 || !(data = build_data(st))) {
         rc = cov_fail_python(st, "collecting the coverage data");
         goto done;
     }
-    rc = st->host->report_write_object(st->ctx, "coverage.json", data, PTK_FMT_JSON);
+    PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */
+    if (files && PyDict_GET_SIZE(files) == 0) {
+        PyObject *w = no_data_warning(st);
+        if (!w || PyList_Append(warnings, w) < 0) {
+            Py_XDECREF(w);
+            rc = cov_fail_python(st, "collecting the coverage data");
+            goto done;
+        }
+        Py_DECREF(w);
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(warnings); i++) {
+        const char *w = PyUnicode_AsUTF8(PyList_GET_ITEM(warnings, i));
+        fprintf(out, "pytracekit coverage: warning: %s\n", w ? w : "?");
+    }
+    PyErr_Clear();
+    rc = write_text(st, "coverage.json", "json_text", data);
     if (rc == PTK_OK) {
         rc = write_text(st, "coverage.lcov", "lcov_text", data);
     }
     if (rc == PTK_OK) {
         rc = write_text(st, "coverage.xml", "cobertura_text", data);
+    }
+    if (rc == PTK_OK && st->coveragepy != COVPY_NO) {
+        rc = write_coveragepy(st, args, data, out);
+    }
+    if (rc == PTK_OK && st->html) {
+        rc = write_in_dir(st, args, "write_html", data, "/html", "writing the HTML report");
     }
     if (rc == PTK_OK) {
         PyObject *fn = PyDict_GetItemString(st->format, "summary_text");
@@ -1258,12 +1476,13 @@ cov_report(void *state, const ptk_report_args *args)
             rc = cov_fail_python(st, "summary_text");
         }
         else {
-            fputs(s, args->summary ? args->summary : stderr);
+            fputs(s, out);
         }
         Py_XDECREF(text);
     }
 done:
     Py_XDECREF(data);
+    Py_XDECREF(warnings);
     cov_release_python(st);
     return rc;
 }

@@ -176,5 +176,57 @@ def case_bad_options():
     print("ok: bad options are refused")
 
 
+def case_no_data():
+    """A run that measured nothing says so, and why (the hint names the option)."""
+    wd = u.workdir("no-data")
+    prog = os.path.join(wd, "stdlib_only.py")
+    with open(prog, "w") as f:
+        f.write("import json\n")
+    hints = [
+        ("coverage:include=*/nothing_like_this.py",
+         "no data was collected: no file that ran matched include=*/nothing_like_this.py"),
+        ("coverage:include=*/json/*,exclude=*/json/*",
+         "no data was collected: no file that ran matched include=*/json/*"),
+    ]
+    for n, (spec, want) in enumerate(hints):
+        p, data = u.run_ptk(wd, [prog], spec=spec, outdir="out%d" % n)
+        if data["files"] or want not in p.stderr:
+            u.fail("-p %s: files %s, stderr:\n%s" % (spec, sorted(data["files"]), p.stderr))
+    # The default scope: a program that is all standard library (-m).
+    p, data = u.run_ptk(wd, ["-m", "json.tool", "--help"], outdir="out-default")
+    want = ("no data was collected: no file that ran is measured (the standard library "
+            "and installed packages are not, by default); choose files with include= "
+            "or source=")
+    if data["files"] or want not in p.stderr:
+        u.fail("default scope, stdlib only: files %s, stderr:\n%s"
+               % (sorted(data["files"]), p.stderr))
+    print("ok: the no-data warning with its hint:\n" + p.stderr)
+
+
+def case_unparseable():
+    """A source= file with a syntax error is named in a warning, not reported
+    as 100% of nothing; coverage.py also cannot report it."""
+    wd = u.workdir("unparseable")
+    lib = os.path.join(wd, "lib")
+    os.makedirs(lib)
+    with open(os.path.join(lib, "good.py"), "w") as f:
+        f.write("x = 1\n")
+    bad = os.path.join(lib, "bad.py")
+    with open(bad, "w") as f:
+        f.write("def broken(:\n    pass\n")
+    prog = os.path.join(wd, "run.py")
+    with open(prog, "w") as f:
+        f.write("import sys\nsys.path.insert(0, %r)\nimport good\n" % lib)
+    p, data = u.run_ptk(wd, [prog], spec="coverage:source=lib")
+    want = "warning: couldn't parse '%s' as Python: " % bad
+    if want not in p.stderr or "(never ran; not reported)" not in p.stderr:
+        u.fail("no warning for %s:\n%s" % (bad, p.stderr))
+    if measured(data) != [os.path.join(lib, "good.py")]:
+        u.fail("measured %s" % measured(data))
+    if "bad.py" in p.stderr.split("warning")[-1].split("\n", 1)[1]:
+        u.fail("bad.py is in the summary table:\n" + p.stderr)
+    print("ok:\n" + p.stderr)
+
+
 CASES = {n[5:].replace("_", "-"): f for n, f in globals().items() if n.startswith("case_")}
 CASES[sys.argv[1]]()

@@ -15,17 +15,19 @@ keeps its per-frame state in the frames' own local trace functions.
 Arcs follow coverage.py's convention: entering a code object is an arc from
 -co_firstlineno, leaving it (a return or an exception, not a yield) an arc to
 -co_firstlineno; a resumed generator continues from the line it yielded on.
+
+It imports nothing the program may import and measure itself (json is
+imported to write the result, after the program ran).
 """
 
-import dis
-import json
+import opcode
 import os
 import runpy
 import sys
 import threading
 
-_YIELD = dis.opmap["YIELD_VALUE"]
-_RESUME = dis.opmap["RESUME"]
+_YIELD = opcode.opmap["YIELD_VALUE"]
+_RESUME = opcode.opmap["RESUME"]
 
 
 def _is_yield(frame):
@@ -122,6 +124,7 @@ def main():
     finally:
         sys.settrace(None)
         threading.settrace(None)
+        import json
         with open(out, "w") as f:
             json.dump(c.result(), f)
 

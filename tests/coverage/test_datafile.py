@@ -1,0 +1,146 @@
+"""coveragepy=: the .coverage data file written through coverage.py's API.
+
+    test_datafile.py CASE
+
+lines, branch   `coverage report` and `coverage json` on our .coverage equal
+                the same commands on coverage.py's own measurement of the
+                same run; `coverage html` renders it
+combine         `coverage combine` of two of our runs equals coverage.py's
+                combination of its two runs; so does `pytracekit-coverage
+                combine --coveragepy`
+missing         coveragepy=yes is refused (exit 2) where coverage.py is not
+                importable; coveragepy=auto then says so and writes no .coverage
+Cases but `missing` skip (77) where coverage.py is not importable, `missing`
+where it is.
+"""
+import json
+import os
+import shutil
+import sys
+
+import ptk_coverage_util as u
+
+ENV = {"COVERAGE_RCFILE": os.devnull}
+
+
+def cov(wd, *args):
+    return u.run([u.python(), "-m", "coverage"] + list(args), wd, env_extra=ENV)
+
+
+def their_run(wd, argv, datafile, branch):
+    cmd = [u.python(), "-m", "coverage", "run", "--data-file=" + datafile,
+           "--source=" + wd] + (["--branch"] if branch else [])
+    u.run(cmd + argv, wd, env_extra=ENV)
+
+
+def figures(wd, datafile):
+    """`coverage report` text and `coverage json` figures of a data file."""
+    rep = cov(wd, "report", "--data-file=" + datafile, "--precision=1", "--show-missing")
+    out = datafile + ".json"
+    cov(wd, "json", "--data-file=" + datafile, "-o", out)
+    with open(out) as f:
+        js = json.load(f)
+    # meta differs (timestamp, and ours has no coverage.py version stamp)
+    return rep.stdout, {"files": js["files"], "totals": js["totals"]}
+
+
+def compare(what, ours, theirs):
+    if ours[0] != theirs[0]:
+        u.fail("%s: coverage report differs\nours:\n%s\ncoverage.py's:\n%s"
+               % (what, ours[0], theirs[0]))
+    if ours[1] != theirs[1]:
+        u.fail("%s: coverage json differs\nours: %s\ncoverage.py's: %s"
+               % (what, json.dumps(ours[1])[:2000], json.dumps(theirs[1])[:2000]))
+
+
+def case_run(branch):
+    for n, (prog, args) in enumerate((("app/main.py", ["a"]), ("basic.py", []))):
+        # One directory per program: coverage.py's --source= reports the
+        # unexecuted files under it too.
+        wd = u.workdir("datafile" + ("-branch" if branch else ""))
+        u.copy_corpus(wd, prog.split("/")[0])
+        argv = [os.path.join(wd, prog)] + args
+        spec = "coverage:coveragepy=yes" + (",branch=true" if branch else "")
+        out = "out%d" % n
+        u.run_ptk(wd, argv, spec=spec, outdir=out)
+        ours = os.path.join(wd, out, ".coverage")
+        if not os.path.exists(ours):
+            u.fail("no %s" % ours)
+        theirs = os.path.join(wd, ".coverage-theirs%d" % n)
+        their_run(wd, argv, theirs, branch)
+        compare(os.path.basename(argv[0]), figures(wd, ours), figures(wd, theirs))
+        print(figures(wd, ours)[0])
+    html = os.path.join(wd, "htmlcov")
+    cov(wd, "html", "--data-file=" + os.path.join(wd, "out1", ".coverage"), "-d", html)
+    pages = sorted(os.listdir(html))
+    if "index.html" not in pages or not any(p.endswith("basic_py.html") for p in pages):
+        u.fail("coverage html wrote %s" % pages)
+    print("ok: coverage report/json on our .coverage equal coverage.py's own; "
+          "coverage html wrote %d files" % len(pages))
+
+
+def case_lines():
+    case_run(False)
+
+
+def case_branch():
+    case_run(True)
+
+
+def case_combine():
+    wd = u.workdir("datafile-combine")
+    u.copy_corpus(wd, "app")
+    main = os.path.join(wd, "app", "main.py")
+    ours_dir = os.path.join(wd, "ours")
+    theirs_dir = os.path.join(wd, "theirs")
+    os.makedirs(ours_dir)
+    os.makedirs(theirs_dir)
+    for arg in ("a", "b"):
+        u.run_ptk(wd, [main, arg], spec="coverage:coveragepy=yes,branch=true",
+                  outdir="out-" + arg)
+        shutil.copy(os.path.join(wd, "out-" + arg, ".coverage"),
+                    os.path.join(ours_dir, ".coverage." + arg))
+        their_run(wd, [main, arg], os.path.join(theirs_dir, ".coverage." + arg), True)
+    for d in (ours_dir, theirs_dir):
+        cov(wd, "combine", "--data-file=" + os.path.join(d, ".coverage"), d)
+    ours = figures(wd, os.path.join(ours_dir, ".coverage"))
+    compare("coverage combine", ours, figures(wd, os.path.join(theirs_dir, ".coverage")))
+    # Our own combine, writing .coverage too.
+    u.run([u.python(), u.COMBINE, "combine", "--coveragepy", "-o", "merged",
+           "out-a", "out-b"], wd)
+    compare("pytracekit-coverage combine --coveragepy",
+            figures(wd, os.path.join(wd, "merged", ".coverage")), ours)
+    print(ours[0])
+    print("ok: coverage combine of our two runs equals coverage.py's; so does "
+          "pytracekit-coverage combine --coveragepy")
+
+
+def case_missing():
+    ok, why = u.coveragepy_available()
+    if ok:
+        u.skip("coverage.py %s is importable here; the case needs an interpreter "
+               "without it" % why)
+    wd = u.workdir("datafile-missing")
+    u.copy_corpus(wd, "basic.py")
+    p, data = u.run_ptk(wd, [os.path.join(wd, "basic.py")], spec="coverage:coveragepy=yes",
+                        expect=2)
+    if "coveragepy=yes: coverage.py is not importable" not in p.stderr:
+        u.fail("coveragepy=yes without coverage.py:\n" + p.stderr)
+    p, data = u.run_ptk(wd, [os.path.join(wd, "basic.py")], spec="coverage:coveragepy=auto",
+                        outdir="auto")
+    if "coverage.py is not importable; no .coverage written" not in p.stderr \
+            or os.path.exists(os.path.join(wd, "auto", ".coverage")) or not data["files"]:
+        u.fail("coveragepy=auto without coverage.py:\n" + p.stderr)
+    print("ok: yes refused (exit 2), auto reports without .coverage")
+
+
+def main():
+    case = sys.argv[1]
+    if case != "missing":
+        ok, why = u.coveragepy_available()
+        if not ok:
+            u.skip(why)
+    globals()["case_" + case]()
+
+
+main()

@@ -343,7 +343,21 @@ sync_backend(const ptk__table *t, int install_here, char **errmsg)
     }
     int rc = ops->sync(t, install_here, errmsg);
     if (!any_running()) {
-        /* the last session stopped: let go; the next one chooses again */
+        /* the last session stopped: let go; the next one chooses again.
+         * C calls still in progress (the stop() call itself, a join) will
+         * never see their C_RETURN: drop them, with the bound methods the
+         * monitoring backend keeps for them (they may hold the session). */
+        for (size_t i = 0; i < ptk__thread_count(); i++) {
+            ptk__thread *th = ptk__thread_at(i);
+            if (th != NULL && th->cstack != NULL) {
+                ptk__cstack_truncate(th, 0);
+            }
+            if (th != NULL) {
+                /* its frames are borrowed: with no session they may go
+                 * before the next one starts (and seeds the stack anew) */
+                th->pub.depth = 0;
+            }
+        }
         ops->release();
         ptk__hub_backend = PTK_BACKEND_AUTO;
     }

@@ -965,6 +965,20 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         rc = PTK_EINVAL;
         goto fail;
     }
+    /* The same choice as a hub filter: code of files this instance would
+     * not record is switched off where it runs (docs/filters.md), instead
+     * of reaching on_event to be looked up and dropped. */
+    if (args->struct_size > offsetof(ptk_init_args, subscription) &&
+        host->struct_size > offsetof(ptk_host, subscribe_filter)) {
+        char *bus = cov_match_bus_filter(st->match);
+        if (bus != NULL && host->subscribe_filter(args->ctx, bus) != PTK_OK) {
+            free(bus);
+            rc = PTK_ENOMEM;
+            snprintf(args->errbuf, args->errbuf_size, "cannot set the file filter");
+            goto fail;
+        }
+        free(bus);
+    }
     if ((include && include->is_set && !(st->include = strdup(include->s)))
         || (source && source->is_set && !(st->source = strdup(source->s)))) {
         rc = PTK_ENOMEM;

@@ -269,3 +269,103 @@ cov_match_free(cov_match *m)
     free(m->stdlib);
     free(m);
 }
+
+/* One glob of ours as a hub filter item with the same meaning: the hub
+ * reads an item without glob characters as a directory prefix, so the last
+ * character of such an item becomes a one-character class ([c]) and the
+ * item stays an exact match. NULL for an item the hub list cannot carry. */
+static char *
+bus_item(const char *pat)
+{
+    size_t n = strlen(pat);
+    if (n == 0 || strpbrk(pat, ",;") || pat[0] == '!') {
+        return NULL;
+    }
+    char *r = malloc(n + 3);
+    if (!r) {
+        return NULL;
+    }
+    if (strpbrk(pat, "*?[")) {
+        memcpy(r, pat, n + 1);
+    }
+    else {
+        memcpy(r, pat, n - 1);
+        snprintf(r + n - 1, 4, "[%c]", pat[n - 1]);
+    }
+    return r;
+}
+
+/* Appends "key=a;b;..." (or ";a;b" to an open list) to *out. */
+static int
+bus_append(char **out, const char *key, const char *item)
+{
+    size_t have = *out ? strlen(*out) : 0;
+    size_t room = (key ? strlen(key) : 0) + strlen(item) + 3;
+    char *n = realloc(*out, have + room);
+    if (!n) {
+        return -1;
+    }
+    if (key) {
+        snprintf(n + have, room, "%s%s=%s", have ? "," : "", key, item);
+    }
+    else {
+        snprintf(n + have, room, ";%s", item);
+    }
+    *out = n;
+    return 0;
+}
+
+char *
+cov_match_bus_filter(const cov_match *m)
+{
+    char *out = NULL;
+    int ok = 1;
+    /* include: the source directory (everything under it), else the
+     * include globs; with both, the source alone (a superset of both) */
+    if (m->source) {
+        ok &= bus_append(&out, "include", m->source) == 0;
+    }
+    else if (m->include.n) {
+        char *text = NULL;
+        int all = 1;
+        for (size_t i = 0; all && i < m->include.n; i++) {
+            char *it = bus_item(m->include.pat[i]);
+            if (!it || bus_append(&text, i ? NULL : "include", it) < 0) {
+                all = 0; /* one we cannot say: no include condition at all */
+            }
+            free(it);
+        }
+        if (all && text) {
+            out = text; /* the first condition: out was empty */
+        }
+        else {
+            free(text);
+        }
+    }
+    /* exclude: our globs; an item the hub cannot carry is left out (then
+     * the hub excludes less, never more) */
+    int first = 1;
+    for (size_t i = 0; i < m->exclude.n; i++) {
+        char *it = bus_item(m->exclude.pat[i]);
+        if (it) {
+            ok &= bus_append(&out, first ? "exclude" : NULL, it) == 0;
+            first = 0;
+            free(it);
+        }
+    }
+    if (!m->source && !m->include.n) {
+        /* the default: installed packages and the standard library */
+        ok &= bus_append(&out, first ? "exclude" : NULL, "*/site-packages/*") == 0;
+        ok &= bus_append(&out, NULL, "*/dist-packages/*") == 0;
+        for (size_t i = 0; i < m->nstdlib; i++) {
+            if (!strpbrk(m->stdlib[i], ",;") && strcmp(m->stdlib[i], "/") != 0) {
+                ok &= bus_append(&out, NULL, m->stdlib[i]) == 0;
+            }
+        }
+    }
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}

@@ -32,6 +32,12 @@ int cov_match_file(const cov_match *m, const char *path);
 /* The source directory (absolute, no trailing slash), or NULL. */
 const char *cov_match_source(const cov_match *m);
 
+/* The hub filter (docs/filters.md) that selects every file cov_match_file
+ * selects (possibly more, never less), so that code coverage would not
+ * record is switched off where it runs; malloc'ed, or NULL if no
+ * condition is needed. */
+char *cov_match_bus_filter(const cov_match *m);
+
 void cov_match_free(cov_match *m);
 
 /*

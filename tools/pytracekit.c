@@ -210,9 +210,9 @@ choose_python(char *buf, size_t size)
         }
     }
     if (n > 0) {
-        snprintf(buf, size, "%s/python%d.%d", self, PY_MAJOR_VERSION,
-                 PY_MINOR_VERSION);
-        if (access(buf, X_OK) == 0) {
+        int len = snprintf(buf, size, "%s/python%d.%d", self, PY_MAJOR_VERSION,
+                           PY_MINOR_VERSION);
+        if (len > 0 && (size_t)len < size && access(buf, X_OK) == 0) {
             return buf;
         }
     }

@@ -38,8 +38,16 @@ def chromium_args(browser, wd):
             "--user-data-dir=" + os.path.join(wd, "chromium-profile")]
 
 
+def browser_env():
+    """The environment without the sanitizer runtimes the ASan build preloads
+    into Python: the browser is not instrumented, and hangs with them."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "PYTHONMALLOC")}
+
+
 def dump_dom(browser, wd, page):
     p = subprocess.run(chromium_args(browser, wd) + ["--dump-dom", "file://" + page],
+                       env=browser_env(),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
     if p.returncode != 0 or "<html" not in p.stdout:
@@ -210,7 +218,7 @@ def main():
     shot = os.path.join(wd, "main.png")
     p = subprocess.run(chromium_args(browser, wd) + [
         "--window-size=1000,1400", "--screenshot=" + shot, "file://" + main_page],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        env=browser_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
     if p.returncode != 0 or not os.path.exists(shot):
         u.fail("chromium --screenshot failed (%d):\n%s" % (p.returncode, p.stderr))
     pixels = png_pixels(shot)

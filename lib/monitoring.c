@@ -139,10 +139,9 @@ ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
     ev->target = -1;
 }
 
-/* Code that no subscriber's filter selects: every location in it is
- * switched off the first time it fires (restart_events() brings them back
- * for a later subscriber). One table load and branch when nobody filters. */
-#define DEAD(t, code) ((t)->dead_possible && ptk__code_dead((t), (code)))
+/* Code no subscriber's filter selects (ptk__code_dead) answers DISABLE at
+ * every location that can be disabled, the first time it fires; a later
+ * subscriber gets it back through restart_events(). */
 
 /* PY_START, PY_RESUME, PY_THROW (code, offset[, exception]). */
 static PyObject *
@@ -159,7 +158,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     PyCodeObject *code = (PyCodeObject *)args[0];
-    if (DEAD(t, code)) {
+    if (ptk__code_dead(t, code)) {
         /* PY_THROW is not a local event: it cannot be disabled */
         return ((mon_cb *)self)->what == PTK_ORIGIN_THROW ? none() : disable(1);
     }
@@ -200,7 +199,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     PyCodeObject *code = (PyCodeObject *)args[0];
     int origin = ((mon_cb *)self)->what;
-    if (DEAD(t, code)) {
+    if (ptk__code_dead(t, code)) {
         /* its start was not pushed either; PY_UNWIND is not a local event
          * and cannot be disabled */
         return origin == PTK_ORIGIN_UNWIND ? none() : disable(1);
@@ -266,7 +265,7 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    if (DEAD(t, (PyCodeObject *)args[0])) {
+    if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1); /* judged by the calling code */
     }
     PyObject *made;
@@ -301,7 +300,7 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    if (DEAD(t, (PyCodeObject *)args[0])) {
+    if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return none(); /* C_RETURN and C_RAISE follow CALL: it is disabled */
     }
     /* What c_callable would report, identified without making the bound
@@ -350,7 +349,7 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 static inline PyObject *
 line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
 {
-    if (DEAD(t, code)) {
+    if (ptk__code_dead(t, code)) {
         return disable(1);
     }
     if (ptk__disable_records &&
@@ -398,7 +397,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)kw;
     ptk__table *t = ptk__current;
     PyCodeObject *code = (PyCodeObject *)args[0];
-    if (DEAD(t, code)) {
+    if (ptk__code_dead(t, code)) {
         return disable(1);
     }
     long from = small_int(args[1]), to = small_int(args[2]);
@@ -446,7 +445,7 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)kw;
     ptk__table *t = ptk__current;
     PyCodeObject *code = (PyCodeObject *)args[0];
-    if (DEAD(t, code)) {
+    if (ptk__code_dead(t, code)) {
         return disable(1);
     }
     ptk__thread *th = thread_here();
@@ -504,7 +503,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    if (DEAD(t, (PyCodeObject *)args[0])) {
+    if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1);
     }
     ptk__thread *th = thread_here();

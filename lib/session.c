@@ -154,10 +154,9 @@ instance_free(struct ptk_plugin_ctx *c)
 /* Can backend b deliver every kind c subscribes to? (The reference
  * events come from the reference tracer, whatever the backend.) */
 static int
-check_backend_events(const ptk_session *s, const struct ptk_plugin_ctx *c,
-                     ptk_backend b, const char *where, char **errmsg)
+check_backend_events(const struct ptk_plugin_ctx *c, ptk_backend b,
+                     const char *where, char **errmsg)
 {
-    (void)s;
     const ptk__backend_ops *ops = ptk__backend_ops_of(b);
     unsigned missing = ops ? c->events & ~PTK_MASK_REF & ~ops->events() : 0;
     if (missing == 0) {
@@ -259,7 +258,7 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     }
     c->initialised = 1;
     if (rc == PTK_OK) {
-        rc = check_backend_events(s, c, s->requested, where, errmsg);
+        rc = check_backend_events(c, s->requested, where, errmsg);
     }
     if (rc == PTK_OK) {
         rc = ptk__filter_build(desc->name, &c->opts, &s->filter_defaults,
@@ -508,7 +507,7 @@ ptk_session_start(ptk_session *s, char **errmsg)
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         char where[512];
         snprintf(where, sizeof where, "'%s'", c->name ? c->name : "?");
-        rc = check_backend_events(s, c, use, where, errmsg);
+        rc = check_backend_events(c, use, where, errmsg);
         if (rc < 0) {
             if (ptk__active_sessions == NULL) {
                 ptk__backend_ops_of(use)->release();

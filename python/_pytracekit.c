@@ -157,7 +157,7 @@ filter_part(PyObject *parts, const char *key, PyObject *v)
     }
     else {
         PyErr_Format(PyExc_TypeError, "%s must be %s, not %.100s",
-                     key[0] == 'm' && key[1] == 'a' ? "max_depth" : key,
+                     key,
                      strcmp(key, "max_depth") == 0 ? "an int"
                                                    : "a str or a sequence of str",
                      Py_TYPE(v)->tp_name);

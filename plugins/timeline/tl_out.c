@@ -103,6 +103,13 @@ fail:
 static void
 tl_handoff(tl_out *o, uint64_t now)
 {
+    if (getpid() != o->owner) {
+        /* A forked child: no writer thread here, and the mutex may have been
+         * held by the parent's at the fork (locking it could hang forever).
+         * The file is the parent's: what the child buffered is dropped. */
+        o->len = 0;
+        return;
+    }
     pthread_mutex_lock(&o->mu);
     o->pending_len = o->len;
     o->cur = 1 - o->cur;

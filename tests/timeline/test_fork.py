@@ -4,11 +4,19 @@ parent's file is complete and holds the parent's spans only.
 
     test_fork.py json|perfetto
 """
+import os
 import sys
 
 import ptk_timeline_util as U
 
 fmt = sys.argv[1]
+if os.environ.get("PTK_SANITIZE"):
+    # The ASan runtime of GCC 12 does not hold its allocator's locks across
+    # fork(): a child forked while the plugin's writer thread is inside the
+    # allocator waits on a lock no thread will release (seen here: the child
+    # stuck in SizeClassAllocator64::GetFromAllocator). The case runs in the
+    # other builds, on both backends.
+    U.skip("fork with a writer thread is not reliable under GCC 12's ASan runtime")
 
 
 def main():

@@ -35,9 +35,16 @@ CHURN_BOUND_KB = 4096
 def churn():
     import pytracekit
 
+    go = threading.Event()
+
     def worker():
         def f(x):
             return x
+        # threads start while the session starts and the second instance
+        # attaches; their counted calls wait for both, so that "a worker's
+        # calls were cut" means lost events, not a thread that began before
+        # an instance attached
+        go.wait()
         for i in range(300):
             f(i)
 
@@ -56,6 +63,7 @@ def churn():
         s.start()
         ts[1].start()
         s.add_plugin("counter:top=0,events=call")
+        go.set()
         ts[2].start()
         for _ in range(7):
             target()
@@ -63,6 +71,7 @@ def churn():
         ts[3].start()
         for t in ts:
             t.join()
+        go.clear()
         s.stop()
         failed = s.report()
         check(failed == 0, "round %d: %d plugins failed" % (r, failed))

@@ -97,21 +97,53 @@ clean_stale_temporaries(const char *dir)
 
 /* ---- reports written early: os._exit, os.exec*, signals --------------- */
 
-/* Stops and reports every session this process runs. */
+/* Sessions started and not reported since, running or stopped: a signal
+ * or os._exit between a session's stop and its report (an atexit hook that
+ * stops, then reports) still writes it. */
+static ptk_session *unreported;
+
+void
+ptk__process_unreported_add(ptk_session *s)
+{
+    if (!s->unreported) {
+        s->unreported = 1;
+        s->next_unreported = unreported;
+        unreported = s;
+    }
+}
+
+static void
+unreported_remove(ptk_session *s)
+{
+    if (!s->unreported) {
+        return;
+    }
+    for (ptk_session **pp = &unreported; *pp; pp = &(*pp)->next_unreported) {
+        if (*pp == s) {
+            *pp = s->next_unreported;
+            break;
+        }
+    }
+    s->next_unreported = NULL;
+    s->unreported = 0;
+}
+
+/* Stops and reports every session of this process not reported yet. */
 static void
 report_running(void)
 {
     ptk_session *todo[64];
     int n = 0;
-    for (ptk_session *s = ptk__active_sessions; s && n < 64;
-         s = s->next_active) {
+    for (ptk_session *s = unreported; s && n < 64; s = s->next_unreported) {
         if (ptk__process_owns(s)) {
             todo[n++] = s;
         }
     }
     for (int i = 0; i < n; i++) {
         char *err = NULL;
-        ptk_session_stop(todo[i]);
+        if (todo[i]->running) {
+            ptk_session_stop(todo[i]);
+        }
         ptk_session_report(todo[i], &err);
         ptk_free(err);
         todo[i]->flushed = 1;
@@ -713,6 +745,7 @@ void
 ptk__process_report_begin(ptk_session *s)
 {
     free_written(s);
+    unreported_remove(s);
     s->ended_wall = wall_now();
     reporting++;
     if (sigint_holding++ == 0 && PyOS_getsig(SIGINT) != SIG_IGN) {
@@ -745,6 +778,7 @@ ptk__process_report_end(ptk_session *s)
 void
 ptk__process_session_free(ptk_session *s)
 {
+    unreported_remove(s);
     free_written(s);
     free(s->follow_root);
     free(s->filter_text);

@@ -594,6 +594,8 @@ struct ptk_session {
     long ppid;                /* its parent when the session started */
     int follow;               /* follows child processes */
     int flushed;              /* reported early (exec, _exit, a signal) */
+    struct ptk_session *next_unreported; /* started, not reported since */
+    int unreported;           /* on that list */
     char *follow_root;        /* followed children report in pid-N/ here */
     char *filter_text;        /* ptk_session_config::filter, as given */
     FILE *summary_file;       /* a followed child's summary.txt (owned) */
@@ -635,6 +637,9 @@ char *ptk__library_dir(void);
  * installs the process hooks once (at-fork, os._exit/os.exec*, SIGTERM and
  * SIGHUP) and, for a session that follows children, the environment. */
 int ptk__process_session_start(struct ptk_session *s, char **errmsg);
+/* s has started: until its report begins, os._exit, os.exec* and
+ * SIGTERM/SIGHUP write its reports, running or stopped. */
+void ptk__process_unreported_add(struct ptk_session *s);
 /* Does s report in this process (and has not already)? */
 int ptk__process_owns(const struct ptk_session *s);
 /* Around the plugins' reports: SIGINT is held (delivered afterwards). */

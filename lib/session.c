@@ -520,6 +520,7 @@ ptk_session_start(ptk_session *s, char **errmsg)
     s->owner = &me->pub;
     s->running = 1;
     s->t_start = ptk__clock_ns();
+    ptk__process_unreported_add(s);
     s->next_active = ptk__active_sessions;
     ptk__active_sessions = s;
     rc = ptk__hub_rebuild(1, errmsg);

@@ -19,10 +19,11 @@
  *   `forkserver`, os.exec*) start the same plugins with the same options,
  *   each reporting into `OUTPUT_DIR/pid-N/`.
  * - os.execv()/os.execve() (which every os.exec* goes through) and
- *   os._exit() write the reports of the running sessions first.
+ *   os._exit() write the reports of the sessions not reported yet first
+ *   (running ones, and ones stopped but not yet reported).
  * - SIGTERM and SIGHUP, where their action is the default one when the
  *   first session starts in the main thread, write the reports of the
- *   running sessions and then end the process by the same signal.
+ *   sessions not reported yet and then end the process by the same signal.
  * - Every report directory gets `run.json` (the run's pid, parent pid,
  *   start and end time, command line, host, plugins and the files written),
  *   and each JSON report a `"run"` member with the same identity; hidden

@@ -16,7 +16,7 @@ import tempfile
 import textwrap
 import time
 
-from ptk_testlib import CLI, check, fail, run_cli, skip, test_plugin
+from ptk_testlib import CLI, PYTHON, check, fail, run_cli, skip, test_plugin
 
 CASE = sys.argv[1]
 FOLLOW = len(sys.argv) > 2 and sys.argv[2] == "follow"
@@ -328,6 +328,41 @@ def case_signal(tmp, name):
     check_set(out, p.pid, {"work": 7})
 
 
+STOPPED = """\
+import os, signal, sys, time
+import pytracekit
+def work(): pass
+s = pytracekit.Session(["counter:top=0", "timer:top=0,folded=true"], output_dir=sys.argv[2])
+s.start()
+for _ in range(7): work()
+s.stop()
+# What a multiprocessing worker's exit hook meets when Pool.terminate()
+# comes between its session's stop and its report.
+if sys.argv[1] == "_exit":
+    os._exit(4)
+os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+time.sleep(30)
+"""
+
+
+def case_stopped(tmp):
+    """A session stopped and not yet reported when SIGTERM, SIGHUP or
+    os._exit comes still writes its reports (a Pool worker's exit hook
+    stops, then reports; Pool.terminate() may fall in between)."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write(STOPPED)
+    for how, status in (("SIGTERM", -signal.SIGTERM), ("SIGHUP", -signal.SIGHUP),
+                        ("_exit", 4)):
+        out = os.path.join(tmp, how)
+        p = subprocess.Popen([PYTHON, prog, how, out], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        _, err = p.communicate(timeout=60)
+        check(p.returncode == status, f"{how}: ended with {p.returncode}, "
+              f"expected {status}: {err}")
+        check_set(out, p.pid, {"work": 7})
+
+
 def case_second_sigint(tmp):
     """Ctrl-C, then Ctrl-C again while the reports are written (the
     atreport plugin raises SIGINT from its report, between the counter's and
@@ -430,6 +465,8 @@ def main():
             case_session_fork(tmp)
         elif CASE in ("SIGTERM", "SIGHUP"):
             case_signal(tmp, CASE)
+        elif CASE == "stopped":
+            case_stopped(tmp)
         elif CASE == "second_sigint":
             case_second_sigint(tmp)
         elif CASE == "sigint_while_reporting":

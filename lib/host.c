@@ -111,6 +111,8 @@ host_fail(ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
     if (ctx == NULL) {
         return code;
     }
+    /* a callback with no status to return (on_thread_end) fails this way */
+    ctx->fail_asked = code < 0 ? code : PTK_EPLUGIN;
     va_list ap;
     va_start(ap, fmt);
     va_list ap2;

@@ -502,7 +502,11 @@ ptk__hub_thread_ended(const ptk_thread *thread)
             const ptk_plugin_desc *d = c->desc;
             if (c->attached && d->struct_size >= need &&
                 d->on_thread_end != NULL) {
+                c->fail_asked = 0;
                 d->on_thread_end(c->state, thread);
+                if (c->fail_asked != 0) { /* it called host->fail */
+                    ptk__plugin_fail(c, c->fail_asked, 0);
+                }
             }
         }
     }

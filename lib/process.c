@@ -664,8 +664,10 @@ ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name)
         w[s->nwritten] = ptk__strdup(name);
         if (w[s->nwritten] != NULL) {
             s->nwritten++;
+            return;
         }
     }
+    s->written_lost = 1; /* said when run.json is written */
 }
 
 static void
@@ -677,12 +679,17 @@ free_written(ptk_session *s)
     free(s->written);
     s->written = NULL;
     s->nwritten = 0;
+    s->written_lost = 0;
 }
 
 /* run.json, last: the files of this run, with the run's identity. */
 static void
 write_manifest(ptk_session *s)
 {
+    if (s->written_lost) {
+        fprintf(s->summary, "pytracekit: out of memory: %s/run.json does not "
+                "list every report file written\n", s->output_dir);
+    }
     PyObject *id = ptk__process_identity(s);
     PyObject *files = PyList_New(0);
     PyObject *plugins = PyList_New(0);

@@ -568,6 +568,7 @@ struct ptk_plugin_ctx {
     int removed;              /* detached by ptk_session_remove_plugin */
     int fail_code;
     char *fail_msg;           /* recorded message (host->fail or Python exc) */
+    int fail_asked;           /* host->fail's code since the hub last looked */
     uint64_t id;              /* unique in the process (report file owners) */
     char *spec;               /* NAME[:OPTIONS] as given (children get it) */
     struct ptk_plugin_ctx *next;
@@ -602,6 +603,7 @@ struct ptk_session {
     double started_wall, ended_wall; /* seconds since the epoch */
     char **written;           /* report files of this run (names) */
     size_t nwritten;
+    int written_lost;         /* a name could not be kept (out of memory) */
 };
 
 extern struct ptk_session *ptk__active_sessions;

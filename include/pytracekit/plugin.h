@@ -145,7 +145,9 @@ typedef struct ptk_host {
 #endif
         ;
     /** Records why the instance is failing, shown at stop with its error code.
-     *  Returns @p code so that `return host->fail(ctx, PTK_EIO, "…")` reads well. */
+     *  Returns @p code so that `return host->fail(ctx, PTK_EIO, "…")` reads well
+     *  (a callback fails by returning it; called from on_thread_end, which
+     *  returns nothing, it fails the instance by itself). */
     int (*fail)(ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
 #if defined(__GNUC__)
         __attribute__((format(printf, 3, 4)))
@@ -244,7 +246,9 @@ typedef struct ptk_plugin_desc {
      * needs). The record stays readable (ident, index, name) with an empty
      * stack, and its index is never reused; if the same OS thread calls
      * Python again under a new thread state, events come again with the same
-     * record. May be NULL. Read by the host only when #struct_size covers it.
+     * record. To fail (out of memory, say), call ptk_host::fail from here:
+     * the instance is then detached and reported as failed. May be NULL.
+     * Read by the host only when #struct_size covers it.
      * @since 0.3
      */
     void (*on_thread_end)(void *state, const ptk_thread *thread);

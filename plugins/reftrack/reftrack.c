@@ -153,6 +153,10 @@ rt_type_name(rt_state *st, PyTypeObject *tp)
         mod = PyDict_GetItemWithError(tp->tp_dict, st->s_module);
     }
     char *m = rt_strdup_str(mod, NULL);
+    if (m == NULL && mod != NULL && PyUnicode_Check(mod)) {
+        free(qual); /* out of memory: no name rather than a wrong one */
+        return NULL;
+    }
     if (qual == NULL || m == NULL || m[0] == '\0' ||
         strcmp(m, "builtins") == 0) {
         free(m);

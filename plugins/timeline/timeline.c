@@ -1026,6 +1026,13 @@ tl_report(void *state, const ptk_report_args *args)
             st->path, (unsigned long long)st->events,
             (unsigned long long)st->out.written,
             (unsigned long long)st->dropped_total, st->ntasks);
+    if (st->dropped_total > 0) {
+        fprintf(args->summary,
+                "timeline: %llu events dropped in %llu gaps (marked in the "
+                "file): the writer could not keep up with the buffer, or "
+                "out of memory\n", (unsigned long long)st->dropped_total,
+                (unsigned long long)st->drop_episodes);
+    }
     if (werr != 0) {
         return st->host->fail(st->ctx, PTK_EIO, "writing %s: %s", st->path,
                               strerror(werr));

@@ -12,7 +12,11 @@ traced run, the run with the Nth allocation failing must
 
 Prints the matrix: allocation site x outcome.
 
-usage: test_faults.py PLUGINS [PART/PARTS]
+With --plugin NAME the allocations counted and failed are plugin NAME's own
+(PYTRACEKIT_FAIL_ALLOC_PLUGIN=NAME:N, plugins/fault.h) instead of the
+library's.
+
+usage: test_faults.py PLUGINS [PART/PARTS] [--plugin NAME]
 """
 import collections
 import json
@@ -21,7 +25,7 @@ import re
 import sys
 import tempfile
 
-from ptk_loader_util import CLI, Failure, Scratch, check, clean_env, run
+from ptk_loader_util import CLI, Failure, Scratch, check, clean_env, run, skip
 
 PROGRAM = """\
 import threading
@@ -37,38 +41,92 @@ print("result", work(), fib(15))
 OUTPUT = "result [2, 3, 144] 610\n"
 
 
-def counts(out):
-    path = os.path.join(out, "counter.json")
+def load(out, name):
+    path = os.path.join(out, name)
     if not os.path.isfile(path):
         return None
     with open(path) as f:
-        d = json.load(f)
-    return d["events"], sorted((f["qualname"], f["calls"]) for f in d["functions"])
+        try:
+            return json.load(f)
+        except ValueError:
+            return {"unreadable": name}
+
+
+def counts(out):
+    """What the reports say that does not change from run to run: the files
+    written, the counter's events and calls, the timer's calls, the lines
+    coverage saw, the timeline's span names."""
+    got = {}
+    run = load(out, "run.json")
+    got["files"] = sorted(run["files"]) if run else None
+    d = load(out, "counter.json")
+    if d is not None:
+        got["counter"] = (d["events"],
+                          sorted((f["qualname"], f["calls"]) for f in d["functions"]))
+    d = load(out, "timer.json")
+    if d is not None:
+        got["timer"] = sorted((f["name"], f["calls"]) for f in d["functions"]
+                              if f["file"].endswith("prog.py"))
+    d = load(out, "coverage.json")
+    if d is not None:
+        got["coverage"] = {k: v["hits"] for k, v in d["files"].items()}
+    d = load(out, "timeline.json")
+    if d is not None:
+        events = d.get("traceEvents", [d]) if isinstance(d, dict) else d
+        got["timeline"] = sorted(collections.Counter(
+            e["name"] for e in events if e.get("ph") == "B").items())
+    d = load(out, "reftrack.json")
+    if d is not None:  # its counts vary from run to run; its types do not
+        got["reftrack"] = (sorted(t["type"] for t in d["types"]),
+                           d["dropped"], d["sites_dropped"], d["overflow"])
+    return got
+
+
+def said(err):
+    """Did the run say that something is missing? (the hub's messages, or a
+    plugin's own summary line telling of what it could not count)"""
+    return re.search(r"^pytracekit: |^\w+: .*out of memory", err, re.M) is not None
 
 
 def one(s, prog, plugins, n, tag):
     out = s.join("out-%s" % tag)
     log = s.join("log-%s" % tag)
-    env = clean_env({"PYTRACEKIT_FAIL_ALLOC": str(n), "PYTRACEKIT_FAIL_ALLOC_LOG": log})
+    if PLUGIN:
+        env = clean_env({"PYTRACEKIT_FAIL_ALLOC_PLUGIN": "%s:%d" % (PLUGIN, n),
+                         "PYTRACEKIT_FAIL_ALLOC_LOG": log})
+    else:
+        env = clean_env({"PYTRACEKIT_FAIL_ALLOC": str(n), "PYTRACEKIT_FAIL_ALLOC_LOG": log})
     args = ["-o", out]
     for p in plugins:
         args += ["-p", p]
     r = run([CLI] + args + [prog], cwd=s.path, env=env, timeout=120)
+    prefix = "plugin-" if PLUGIN else ""  # plugins/fault.c, else lib/fault.c
     site, total = None, None
     if os.path.exists(log):
         with open(log) as f:
             for line in f:
                 w = line.split()
-                if w[0] == "fail":
+                if w[0] == prefix + "fail":
                     site = w[2]
-                elif w[0] == "total":
+                elif w[0] == prefix + "total":
                     total = int(w[1])
     return r, out, site, total
 
 
+PLUGIN = None
+
+
 def main():
-    plugins = sys.argv[1].split("+")
-    part, parts = (int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "0/1").split("/"))
+    global PLUGIN
+    args = sys.argv[1:]
+    if "--plugin" in args:
+        i = args.index("--plugin")
+        PLUGIN = args[i + 1]
+        del args[i:i + 2]
+    plugins = args[0].split("+")
+    if PLUGIN == "reftrack" and sys.version_info < (3, 13):
+        skip("reftrack needs the reference tracer of CPython 3.13+")
+    part, parts = (int(x) for x in (args[1] if len(args) > 1 else "0/1").split("/"))
     with Scratch("faults") as s:
         prog = s.write("prog.py", PROGRAM)
         ref, ref_out, _, total = one(s, prog, plugins, 0, "ref")
@@ -88,10 +146,9 @@ def main():
             # 3: the program's 0 turned into PTK_EXIT_REPORT_FAILED because a
             # report could not be written or a plugin was detached
             elif r.rc in (0, 3) and r.out == OUTPUT:
-                said = re.search(r"^pytracekit: ", r.err, re.M) is not None
                 if counts(out) == want and r.rc == 0:
                     outcome = "absorbed"
-                elif said:
+                elif said(r.err):
                     outcome = "reported"
                 else:
                     outcome = "SILENT-LOSS"
@@ -100,7 +157,8 @@ def main():
             matrix[site][outcome] += 1
             if outcome.isupper():
                 bad.append((n, site, outcome, r))
-        print("allocations in the run: %d (this part: every %dth from %d)" % (total, parts, part + 1))
+        print("allocations of %s in the run: %d (this part: every %dth from %d)"
+              % ("plugin " + PLUGIN if PLUGIN else "the library", total, parts, part + 1))
         print("%-28s %s" % ("site", "outcomes"))
         for site in sorted(matrix):
             print("%-28s %s" % (site, ", ".join("%s %d" % kv for kv in sorted(matrix[site].items()))))

@@ -450,6 +450,37 @@ host_run_identity(ptk_plugin_ctx *ctx)
     return ctx->identity_json;
 }
 
+static int
+host_publish(ptk_plugin_ctx *ctx, const char *name, const void *service)
+{
+    if (ctx == NULL || name == NULL) {
+        return PTK_EINVAL;
+    }
+    char *n = service != NULL ? ptk__strdup(name) : NULL;
+    if (service != NULL && n == NULL) {
+        return PTK_ENOMEM;
+    }
+    free(ctx->service_name);
+    ctx->service_name = n;
+    ctx->service = service;
+    return PTK_OK;
+}
+
+static const void *
+host_lookup(ptk_plugin_ctx *ctx, const char *name)
+{
+    if (ctx == NULL || ctx->session == NULL || name == NULL) {
+        return NULL;
+    }
+    for (ptk_plugin_ctx *c = ctx->session->plugins; c; c = c->next) {
+        if (c->initialised && !c->failed && !c->removed && c->service_name &&
+            strcmp(c->service_name, name) == 0) {
+            return c->service;
+        }
+    }
+    return NULL;
+}
+
 const ptk_host ptk__host = {
     .struct_size = sizeof(ptk_host),
     .abi_major = PTK_ABI_MAJOR,
@@ -474,6 +505,8 @@ const ptk_host ptk__host = {
     .event_offset = host_event_offset,
     .subscribe_filter = host_subscribe_filter,
     .run_identity = host_run_identity,
+    .publish = host_publish,
+    .lookup = host_lookup,
 };
 
 const ptk_host *

@@ -174,6 +174,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     if (t->nsub[PTK_EV_CALL]) {
         ptk__deliver_clean(t, th, &ev);
+        t = ptk__current; /* a plugin that failed may have retired t */
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
         if (ptk__disable_records && !t->track_stack &&
@@ -413,6 +414,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         ev.lasti_ = (int32_t)from;
         ev.target = (int32_t)to;
         ptk__deliver_clean(t, th, &ev);
+        t = ptk__current; /* a plugin that failed may have retired t */
         jump_off = ptk__disable_records && ptk__code_all_disabled(t, &ev);
     }
     int to_line = -1;
@@ -458,6 +460,7 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ev.lasti_ = (int32_t)small_int(args[1]);
     ev.target = (int32_t)small_int(args[2]);
     ptk__deliver_clean(t, th, &ev);
+    t = ptk__current; /* a plugin that failed may have retired t */
     if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
         return disable(1);
     }
@@ -515,6 +518,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
             t->track_stack ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
     ptk__deliver_clean(t, th, &ev);
+    t = ptk__current; /* a plugin that failed may have retired t */
     if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
         return disable(1);
     }

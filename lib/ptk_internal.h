@@ -569,6 +569,8 @@ struct ptk_plugin_ctx {
     int fail_code;
     char *fail_msg;           /* recorded message (host->fail or Python exc) */
     int fail_asked;           /* host->fail's code since the hub last looked */
+    char *service_name;       /* host->publish */
+    const void *service;
     uint64_t id;              /* unique in the process (report file owners) */
     char *spec;               /* NAME[:OPTIONS] as given (children get it) */
     struct ptk_plugin_ctx *next;

@@ -145,6 +145,7 @@ instance_free(struct ptk_plugin_ctx *c)
     ptk__filter_free(c->filter);
     free(c->filter_extra);
     free(c->identity_json);
+    free(c->service_name);
     free(c->fail_msg);
     free(c->spec);
     free(c->name);

@@ -5,6 +5,8 @@ workloads and events, and the file size per million events.
 For each workload, one table, side by side from one run:
 
   bare              no profile function
+  cprofile          cProfile.Profile, stats dumped after the region (the peer
+                    whose ratio viztracer publishes its own against)
   timer             pytracekit timer (calls and C calls)
   timeline          pytracekit timeline, Perfetto format, the same events
                     (exceptions=false, gc=false, counters=false)
@@ -14,7 +16,7 @@ For each workload, one table, side by side from one run:
 
 in instructions (callgrind, the workload only: the writer thread's write(2)
 calls are outside the region and not counted), instructions per event above
-bare, × timer, wall time (min of --reps runs), and the bytes of the file per
+bare, × timer's and × cProfile's overhead, wall time (min of --reps runs), and the bytes of the file per
 million events.
 
     python3 bench/timeline/bench_timeline.py --python /root/.pyenv/versions/3.13.0/bin/python3
@@ -33,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 REPO = os.path.dirname(BENCH)
 DRIVER = os.path.join(HERE, "driver.py")
-VARIANTS = ["bare", "timer", "timeline", "timeline_json", "timeline_default"]
+VARIANTS = ["bare", "cprofile", "timer", "timeline", "timeline_json", "timeline_default"]
 WORKLOADS = ["call_heavy", "c_call_heavy"]
 # wall-run sizes: smaller than the other benches' (every event is written;
 # fib(27) is 1.26 M events, a 100 MB JSON file)
@@ -123,24 +125,28 @@ def render(version, name, wl, res, R):
     rows = []
     ib, wb = res["bare"].get("instr"), res["bare"]["wall"]
     it, wt = res["timer"].get("instr"), res["timer"]["wall"]
+    ic = res["cprofile"].get("instr")
     for v in VARIANTS:
         r = res[v]
         i, w = r.get("instr"), r["wall"]
         per = (i - ib) / nev if i is not None and ib is not None else None
         over_t = (i - ib) / (it - ib) if i and ib and it and it > ib else None
+        over_c = (i - ib) / (ic - ib) if i and ib and ic and ic > ib else None
         size = r["bytes"] * 1e6 / r["events"] if r.get("events") else None
         rows.append([v, "{:,}".format(i) if i else "-",
                      "%.0f" % per if per is not None else "-",
                      "%.2f×" % over_t if over_t is not None else "-",
+                     "%.2f×" % over_c if over_c is not None else "-",
                      "%.3f" % w, "%.2f×" % (w / wb), "%.2f×" % (w / wt),
                      "%.1f MB" % (size / 1e6) if size else "-",
                      "{:,}".format(r["dropped"]) if "dropped" in r else "-"])
     head = ["variant", "instr", "instr/event above bare", "overhead × timer's",
+            "overhead × cProfile's",
             "wall s", "wall×bare", "wall×timer", "file per 1M events", "dropped"]
     return "\n".join(["### Python %s, %s: %s (callgrind %s events, wall %s %ss)"
                       % (version, name, wl.DESCRIPTION, "{:,}".format(nev),
                          "{:,}".format(wl.units(WALL_N[name])), wl.UNIT), "",
-                      R.table(rows, head, "lrrrrrrrr"), ""])
+                      R.table(rows, head, "lrrrrrrrrr"), ""])
 
 
 def main():

@@ -3,7 +3,8 @@ one JSON line: {"wall": s, "units": ..., "events": ..., "bytes": ...}.
 
     python driver.py WORKLOAD VARIANT N FLOOR_DIR OUT_DIR
 
-VARIANT: bare, timer (timer:top=0), timeline (Perfetto, the same events as
+VARIANT: bare, cprofile (cProfile.Profile, enabled around the same region,
+its stats dumped after it, as the plugins' reports are), timer (timer:top=0), timeline (Perfetto, the same events as
 the timer: calls and C calls, no exception instants, no GC, no counters),
 timeline_json (the same, format=json), timeline_default (every default:
 exception instants, GC, counters). Only the workload call is timed, inside
@@ -32,8 +33,12 @@ def main():
 
     wl = importlib.import_module(workload)
     wl.run(min(n, wl.CALLGRIND_N))  # warm up (specialisation) untraced
-    session = None
-    if variant != "bare":
+    session = prof = None
+    if variant == "cprofile":
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
+    elif variant != "bare":
         import pytracekit
         session = pytracekit.Session([SPECS[variant]], output_dir=out_dir,
                                      threads="current")
@@ -41,6 +46,9 @@ def main():
     t0 = time.perf_counter()
     _ptkfloor.run(lambda: wl.run(n))
     t1 = time.perf_counter()
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(os.path.join(out_dir, "cprofile.pstats"))
     res = {"wall": t1 - t0, "units": wl.units(n)}
     if session is not None:
         session.stop()

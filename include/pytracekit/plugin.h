@@ -203,6 +203,15 @@ typedef struct ptk_host {
      *  does (docs/reports.md). Owned by the host, valid until `fini`; NULL
      *  if it cannot be made. GIL held; in `report`. @since 0.3 (ABI 1.2) */
     const char *(*run_identity)(ptk_plugin_ctx *ctx);
+    /** Publishes @p service under @p name for the other instances of this
+     *  session (services.h names the shipped ones); a second call replaces
+     *  the first, NULL withdraws it. The host keeps the pointer, not a copy:
+     *  it must stay valid until `fini`. Returns #PTK_OK or `PTK_ENOMEM`.
+     *  @since 0.3 (ABI 1.2) */
+    int (*publish)(ptk_plugin_ctx *ctx, const char *name, const void *service);
+    /** The service another initialised (not failed) instance of this session
+     *  published under @p name, or NULL. GIL held. @since 0.3 (ABI 1.2) */
+    const void *(*lookup)(ptk_plugin_ctx *ctx, const char *name);
     /* End of ABI 1.2. */
 } ptk_host;
 

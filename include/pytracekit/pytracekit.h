@@ -14,6 +14,7 @@
 #include "options.h"
 #include "report.h"
 #include "plugin.h"
+#include "services.h"
 #include "session.h"
 #include "process.h"
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static size_t rt_live_types(void *state, ptk_live_type *out, size_t max);
+
 /* ---- hash map ----------------------------------------------------------- */
 
 int
@@ -671,6 +673,17 @@ rt_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->site_tab[0].code = RT_NONE; /* site 0: unknown */
     st->site_tab[0].line = 0;
     st->nsites = 1;
+    /* Live objects per type for the other plugins of the session (the
+     * timeline's counter tracks). */
+    st->live_service.struct_size = sizeof st->live_service;
+    st->live_service.state = st;
+    st->live_service.types = rt_live_types;
+    if (h->struct_size >= offsetof(ptk_host, lookup) + sizeof h->lookup &&
+        h->publish(args->ctx, PTK_SERVICE_LIVE_OBJECTS, &st->live_service) < 0) {
+        rt_free(st);
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        return PTK_ENOMEM;
+    }
     /* The shadow stack costs the profile hook on every call: only an
      * instance that records sites asks for it, in its own subscription. */
     if (st->sites) {
@@ -678,6 +691,29 @@ rt_init(const ptk_init_args *args, void **state, unsigned int *events)
     }
     *state = st;
     return PTK_OK;
+}
+
+/* ptk_live_objects::types: the program's live objects per type, most
+ * first (a partial insertion sort: max is small). */
+static size_t
+rt_live_types(void *state, ptk_live_type *out, size_t max)
+{
+    const rt_state *st = state;
+    size_t n = 0;
+    for (uint32_t i = 0; i < st->ntypes && max > 0; i++) {
+        uint64_t a = st->types[i].s[RT_PROGRAM].alive;
+        if (a == 0 || (n == max && a <= out[n - 1].alive)) {
+            continue;
+        }
+        size_t j = n < max ? n++ : max - 1;
+        while (j > 0 && out[j - 1].alive < a) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j].type = st->types[i].name;
+        out[j].alive = a;
+    }
+    return n;
 }
 
 static int

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <pytracekit/plugin.h>
+#include <pytracekit/services.h>
 
 /* Open addressing over 64-bit keys (0 = empty), linear probing, deletion by
  * backward shift (no tombstones). */
@@ -111,6 +112,7 @@ typedef struct rt_state {
     int chained;                /* the hub forwarded to an earlier tracer */
     int destroy_missed;         /* this CPython skips DESTROY sometimes */
     PyObject *s_module;         /* "__module__", made at init */
+    ptk_live_objects live_service; /* published: live objects per type */
 } rt_state;
 
 static inline uint64_t

@@ -22,7 +22,8 @@
 /* ---- options ------------------------------------------------------------ */
 
 enum { OPT_FORMAT, OPT_BUFFER_KB, OPT_FLUSH_MS, OPT_MIN_DURATION,
-       OPT_BUILTINS, OPT_EXCEPTIONS, OPT_TASKS, OPT_GC, OPT_COUNTERS, OPT_COUNT };
+       OPT_BUILTINS, OPT_EXCEPTIONS, OPT_TASKS, OPT_GC, OPT_COUNTERS,
+       OPT_OBJECTS, OPT_COUNT };
 
 static const ptk_option_spec tl_options[] = {
     [OPT_FORMAT] = {"format", PTK_OPT_CHOICE, "perfetto",
@@ -48,6 +49,10 @@ static const ptk_option_spec tl_options[] = {
                 "garbage collections as spans, and pause time per second as a track (gc.callbacks)", NULL},
     [OPT_COUNTERS] = {"counters", PTK_OPT_BOOL, "true",
                       "an events-per-second track", NULL},
+    [OPT_OBJECTS] = {"objects", PTK_OPT_INT, "5",
+                     "live objects of the N types with the most, one counter "
+                     "track each, when reftrack runs in the same session "
+                     "(CPython 3.13+); 0: none", NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -646,6 +651,53 @@ tl_rename_threads(tl_state *st, uint64_t now)
     }
 }
 
+static int tl_track_init(tl_track *t, int kind, uint64_t uuid, const char *name);
+
+/* Live objects per type from reftrack's service (services.h): the types
+ * with the most objects get a counter track each, the first time they are
+ * among the top `objects`; every such track gets a sample at each tick
+ * (0 once the type is below the TL_OBJ_SCAN types with the most). */
+#define TL_OBJ_SCAN 256
+
+static void
+tl_sample_objects(tl_state *st, uint64_t now)
+{
+    const ptk_host *h = st->host;
+    if (h->struct_size < offsetof(ptk_host, lookup) + sizeof h->lookup) {
+        return;
+    }
+    const ptk_live_objects *svc = h->lookup(st->ctx, PTK_SERVICE_LIVE_OBJECTS);
+    if (svc == NULL || svc->struct_size < sizeof *svc) {
+        return;
+    }
+    ptk_live_type top[TL_OBJ_SCAN];
+    size_t n = svc->types(svc->state, top, TL_OBJ_SCAN);
+    for (size_t i = 0; i < n && i < (size_t)st->objects; i++) {
+        char label[300];
+        snprintf(label, sizeof label, "live objects: %s", top[i].type);
+        size_t k = 0;
+        while (k < st->nobj && strcmp(st->obj_track[k].name, label) != 0) {
+            k++;
+        }
+        if (k == st->nobj && st->nobj < TL_OBJ_TRACKS &&
+            tl_track_init(&st->obj_track[k], TL_TRACK_COUNTER,
+                          (UINT64_C(2) << 32) + k, label) == 0) {
+            st->obj_track[k].tid = st->pid;
+            st->nobj++;
+        }
+    }
+    for (size_t k = 0; k < st->nobj; k++) {
+        const char *type = st->obj_track[k].name + strlen("live objects: ");
+        uint64_t alive = 0; /* a type made twice (at two addresses): summed */
+        for (size_t i = 0; i < n; i++) {
+            alive += strcmp(top[i].type, type) == 0 ? top[i].alive : 0;
+        }
+        if (st->fmt->counter(st, &st->obj_track[k], (double)alive, now) != 0) {
+            tl_drop(st);
+        }
+    }
+}
+
 static void
 tl_tick(tl_state *st, uint64_t now)
 {
@@ -663,6 +715,9 @@ tl_tick(tl_state *st, uint64_t now)
             if (st->fmt->counter(st, &st->events_track, rate, now) != 0) {
                 tl_drop(st);
             }
+        }
+        if (st->objects > 0 && tl_can_write(st, now)) {
+            tl_sample_objects(st, now);
         }
         if (st->gc_cb != NULL && tl_can_write(st, now)) {
             double ms = (double)st->tick_gc_ns / 1e6;
@@ -842,6 +897,12 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
                  (long long)o[OPT_BUFFER_KB].i);
         return PTK_EOPTTYPE;
     }
+    if (o[OPT_OBJECTS].i < 0 || o[OPT_OBJECTS].i > TL_OBJ_TRACKS) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "objects must be 0 to %d, not %lld", TL_OBJ_TRACKS,
+                 (long long)o[OPT_OBJECTS].i);
+        return PTK_EOPTTYPE;
+    }
     if (o[OPT_FLUSH_MS].i < 0) {
         snprintf(args->errbuf, args->errbuf_size,
                  "flush_ms must be 0 or more");
@@ -862,6 +923,7 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->tasks = o[OPT_TASKS].i != 0;
     st->gc = o[OPT_GC].i != 0;
     st->counters = o[OPT_COUNTERS].i != 0;
+    st->objects = (int)o[OPT_OBJECTS].i;
     st->pid = (long)getpid();
     char pname[64];
     snprintf(pname, sizeof(pname), "python %ld", st->pid);
@@ -1095,6 +1157,9 @@ tl_fini(void *state)
     tl_track_free(&st->events_track);
     tl_track_free(&st->gc_track);
     tl_track_free(&st->drop_track);
+    for (size_t k = 0; k < st->nobj; k++) {
+        tl_track_free(&st->obj_track[k]);
+    }
     free(st->gc_name.text);
     free(st->gc_name.json);
     free(st->path);

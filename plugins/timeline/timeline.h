@@ -23,6 +23,7 @@
 
 #include <pytracekit/errors.h>
 #include <pytracekit/plugin.h>
+#include <pytracekit/services.h>
 
 /* ---- tl_out.c: two buffers, one writer thread --------------------------- */
 
@@ -130,6 +131,9 @@ char *tl__json_quote(const char *s, size_t n); /* malloc'd "..." or NULL */
 enum { TL_TRACK_THREAD = 0, TL_TRACK_TASK = 1, TL_TRACK_COUNTER = 2,
        TL_TRACK_PROCESS = 3 };
 
+/* At most this many "live objects: TYPE" counter tracks. */
+#define TL_OBJ_TRACKS 32
+
 typedef struct tl_track {
     uint64_t uuid;     /* Perfetto track uuid */
     int64_t tid;       /* JSON tid (native thread id, or a task's pseudo id) */
@@ -232,6 +236,9 @@ typedef struct tl_state {
     tl_track events_track;  /* events/s counter */
     tl_track gc_track;      /* GC pause counter (ms per second) */
     tl_track drop_track;    /* dropped events, cumulative */
+    int objects;            /* live-object tracks to show (reftrack's) */
+    tl_track obj_track[TL_OBJ_TRACKS]; /* "live objects: TYPE" */
+    size_t nobj;
     uint64_t next_tick;     /* the next counter sample or time-based flush */
     uint64_t next_counter, last_counter, tick_events, tick_gc_ns;
     /* GC */

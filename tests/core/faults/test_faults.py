@@ -16,7 +16,10 @@ With --plugin NAME the allocations counted and failed are plugin NAME's own
 (PYTRACEKIT_FAIL_ALLOC_PLUGIN=NAME:N, plugins/fault.h) instead of the
 library's.
 
-usage: test_faults.py PLUGINS [PART/PARTS] [--plugin NAME]
+--modules M1,M2 passes the same to the command (a bus filter): fewer events,
+the same allocation sites, a shorter matrix.
+
+usage: test_faults.py PLUGINS [PART/PARTS] [--plugin NAME] [--modules M1,M2]
 """
 import collections
 import json
@@ -96,7 +99,7 @@ def one(s, prog, plugins, n, tag):
                          "PYTRACEKIT_FAIL_ALLOC_LOG": log})
     else:
         env = clean_env({"PYTRACEKIT_FAIL_ALLOC": str(n), "PYTRACEKIT_FAIL_ALLOC_LOG": log})
-    args = ["-o", out]
+    args = ["-o", out] + (["--modules", MODULES] if MODULES else [])
     for p in plugins:
         args += ["-p", p]
     r = run([CLI] + args + [prog], cwd=s.path, env=env, timeout=120)
@@ -114,14 +117,19 @@ def one(s, prog, plugins, n, tag):
 
 
 PLUGIN = None
+MODULES = None
 
 
 def main():
-    global PLUGIN
+    global PLUGIN, MODULES
     args = sys.argv[1:]
     if "--plugin" in args:
         i = args.index("--plugin")
         PLUGIN = args[i + 1]
+        del args[i:i + 2]
+    if "--modules" in args:
+        i = args.index("--modules")
+        MODULES = args[i + 1]
         del args[i:i + 2]
     plugins = args[0].split("+")
     if PLUGIN == "reftrack" and sys.version_info < (3, 13):

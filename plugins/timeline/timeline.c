@@ -679,9 +679,12 @@ tl_sample_objects(tl_state *st, uint64_t now)
         while (k < st->nobj && strcmp(st->obj_track[k].name, label) != 0) {
             k++;
         }
-        if (k == st->nobj && st->nobj < TL_OBJ_TRACKS &&
-            tl_track_init(&st->obj_track[k], TL_TRACK_COUNTER,
-                          (UINT64_C(2) << 32) + k, label) == 0) {
+        if (k == st->nobj && st->nobj < TL_OBJ_TRACKS) {
+            if (tl_track_init(&st->obj_track[k], TL_TRACK_COUNTER,
+                              (UINT64_C(2) << 32) + k, label) != 0) {
+                tl_drop(st); /* out of memory: the track's samples are lost */
+                continue;
+            }
             st->obj_track[k].tid = st->pid;
             st->nobj++;
         }

@@ -1,19 +1,31 @@
 /* Allocation-failure injection (built with -DPTK_FAULT_INJECTION=ON only).
  *
  * Every malloc/calloc/realloc of the library goes through here (macros in
- * ptk_internal.h). PYTRACEKIT_FAIL_ALLOC=N makes the Nth one fail (N >= 1;
+ * ptk_fault.h). PYTRACEKIT_FAIL_ALLOC=N makes the Nth one fail (N >= 1;
  * 0 or unset: none fails). PYTRACEKIT_FAIL_ALLOC_LOG=FILE appends a line
  * "fail N FILE:LINE" when the failure is injected, and "total N" at exit:
  * how many allocations the run made (tests/core/faults drives every N up
- * to that total). */
-#include "ptk_internal.h"
+ * to that total).
+ *
+ * Each shipped plugin links its own copy, built with PTK_FAULT_PLUGIN set
+ * to its name: PYTRACEKIT_FAIL_ALLOC_PLUGIN=NAME:N fails plugin NAME's Nth
+ * allocation, logged as "plugin-fail N FILE:LINE" and "plugin-total N". */
+#include "ptk_fault.h"
 
 #ifdef PTK_FAULT_INJECTION
 #undef malloc
 #undef calloc
 #undef realloc
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#ifdef PTK_FAULT_PLUGIN
+#define LOG_PREFIX "plugin-"
+#else
+#define LOG_PREFIX ""
+#endif
 
 static long fail_at = -1; /* -1: not read yet */
 static long count;
@@ -24,18 +36,38 @@ write_total(void)
 {
     FILE *f = fopen(log_path, "a");
     if (f != NULL) {
-        fprintf(f, "total %ld\n", count);
+        fprintf(f, LOG_PREFIX "total %ld\n", count);
         fclose(f);
     }
+}
+
+/* fail_at from the environment; 0: no failure, and (for a plugin the
+ * variable does not name) nothing logged. */
+static long
+read_fail_at(void)
+{
+#ifdef PTK_FAULT_PLUGIN
+    const char *v = getenv("PYTRACEKIT_FAIL_ALLOC_PLUGIN"); /* NAME:N */
+    size_t k = strlen(PTK_FAULT_PLUGIN);
+    if (v == NULL || strncmp(v, PTK_FAULT_PLUGIN, k) != 0 || v[k] != ':') {
+        return -1;
+    }
+    return strtol(v + k + 1, NULL, 10);
+#else
+    const char *v = getenv("PYTRACEKIT_FAIL_ALLOC");
+    return v ? strtol(v, NULL, 10) : 0;
+#endif
 }
 
 static int
 inject(const char *file, int line)
 {
     if (fail_at < 0) {
-        const char *v = getenv("PYTRACEKIT_FAIL_ALLOC");
-        fail_at = v ? strtol(v, NULL, 10) : 0;
-        log_path = getenv("PYTRACEKIT_FAIL_ALLOC_LOG");
+        fail_at = read_fail_at();
+        log_path = fail_at >= 0 ? getenv("PYTRACEKIT_FAIL_ALLOC_LOG") : NULL;
+        if (fail_at < 0) {
+            fail_at = 0;
+        }
         if (log_path != NULL && log_path[0] != '\0') {
             atexit(write_total);
         }
@@ -50,7 +82,8 @@ inject(const char *file, int line)
         FILE *f = fopen(log_path, "a");
         if (f != NULL) {
             const char *base = strrchr(file, '/');
-            fprintf(f, "fail %ld %s:%d\n", count, base ? base + 1 : file, line);
+            fprintf(f, LOG_PREFIX "fail %ld %s:%d\n", count,
+                    base ? base + 1 : file, line);
             fclose(f);
         }
     }

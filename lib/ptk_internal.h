@@ -666,15 +666,7 @@ char *ptk__format_exception(void);
 
 /* ---- allocation-failure injection (fault.c) ----------------------------- */
 
-#ifdef PTK_FAULT_INJECTION
-void *ptk__fi_malloc(size_t n, const char *file, int line);
-void *ptk__fi_calloc(size_t a, size_t b, const char *file, int line);
-void *ptk__fi_realloc(void *p, size_t n, const char *file, int line);
-#include <stdlib.h> /* declared before the macros below */
-#define malloc(n) ptk__fi_malloc((n), __FILE__, __LINE__)
-#define calloc(a, b) ptk__fi_calloc((a), (b), __FILE__, __LINE__)
-#define realloc(p, n) ptk__fi_realloc((p), (n), __FILE__, __LINE__)
-#endif
+#include "ptk_fault.h"
 
 #pragma GCC visibility pop
 

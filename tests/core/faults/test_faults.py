@@ -13,7 +13,7 @@ traced run, the run with the Nth allocation failing must
 Prints the matrix: allocation site x outcome.
 
 With --plugin NAME the allocations counted and failed are plugin NAME's own
-(PYTRACEKIT_FAIL_ALLOC_PLUGIN=NAME:N, plugins/fault.h) instead of the
+(PYTRACEKIT_FAIL_ALLOC_PLUGIN=NAME:N, lib/fault.c built into each plugin) instead of the
 library's.
 
 --modules M1,M2 passes the same to the command (a bus filter): fewer events,
@@ -103,7 +103,7 @@ def one(s, prog, plugins, n, tag):
     for p in plugins:
         args += ["-p", p]
     r = run([CLI] + args + [prog], cwd=s.path, env=env, timeout=120)
-    prefix = "plugin-" if PLUGIN else ""  # plugins/fault.c, else lib/fault.c
+    prefix = "plugin-" if PLUGIN else ""  # lib/fault.c: a plugin's copy, or the library's
     site, total = None, None
     if os.path.exists(log):
         with open(log) as f:

@@ -61,7 +61,8 @@ uint64_t ptk__table_gen = 1;
 int ptk__disable_records;
 static Py_ssize_t extra_index = -1;
 static coderec *all_records;
-static int skip_ops[256]; /* opcodes that produce no LINE event by themselves */
+static int skip_ops[256]; /* prologue opcodes that produce no LINE event */
+static int resume_op = -1, cache_op = -1, extended_op = -1;
 
 static void
 rec_free(void *p)
@@ -116,6 +117,15 @@ init_extra(void)
             long op = PyLong_AsLong(v);
             if (op >= 0 && op < 256) {
                 skip_ops[op] = 1;
+                if (strcmp(names[i], "RESUME") == 0) {
+                    resume_op = (int)op;
+                }
+                else if (strcmp(names[i], "CACHE") == 0) {
+                    cache_op = (int)op;
+                }
+                else if (strcmp(names[i], "EXTENDED_ARG") == 0) {
+                    extended_op = (int)op;
+                }
             }
         }
     }
@@ -153,6 +163,12 @@ rec_lines(coderec *r, PyCodeObject *code)
     }
     const unsigned char *ops = (const unsigned char *)PyBytes_AS_STRING(bytes);
     Py_ssize_t nops = PyBytes_GET_SIZE(bytes);
+    /* The prologue ends at the first RESUME: after it every instruction
+     * (a `break` that is a lone POP_TOP, say) can start a line. */
+    Py_ssize_t prologue = 0;
+    while (prologue < nops && ops[prologue] != resume_op) {
+        prologue += 2;
+    }
     int lo = 0, hi = -1;
     Py_ssize_t n = PyList_GET_SIZE(list);
     for (int pass = 0; pass < 2; pass++) {
@@ -167,7 +183,8 @@ rec_lines(coderec *r, PyCodeObject *code)
             int line = (int)PyLong_AsLong(lineo);
             int real = 0;
             for (long off = start; off < end && off < nops; off += 2) {
-                real |= !skip_ops[ops[off]];
+                real |= off > prologue ? ops[off] != cache_op && ops[off] != extended_op
+                                       : !skip_ops[ops[off]];
             }
             if (!real) {
                 continue;

@@ -53,7 +53,26 @@ def tight(n):
     return s
 
 
+def pairs(items):
+    yield from ((p, p) for p in items)
+
+
+def first_best(items):
+    # The `break` line is a lone POP_TOP on 3.12+; it first runs in the
+    # second call, after every other line of the function has run.
+    best = 5
+    body = None
+    for prio, part in pairs(items):
+        if prio < best:
+            best = prio
+            body = part
+            if prio == 0:
+                break
+    return body
+
+
 print(loops(5), loops(3))
+print(first_best([3, 2, 4]), first_best([1, 0, 2]), first_best([4, 0]))
 print(comprehensions(4))
 print(matcher(0), matcher([1, 2]), matcher({"key": 3}), matcher("x"))
 print(one_liners(1), one_liners(0))

@@ -335,7 +335,7 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
     };
     /* the subscription the instance had before its first init */
     c->sub = (ptk_subscription){sizeof c->sub, c->desc->events,
-                                c->desc->flags};
+                                c->desc->flags, 0};
     int rc = c->desc->init(&args, &c->state, &c->sub.events);
     if (rc < 0 || PyErr_Occurred()) {
         if (errbuf[0]) {
@@ -347,7 +347,8 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
         PyErr_Clear();
         return;
     }
-    c->events = c->sub.events;
+    c->events = c->events_asked = c->sub.events;
+    c->sub.optional &= c->sub.events;
     c->flags = c->desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
 }
 

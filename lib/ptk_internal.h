@@ -554,6 +554,7 @@ struct ptk_plugin_ctx {
     char *name;
     void *state;
     unsigned int events;      /* effective mask after init */
+    unsigned int events_asked; /* the mask init asked for (optional kinds included) */
     unsigned int flags;       /* effective ptk_plugin_flags after init */
     ptk_subscription sub;     /* what init saw and may change (ABI 1.2) */
     ptk__filter *filter;      /* NULL: no filter */

@@ -155,12 +155,17 @@ instance_free(struct ptk_plugin_ctx *c)
 /* Can backend b deliver every kind c subscribes to? (The reference
  * events come from the reference tracer, whatever the backend.) */
 static int
-check_backend_events(const struct ptk_plugin_ctx *c, ptk_backend b,
+check_backend_events(struct ptk_plugin_ctx *c, ptk_backend b,
                      const char *where, char **errmsg)
 {
     const ptk__backend_ops *ops = ptk__backend_ops_of(b);
-    unsigned missing = ops ? c->events & ~PTK_MASK_REF & ~ops->events() : 0;
+    unsigned missing = ops ? c->events_asked & ~PTK_MASK_REF & ~ops->events() : 0;
+    /* Optional kinds the backend lacks are left out, not refused; the
+     * instance reads its subscription to learn what it gets. */
+    unsigned drop = missing & c->sub.optional;
+    missing &= ~drop;
     if (missing == 0) {
+        c->events = c->sub.events = c->events_asked & ~drop;
         return PTK_OK;
     }
     char names[256] = "";
@@ -210,7 +215,8 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     c->name = ptk__strdup(desc->name);
     c->events = desc->events;
     c->flags = desc->flags;
-    c->sub = (ptk_subscription){sizeof c->sub, desc->events, desc->flags};
+    c->events_asked = desc->events;
+    c->sub = (ptk_subscription){sizeof c->sub, desc->events, desc->flags, 0};
     rc = ptk__options_parse_ex(desc, ptk__filter_specs, options, &c->opts,
                                errmsg);
     if (rc < 0) {
@@ -244,7 +250,8 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
             instance_free(c);
             return rc;
         }
-        c->events = c->sub.events;
+        c->events = c->events_asked = c->sub.events;
+        c->sub.optional &= c->sub.events;
         /* Before ABI 1.2 a plugin could only change its flags by writing
          * its own descriptor: read them from there. */
         c->flags = desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;

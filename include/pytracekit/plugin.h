@@ -87,6 +87,13 @@ typedef struct ptk_subscription {
     size_t struct_size;  /**< `sizeof(ptk_subscription)` as the host built it */
     unsigned int events; /**< event mask; the same storage as init's `*events` */
     unsigned int flags;  /**< ::ptk_plugin_flags for this instance */
+    /** Kinds of `events` the instance takes only where the session's backend
+     *  delivers them: on a backend that does not (BRANCH and JUMP on the
+     *  legacy hooks), the session starts without them and clears them from
+     *  `events` here, instead of refusing to start. Read `events` again in
+     *  `on_event` to learn what is delivered. Check
+     *  ptk_subscription::struct_size before using it. @since 0.3 (ABI 1.2) */
+    unsigned int optional;
 } ptk_subscription;
 
 /** @brief One plugin instance, as the host knows it (opaque). @since 0.1 */

@@ -566,8 +566,18 @@ def write_coveragepy(data, path):
     tmp = "%s.tmp.%d" % (path, os.getpid())
     cd = coverage.CoverageData(basename=tmp)
     if data["meta"].get("branch"):
-        cd.add_arcs({f: [(int(a), int(b)) for a, b, c in rec.get("arcs", [])]
-                     for f, rec in data["files"].items()})
+        # coverage.py takes the executed lines of branch data from its arcs;
+        # measured by branch events, the arcs are those of the branches
+        # only, so each executed line also goes in as (n, n), the entry
+        # coverage.py's own sys.monitoring core makes for a line (it leaves
+        # such arcs out of its branch figures).
+        arcs = {}
+        for f, rec in data["files"].items():
+            have = {(int(a), int(b)) for a, b, c in rec.get("arcs", [])}
+            ends = {n for arc in have for n in arc}
+            have |= {(int(n), int(n)) for n, c in rec.get("hits", []) if c and int(n) not in ends}
+            arcs[f] = sorted(have)
+        cd.add_arcs(arcs)
     else:
         cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]
                       for f, rec in data["files"].items()})

@@ -185,25 +185,31 @@ def _branches(code):
         if instrs[n][1] in _CONDITIONAL:
             branch_lines.add(line)
 
+    # A branch is a conditional jump; its destinations are where each of
+    # its directions leads: the first instruction on another line (or the
+    # exit), through straight-line code and unconditional jumps. A
+    # conditional jump on the way is a branch of its own. This is what the
+    # branch events of sys.monitoring can see, and what the LINE
+    # transitions show of a jump; other ways out of a line that holds a
+    # jump (the rest of a multi-line comprehension, say) are not branches.
     out = {}
     for line in branch_lines:
         dests = set()
         visited = set()
-        todo = list(by_line[line])
+        todo = [s for n in by_line[line] if instrs[n][1] in _CONDITIONAL for s in succs[n]]
         while todo:
-            n = todo.pop()
-            if n in visited:
+            s = todo.pop()
+            if s == EXIT:
+                dests.add(exit_dest)
                 continue
-            visited.add(n)
-            for s in succs[n]:
-                if s == EXIT:
-                    dests.add(exit_dest)
-                    continue
-                other = lines[s]
-                if other is None or other == line:
-                    todo.append(s)
-                else:
-                    dests.add(other)
+            if s in visited:
+                continue
+            visited.add(s)
+            other = lines[s]
+            if other is not None and other > 0 and other != line:
+                dests.add(other)
+            elif instrs[s][1] not in _CONDITIONAL:
+                todo.extend(succs[s])
         if len(dests) >= 2:
             out[line] = sorted(dests, key=lambda d: (d < 0, d))
     return out

@@ -66,6 +66,14 @@ typedef struct cov_file {
     int unparsed;        /* its source does not compile */
 } cov_file;
 
+/* Branch events: one conditional jump of a code object and the directions
+ * of it seen so far (the location is switched off once both are). */
+typedef struct cov_br {
+    int32_t src;         /* byte offset of the jump */
+    int32_t dest[2];     /* byte offsets it went to */
+    int32_t n;           /* how many of dest[] are set */
+} cov_br;
+
 typedef struct cov_code {
     PyCodeObject *code;  /* strong reference; the key; NULL = empty slot */
     cov_file *file;      /* NULL: not measured */
@@ -73,8 +81,11 @@ typedef struct cov_code {
     int32_t firstline;
     int32_t start;       /* byte offset of the first RESUME */
     int generator;       /* generator, coroutine or async generator */
-    PyObject *bytecode;  /* co_code (generators only), for yield detection */
+    PyObject *bytecode;  /* co_code (generators, and code with branch events) */
     int analysed;        /* its lines are in the file's analysis (report time) */
+    int32_t *bridx;      /* branch events: per code unit, 1 + index in brs, or 0 */
+    cov_br *brs;
+    int32_t nbrs, capbrs;
 } cov_code;
 
 /* Branch mode: what each frame on a thread's stack last ran. */
@@ -92,6 +103,8 @@ typedef struct cov_state {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
     int branch;
+    int counts;          /* count every execution (every LINE event) */
+    const ptk_subscription *sub; /* what the session delivers (BRANCH or not) */
     int calls;           /* count calls (CALL events); else ran = a line ran */
     cov_match *match;
     char *include;       /* the options, for the "no data" hint */
@@ -113,15 +126,26 @@ typedef struct cov_state {
 
     uint64_t line_events; /* LINE events received for measured code */
     uint64_t call_events; /* CALL events received for measured code */
+    uint64_t branch_events; /* BRANCH events received for measured code */
 
     PyObject *analysis;  /* module dict of analysis.py */
     PyObject *format;    /* module dict of pytracekit-coverage.py */
     int op_resume, op_yield;
+    uint8_t opclass[256]; /* OPC_*: what a branch trail does at each opcode */
+    uint8_t opcaches[256]; /* inline cache entries after each opcode */
 } cov_state;
+
+/* How a branch trail (the instructions a branch direction runs until the
+ * next line) treats an opcode. */
+enum { OPC_PLAIN, OPC_EXTENDED, OPC_EXIT, OPC_STOP, OPC_COND, OPC_FWD, OPC_BACK };
 
 static const ptk_option_spec cov_options[] = {
     {"branch", PTK_OPT_BOOL, "false",
      "measure (from, to) line transitions and report branches", NULL},
+    {"counts", PTK_OPT_BOOL, "false",
+     "count every execution of each line and branch (every LINE event); without it, on "
+     "sys.monitoring each line and branch direction is recorded once and switched off",
+     NULL},
     {"include", PTK_OPT_LIST, NULL,
      "globs of absolute file paths to measure (',' or ';' separated)", NULL},
     {"exclude", PTK_OPT_LIST, NULL,
@@ -762,6 +786,144 @@ return_is_yield(const cov_state *st, const cov_code *c, const ptk_event *ev)
            && raw[lasti - 2] == st->op_yield;
 }
 
+/* 1 if arcs come from the LINE events (every LINE is delivered), 0 if
+ * from branch events (sys.monitoring's BRANCH; lines are switched off). */
+static inline int
+arcs_from_lines(const cov_state *st)
+{
+    return !st->sub || !(st->sub->events & PTK_MASK(PTK_EV_BRANCH));
+}
+
+#define TRAIL_NONE INT32_MIN
+
+/*
+ * Where a branch direction leads, as the line transition the LINE events
+ * would have shown: follow the instructions from @p dest (straight on, and
+ * through unconditional jumps) to the first one on another line than
+ * @p from_line. A return on the way is an exit (-firstline, coverage.py's
+ * convention); a raise, or another conditional jump first (it has its own
+ * events), gives TRAIL_NONE: no arc.
+ */
+static int32_t
+branch_trail(const cov_state *st, cov_code *c, int32_t from_line, int32_t dest)
+{
+    const unsigned char *raw = (const unsigned char *)PyBytes_AS_STRING(c->bytecode);
+    Py_ssize_t n = PyBytes_GET_SIZE(c->bytecode);
+    Py_ssize_t off = dest, steps = n / 2 + 1;
+    unsigned int ext = 0;
+    while (off >= 0 && off + 1 < n && steps-- > 0) {
+        int op = raw[off];
+        unsigned int arg = raw[off + 1] | ext;
+        int cls = st->opclass[op];
+        Py_ssize_t next = off + 2 + 2 * (Py_ssize_t)st->opcaches[op];
+        if (cls == OPC_EXTENDED) {
+            ext = arg << 8;
+            off = next;
+            continue;
+        }
+        ext = 0;
+        int line = PyCode_Addr2Line(c->code, (int)off);
+        if (line > 0 && line != from_line) {
+            return line;
+        }
+        switch (cls) {
+        case OPC_EXIT:
+            return -c->firstline;
+        case OPC_STOP:
+        case OPC_COND:
+            return TRAIL_NONE;
+        case OPC_FWD:
+            off = next + 2 * (Py_ssize_t)arg;
+            break;
+        case OPC_BACK:
+            off = next - 2 * (Py_ssize_t)arg;
+            break;
+        default:
+            off = next;
+        }
+    }
+    return TRAIL_NONE;
+}
+
+/* The record of the conditional jump at @p src of @p c, made on first use;
+ * NULL (with a Python error set) on failure. */
+static cov_br *
+branch_get(cov_code *c, int32_t src)
+{
+    if (!c->bytecode) {
+        c->bytecode = PyObject_GetAttrString((PyObject *)c->code, "co_code");
+        if (!c->bytecode) {
+            return NULL;
+        }
+        if (!PyBytes_Check(c->bytecode)) {
+            Py_CLEAR(c->bytecode);
+            PyErr_SetString(PyExc_TypeError, "co_code is not bytes");
+            return NULL;
+        }
+    }
+    Py_ssize_t units = PyBytes_GET_SIZE(c->bytecode) / 2;
+    if (src < 0 || src / 2 >= units) {
+        PyErr_SetString(PyExc_ValueError, "branch offset outside the code");
+        return NULL;
+    }
+    if (!c->bridx) {
+        c->bridx = calloc((size_t)units, sizeof(int32_t));
+        if (!c->bridx) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    int32_t i = c->bridx[src / 2];
+    if (i > 0) {
+        return &c->brs[i - 1];
+    }
+    if (c->nbrs == c->capbrs) {
+        int32_t cap = c->capbrs ? c->capbrs * 2 : 8;
+        cov_br *t = realloc(c->brs, (size_t)cap * sizeof(*t));
+        if (!t) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        c->brs = t;
+        c->capbrs = cap;
+    }
+    cov_br *b = &c->brs[c->nbrs++];
+    b->src = src;
+    b->n = 0;
+    c->bridx[src / 2] = c->nbrs;
+    return b;
+}
+
+/* A BRANCH event: the first time each direction is taken, the arc it
+ * makes; both seen, the location is switched off. */
+static int
+on_branch(cov_state *st, cov_code *c, const ptk_event *ev)
+{
+    st->branch_events++;
+    int32_t src = st->host->event_offset(ev);
+    int32_t dest = ev->target;
+    cov_br *b = branch_get(c, src);
+    if (!b) {
+        return cov_fail_python(st, "recording a branch");
+    }
+    if (b->n > 0 && b->dest[0] == dest) {
+        return PTK_OK;
+    }
+    if (b->n < 2) {
+        int32_t from = PyCode_Addr2Line(c->code, src);
+        int32_t to = from > 0 ? branch_trail(st, c, from, dest) : TRAIL_NONE;
+        if (to != TRAIL_NONE) {
+            cov_file *f = c->file;
+            if ((from > f->maxline && file_reserve(f, from) < 0)
+                || arc_add(f, from, to) < 0) {
+                return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+            }
+        }
+        b->dest[b->n++] = dest;
+    }
+    return b->n == 2 ? PTK_DISABLE : PTK_OK;
+}
+
 static int
 cov_on_event(void *state, const ptk_event *ev)
 {
@@ -778,14 +940,19 @@ cov_on_event(void *state, const ptk_event *ev)
     case PTK_EV_LINE: {
         int32_t line = ev->line;
         st->line_events++;
+        int lines_only = !st->branch || !arcs_from_lines(st);
         if (line <= 0) {
-            return st->branch ? PTK_OK : PTK_DISABLE;
+            return lines_only && !st->counts ? PTK_DISABLE : PTK_OK;
         }
         if (line > f->maxline && file_reserve(f, line) < 0) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
         f->possible[line] = 1;
-        if (!st->branch) {
+        if (lines_only) {
+            if (st->counts) {
+                f->hits[line]++;
+                return PTK_OK;
+            }
             f->hits[line] = 1;
             return PTK_DISABLE;
         }
@@ -811,7 +978,7 @@ cov_on_event(void *state, const ptk_event *ev)
         if (start && c->func >= 0) {
             f->funcs[c->func].calls++;
         }
-        if (st->branch) {
+        if (st->branch && arcs_from_lines(st)) {
             cov_slot *s = thread_slot(st, ev);
             if (!s) {
                 return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
@@ -831,6 +998,9 @@ cov_on_event(void *state, const ptk_event *ev)
         if (!st->branch) {
             return PTK_OK;
         }
+        if (!arcs_from_lines(st)) {
+            return PTK_DISABLE; /* exits come from the branch trails */
+        }
         cov_slot *s = thread_slot(st, ev);
         if (!s) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
@@ -842,6 +1012,8 @@ cov_on_event(void *state, const ptk_event *ev)
         s->code = NULL;
         return PTK_OK;
     }
+    case PTK_EV_BRANCH:
+        return on_branch(st, c, ev);
     default:
         return PTK_OK;
     }
@@ -879,6 +1051,27 @@ python_setup(int find_coveragepy)
         "        except Exception:\n"
         "            pass\n"
         "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
+        "        m = opcode.opmap\n"
+        "        cls = bytearray(256)\n"
+        "        jumps = set(getattr(opcode, 'hasjump', ()) or opcode.hasjrel)\n"
+        "        for op in jumps:\n"
+        "            name = opcode.opname[op]\n"
+        "            if name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER':\n"
+        "                cls[op] = 4\n"
+        "        for names, c in ((('EXTENDED_ARG',), 1),\n"
+        "                         (('RETURN_VALUE', 'RETURN_CONST'), 2),\n"
+        "                         (('RAISE_VARARGS', 'RERAISE'), 3),\n"
+        "                         (('JUMP_FORWARD',), 5),\n"
+        "                         (('JUMP_BACKWARD', 'JUMP_BACKWARD_NO_INTERRUPT'), 6)):\n"
+        "            for name in names:\n"
+        "                if name in m: cls[m[name]] = c\n"
+        "        table = getattr(opcode, '_inline_cache_entries', None)\n"
+        "        caches = bytearray(256)\n"
+        "        for op in range(256):\n"
+        "            if isinstance(table, dict):\n"
+        "                caches[op] = table.get(opcode.opname[op], 0)\n"
+        "            elif table is not None:\n"
+        "                caches[op] = table[op]\n"
         "        found = 0\n"
         "        if find_coveragepy:\n"
         "            import importlib.util\n"
@@ -886,7 +1079,7 @@ python_setup(int find_coveragepy)
         "    finally:\n"
         "        for name in set(sys.modules) - before:\n"
         "            del sys.modules[name]\n"
-        "    return sorted(out), ops[0], ops[1], int(found)\n";
+        "    return sorted(out), ops[0], ops[1], int(found), bytes(cls), bytes(caches)\n";
     PyObject *mod = load_module("_ptk_coverage_setup", src, NULL, 0);
     if (!mod) {
         return NULL;
@@ -915,7 +1108,9 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     const ptk_option_value *exclude = host->option(args, "exclude");
     const ptk_option_value *source = host->option(args, "source");
     const ptk_option_value *calls = host->option(args, "calls");
+    const ptk_option_value *counts = host->option(args, "counts");
     st->branch = branch && branch->is_set && branch->i;
+    st->counts = counts && counts->is_set && counts->i;
     st->calls = !calls || !calls->is_set || calls->i;
     if (st->branch && !st->calls) {
         snprintf(args->errbuf, args->errbuf_size,
@@ -933,10 +1128,17 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     PyObject *dirs = NULL;
     const char **dirv = NULL;
     int found = 0;
-    if (!setup || !PyArg_ParseTuple(setup, "O!iii", &PyList_Type, &dirs, &st->op_resume,
-                                    &st->op_yield, &found)) {
+    PyObject *opclass = NULL, *opcaches = NULL;
+    if (!setup || !PyArg_ParseTuple(setup, "O!iiiSS", &PyList_Type, &dirs, &st->op_resume,
+                                    &st->op_yield, &found, &opclass, &opcaches)) {
         goto pyfail;
     }
+    if (PyBytes_GET_SIZE(opclass) != 256 || PyBytes_GET_SIZE(opcaches) != 256) {
+        PyErr_SetString(PyExc_ValueError, "bad opcode tables");
+        goto pyfail;
+    }
+    memcpy(st->opclass, PyBytes_AS_STRING(opclass), 256);
+    memcpy(st->opcaches, PyBytes_AS_STRING(opcaches), 256);
     if (st->coveragepy == COVPY_YES && !found) {
         snprintf(args->errbuf, args->errbuf_size,
                  "coveragepy=yes: coverage.py is not importable by this interpreter "
@@ -998,6 +1200,17 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     if (st->branch) {
         *events |= PTK_MASK(PTK_EV_RETURN);
     }
+    /* Branches from BRANCH events where the backend has them (each
+     * location switched off once both directions are seen, and every line
+     * after its first run), from every LINE event where it has not. */
+    if (args->struct_size > offsetof(ptk_init_args, subscription) && args->subscription
+        && args->subscription->struct_size > offsetof(ptk_subscription, optional)) {
+        st->sub = args->subscription;
+        if (st->branch && !st->counts) {
+            *events |= PTK_MASK(PTK_EV_BRANCH);
+            args->subscription->optional |= PTK_MASK(PTK_EV_BRANCH);
+        }
+    }
     *state = st;
     return PTK_OK;
 
@@ -1033,6 +1246,8 @@ cov_release_python(cov_state *st)
         if (st->codes[i].code) {
             Py_CLEAR(st->codes[i].bytecode);
             Py_CLEAR(st->codes[i].code);
+            free(st->codes[i].bridx);
+            free(st->codes[i].brs);
         }
     }
     free(st->codes);
@@ -1058,6 +1273,10 @@ cov_fini(void *state)
             PyGILState_Release(g);
         }
         else {
+            for (size_t i = 0; i < st->capcodes; i++) {
+                free(st->codes[i].bridx);
+                free(st->codes[i].brs);
+            }
             free(st->codes); /* the interpreter and its objects are gone */
         }
     }
@@ -1351,11 +1570,15 @@ build_data(const cov_state *st)
     const char *full = Py_GetVersion(); /* "3.11.7 (main, ...)" */
     size_t vn = strcspn(full, " ");
     snprintf(version, sizeof(version), "%.*s", (int)(vn < 31 ? vn : 31), full);
-    return Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:i,s:{s:K,s:K}},s:N}", "meta", "format",
-                         "pytracekit-coverage", "version", 1, "branch",
-                         st->branch ? Py_True : Py_False, "python", version, "runs", 1,
-                         "events", "line", (unsigned long long)st->line_events, "call",
-                         (unsigned long long)st->call_events, "files", sorted);
+    return Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:s,s:i,s:{s:K,s:K,s:K}},s:N}", "meta",
+                         "format", "pytracekit-coverage", "version", 1, "branch",
+                         st->branch ? Py_True : Py_False, "measured",
+                         !st->branch ? (st->counts ? "line counts" : "lines")
+                         : arcs_from_lines(st) ? "line transitions" : "branch events",
+                         "python", version, "runs", 1, "events", "line",
+                         (unsigned long long)st->line_events, "call",
+                         (unsigned long long)st->call_events, "branch",
+                         (unsigned long long)st->branch_events, "files", sorted);
 fail:
     Py_XDECREF(keys);
     Py_XDECREF(sorted);

@@ -1,31 +1,43 @@
 """Executed lines, arcs and function starts against the settrace oracle.
 
-    test_oracle.py PROGRAM [--branch] [--threads] [ARGS...]
+    test_oracle.py PROGRAM [--branch] [--counts] [--threads] [ARGS...]
 
 PROGRAM is a file or a package directory's main module in the corpus
 (e.g. basic.py, app/main.py). The oracle is a pure-Python sys.settrace
 collector run on the same interpreter (tests/python/ptk_coverage_tracer.py):
 it sees the LINE events CPython gives any trace function, so the sets must
 be equal exactly, on every Python version.
+
+Branch mode measures in one of two ways, and each is checked for itself:
+on sys.monitoring (3.12+) without counts=, from BRANCH events (each line
+and each branch direction once, then switched off): the branches taken must
+be the oracle's transitions out of each branch line; elsewhere (the legacy
+backend, or --counts), from every LINE event: every transition and every
+count must be the oracle's.
 """
 import os
 import sys
 
 import ptk_coverage_util as u
 
+# Branch events come from sys.monitoring: CPython 3.12+ on its backend.
+MONITORING_BRANCHES = u.MONITORING and sys.version_info >= (3, 12)
+
 
 def main():
     args = sys.argv[1:]
     prog = args.pop(0)
     branch = "--branch" in args
+    counts = "--counts" in args
     threads = "--threads" in args
-    args = [a for a in args if a not in ("--branch", "--threads")]
+    args = [a for a in args if a not in ("--branch", "--counts", "--threads")]
     name = prog.replace("/", "_").replace(".py", "") + ("-branch" if branch else "") \
-        + ("-threads" if threads else "")
+        + ("-counts" if counts else "") + ("-threads" if threads else "")
     wd = u.workdir(name)
     u.copy_corpus(wd, prog.split("/")[0])
     script = os.path.join(wd, prog)
-    spec = "coverage:branch=true" if branch else "coverage"
+    opts = [o for o, on in (("branch=true", branch), ("counts=true", counts)) if on]
+    spec = "coverage:" + ",".join(opts) if opts else "coverage"
     _, data = u.run_ptk(wd, [script] + args, spec=spec,
                         threads="all" if threads else None)
     if data is None:
@@ -61,30 +73,70 @@ def main():
             if calls == 0 and (qual, line) in starts[f]:
                 u.fail("%s: %s reported as never called" % (f, qual))
 
-    # Each (code object, line) reaches the plugin once in line mode
-    # (PTK_DISABLE); in branch mode every LINE event arrives.
+    # How the run measured, and so what it must have received: each
+    # (code object, line) once where lines are switched off after their
+    # first run (PTK_DISABLE); every LINE event where counts or arcs need them.
+    by_events = branch and MONITORING_BRANCHES and not counts
+    want_how = ("branch events" if by_events else "line transitions") if branch \
+        else ("line counts" if counts else "lines")
+    how = data["meta"].get("measured")
+    if how != want_how:
+        u.fail("measured by %r, expected %r" % (how, want_how))
     events = data["meta"]["events"]["line"]
-    if branch:
+    every = counts or (branch and not by_events)
+    if every:
         want = sum(sum(rec["lines"].values()) for fn, rec in oracle.items() if fn in measured)
     else:
         want = sum(oracle[fn]["code_lines"] for fn in measured if fn in oracle)
     if events != want:
         u.fail("LINE events delivered: %d, expected %d (%s)"
-               % (events, want, "every event" if branch else "one per code object and line"))
+               % (events, want, "every event" if every else "one per code object and line"))
 
-    if branch:
+    if by_events:
+        # The branches taken: the oracle's transitions out of each branch
+        # line to one of its destinations, against the arcs the branch
+        # events made.
+        theirs = u.oracle_arcs(oracle, measured)
+        taken_ours, taken_theirs = {}, {}
+        nbranch = 0
+        for f in measured:
+            ours_arcs = set(u.arcs(data)[f])
+            dests = {line: set(d) for line, d in data["files"][f]["branches"]}
+            nbranch += len(dests)
+            taken_ours[f] = {a for a in ours_arcs if a[0] in dests and a[1] in dests[a[0]]}
+            taken_theirs[f] = {a for a in theirs[f] if a[0] in dests and a[1] in dests[a[0]]}
+            # Every arc a branch event made is a transition that happened.
+            stray = sorted(ours_arcs - set(theirs[f]))
+            if stray:
+                u.fail("%s: arcs the oracle never saw: %s" % (f, stray))
+        u.compare_sets("branches taken", taken_ours, taken_theirs, "oracle")
+        if nbranch == 0:
+            u.fail("the program has no branches to compare")
+        if data["meta"]["events"]["branch"] == 0:
+            u.fail("no BRANCH event was received")
+        for f in measured:
+            bad = [n for n, c in data["files"][f]["hits"] if c != 1]
+            if bad:
+                u.fail("%s: hit counts are not 1 without counts=: %s" % (f, bad))
+    elif branch:
         u.compare_maps("arcs", u.arcs(data), u.oracle_arcs(oracle, measured), "oracle")
-        counts = {f: {n: c for n, c in data["files"][f]["hits"]} for f in measured}
+        hits = {f: {n: c for n, c in data["files"][f]["hits"]} for f in measured}
         theirs = {f: {int(n): c for n, c in oracle.get(f, {}).get("lines", {}).items()}
                   for f in measured}
-        u.compare_maps("line hit counts", counts, theirs, "oracle")
+        u.compare_maps("line hit counts", hits, theirs, "oracle")
+    elif counts:
+        hits = {f: {n: c for n, c in data["files"][f]["hits"]} for f in measured}
+        theirs = {f: {int(n): c for n, c in oracle.get(f, {}).get("lines", {}).items()}
+                  for f in measured}
+        u.compare_maps("line hit counts", hits, theirs, "oracle")
     else:
         for f in measured:
             bad = [n for n, c in data["files"][f]["hits"] if c != 1]
             if bad:
                 u.fail("%s: line mode hit counts are not 1: %s" % (f, bad))
-    print("ok: %d files, %d executed lines, %d LINE events, Python %s"
-          % (len(measured), sum(len(v) for v in ours.values()), events, u.python_version()))
+    print("ok: %d files, %d executed lines, %d LINE events, %d BRANCH events, measured by %s, "
+          "Python %s" % (len(measured), sum(len(v) for v in ours.values()), events,
+                         data["meta"]["events"].get("branch", 0), how, u.python_version()))
 
 
 main()

@@ -13,10 +13,13 @@ from one run with
   ptk                pytracekit coverage plugin, line coverage
   ptk_nocalls        the same with calls=false (no CALL events: whether each
                      function ran, not how often)
-  ptk_branch         pytracekit coverage plugin, branch=true
+  ptk_branch         pytracekit coverage plugin, branch=true (from BRANCH events
+                     on sys.monitoring, from every LINE on the legacy backend)
+  ptk_branch_counts  the same with counts=true (every LINE event, exact counts)
 
 in instructions per iteration (callgrind, the workload region only, as the
-difference of two run lengths so that one-time costs cancel) and wall time
+difference of two run lengths so that one-time costs cancel; a traced first
+pass of the workload runs before the region) and wall time
 (min of --reps runs), each as a ratio to bare and to coverage.py.
 
     python3 bench/coverage/bench_coverage.py                 # Debian python3 + coverage.py
@@ -38,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DRIVER = os.path.join(HERE, "driver.py")
 VARIANTS = ["bare", "nulltrace", "coveragepy", "coveragepy_branch", "ptk", "ptk_nocalls",
-            "ptk_branch"]
+            "ptk_branch", "ptk_branch_counts"]
 WORKLOADS = ["line_heavy", "line_partial", "call_heavy"]
 WALL_N = {"line_heavy": 2000000, "line_partial": 2000000, "call_heavy": 1000000}
 TARGET = 0.8  # ptk's time as a fraction of coverage.py's (line coverage)

@@ -11,6 +11,8 @@ robin, --reps times; the min of each is kept):
   ptk                pytracekit -p coverage[:include=...] -m unittest ...
                      (the pytracekit command: it embeds the shared libpython)
   ptk_branch         the same with branch=true
+  ptk_nocalls        the same with calls=false (no CALL events: whether each
+                     function ran, not how often)
   ptk_py, ptk_py_branch  the same through pytracekit.Session in the
                      interpreter binary itself (suite_driver.py): on Debian
                      /usr/bin/python3 is a faster build than its shared
@@ -47,8 +49,8 @@ SUITES = {
     "test_json": "json",
 }
 BACKEND = "auto"
-VARIANTS = ["bare", "coveragepy", "coveragepy_branch", "ptk", "ptk_branch", "ptk_py",
-            "ptk_py_branch"]
+VARIANTS = ["bare", "coveragepy", "coveragepy_branch", "ptk", "ptk_branch", "ptk_nocalls",
+            "ptk_py", "ptk_py_branch"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -89,6 +91,8 @@ def command(variant, python, build, suite, module, scope, out):
         opts.append("include='%s'" % inc)
     if variant.endswith("branch"):
         opts.append("branch=true")
+    if variant.endswith("nocalls"):
+        opts.append("calls=false")
     if opts:
         spec += ":" + ",".join(opts)
     if variant.startswith("ptk_py"):

@@ -34,6 +34,8 @@ typedef struct coderec {
     int nlocs, caplocs;
     uint64_t judged;     /* slots whose filter has judged this code object */
     uint64_t rejected;   /* ... and rejected it */
+    uint32_t local_gen;  /* monitoring: the generation of the per-code
+                            events set on it (0: none) */
     struct cslot {
         uint32_t slot;
         void *p;
@@ -233,8 +235,9 @@ rec_make(PyCodeObject *code)
     if (r != NULL) {
         r->code = code;
     }
-    if (r == NULL || rec_lines(r, code) < 0 ||
-        code_set_extra((PyObject *)code, extra_index, r) < 0) {
+    /* the lines (rec_lines) wait for the first LINE disabled: most code
+     * objects are only judged by a filter */
+    if (r == NULL || code_set_extra((PyObject *)code, extra_index, r) < 0) {
         PyErr_Clear();
         if (r) {
             free(r->counted);
@@ -404,7 +407,7 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     if (r == NULL) {
         return 0; /* cannot record: the subscriber keeps getting the event */
     }
-    ptk__disable_records = 1;
+    ptk__disable_records |= (int)PTK_MASK(kind);
     uint64_t bit = (uint64_t)1 << slot;
     if (kind == PTK_EV_CALL || kind == PTK_EV_RETURN) {
         /* A CALL or RETURN's location is the code object itself. */
@@ -412,6 +415,19 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         return 0;
     }
     if (kind == PTK_EV_LINE) {
+        int failed = 0;
+        if (r->counted == NULL) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            failed = rec_lines(r, code) < 0;
+            PyErr_Restore(et, ev, tb);
+        }
+        if (failed) {
+            free(r->counted);
+            r->counted = NULL;
+            r->first = r->span = r->nlines = 0;
+            return 0;
+        }
         int b = line - r->first;
         if (b < 0 || b >= r->span) {
             /* A line co_lines() does not know: disable LINE code-wide for
@@ -513,9 +529,10 @@ ptk__code_reset(void)
 
 /* Judges code for every filtered slot of t that has not judged it yet.
  * Runs once per (code object, subscriber); may call Python (co_lines, the
- * module name), so the traced program's exception is kept aside. */
+ * module name), so the traced program's exception is kept aside. The
+ * module is the one of globals, or of the running frame when NULL. */
 static uint64_t
-judge(const ptk__table *t, PyCodeObject *code, int *kept)
+judge(const ptk__table *t, PyCodeObject *code, PyObject *globals, int *kept)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -528,7 +545,8 @@ judge(const ptk__table *t, PyCodeObject *code, int *kept)
         r = &scratch;
     }
     const char *module = NULL;
-    PyObject *g = PyEval_GetGlobals(); /* borrowed; the frame running code */
+    /* borrowed; by default the frame running code */
+    PyObject *g = globals != NULL ? globals : PyEval_GetGlobals();
     PyObject *name = g ? PyDict_GetItemString(g, "__name__") : NULL;
     if (name != NULL && PyUnicode_Check(name)) {
         module = PyUnicode_AsUTF8(name);
@@ -553,6 +571,13 @@ judge(const ptk__table *t, PyCodeObject *code, int *kept)
 uint64_t
 ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept)
 {
+    return ptk__code_rejects_in(t, code, NULL, kept);
+}
+
+uint64_t
+ptk__code_rejects_in(const ptk__table *t, PyCodeObject *code,
+                     PyObject *globals, int *kept)
+{
     *kept = 0;
     if (code == NULL) {
         return 0;
@@ -562,7 +587,52 @@ ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept)
         *kept = 1;
         return r->rejected & t->code_filtered;
     }
-    return judge(t, code, kept);
+    return judge(t, code, globals, kept);
+}
+
+/* ---- per-code events (the monitoring backend) --------------------------- */
+
+uint32_t
+ptk__code_local_gen(PyCodeObject *code)
+{
+    coderec *r = rec_get(code);
+    return r != NULL ? r->local_gen : 0;
+}
+
+int
+ptk__code_set_local_gen(PyCodeObject *code, uint32_t gen)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    coderec *r = rec_make(code);
+    PyErr_Restore(et, ev, tb);
+    if (r == NULL) {
+        return -1;
+    }
+    r->local_gen = gen;
+    return 0;
+}
+
+void
+ptk__code_each_local(void (*fn)(PyCodeObject *code, void *arg), void *arg)
+{
+    /* fn runs Python, which may free code objects (and their records):
+     * walk a list of references taken first */
+    size_t n = 0, i = 0;
+    for (coderec *r = all_records; r != NULL; r = r->next) {
+        n += r->local_gen != 0;
+    }
+    PyCodeObject **v = n ? malloc(n * sizeof *v) : NULL;
+    for (coderec *r = all_records; v != NULL && r != NULL; r = r->next) {
+        if (r->local_gen != 0) {
+            v[i++] = (PyCodeObject *)Py_NewRef((PyObject *)r->code);
+        }
+    }
+    for (size_t j = 0; j < i; j++) {
+        fn(v[j], arg);
+        Py_DECREF(v[j]);
+    }
+    free(v);
 }
 
 void **

@@ -92,7 +92,7 @@ trace_frame_setup(ptk__table *t, PyFrameObject *frame)
     if (t->mask & PTK_MASK(PTK_EV_OPCODE)) {
         want_opcodes(frame);
     }
-    if (ptk__disable_records) {
+    if (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) {
         PyCodeObject *code = PyFrame_GetCode(frame);
         Py_DECREF(code);
         if (ptk__code_line_state(code, 0) == PTK__LINE_OFF) {
@@ -260,7 +260,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     }
     case PyTrace_LINE:
         ev.line = PyFrame_GetLineNumber(frame);
-        if (ptk__disable_records) {
+        if (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) {
             int st = ptk__code_line_state(code, ev.line);
             if (st == PTK__LINE_OFF) {
                 frame_lines_off(frame);

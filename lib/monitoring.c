@@ -59,6 +59,28 @@ static unsigned long prev_events;
  * PY_START is disabled there. Found by a probe when the tool id is claimed. */
 static int line_needs_start;
 
+/* Per-code events. When every subscriber judges code (a filter, say the
+ * coverage plugin's files: t->dead_possible), the events that fire per
+ * location -- LINE, JUMP, BRANCH, INSTRUCTION -- are not set for the whole
+ * interpreter but per code object (sys.monitoring.set_local_events), once
+ * the filters have selected it: at its first PY_START / PY_RESUME, or at a
+ * sync for the frames running then. Code no subscriber wants costs one
+ * PY_START, switched off there, and none of its lines fire. With the events
+ * set globally each of its lines fired once before it was switched off,
+ * and on 3.12/3.13 a line 127 or more lines below the first line of its
+ * code object costs CPython a walk of the line table before the callback
+ * (PyCode_Addr2Line): in a unittest run of CPython's own suites that was
+ * most of the tracing cost, in the module bodies of the standard library
+ * (locale's alias table, _sysconfigdata, typing). */
+static unsigned long local_want;  /* per-code events now; 0: all global */
+static uint32_t local_gen;        /* changes with local_want; 0 never used */
+static uint64_t local_walked;     /* ptk__table_gen of the last frame walk */
+static PyObject *mon_set_local;   /* sys.monitoring.set_local_events */
+static int local_broken;          /* set_local_events failed: all global */
+
+static int mon_call_method(const char *name, const char *fmt, ...);
+static void local_update(PyCodeObject *code, void *arg);
+
 /* ---- turning monitoring events into ptk_event ------------------------- */
 
 /* An offset or a line number: a compact int, read inline where possible. */
@@ -139,6 +161,41 @@ ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
     ev->target = -1;
 }
 
+/* Sets the per-code events on code and records their generation; 0 or -1
+ * (it was not possible: the events go global from here on, correct and
+ * slower). The traced program's exception, if any, is kept. */
+static int
+local_apply(PyCodeObject *code, unsigned long events, uint32_t gen)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *r = PyObject_CallFunction(mon_set_local, "iOk", tool,
+                                        (PyObject *)code, events);
+    int rc = r != NULL ? 0 : -1;
+    Py_XDECREF(r);
+    PyErr_Clear();
+    if (rc == 0 && ptk__code_set_local_gen(code, gen) < 0) {
+        rc = -1; /* set but not recorded: it could not be cleared */
+    }
+    if (rc < 0 && local_want) {
+        unsigned long all = prev_events | local_want;
+        local_want = 0;
+        local_broken = 1;
+        if (mon_call_method("set_events", "(ik)", tool, all) == 0) {
+            prev_events = all;
+        }
+        PyErr_Clear();
+    }
+    PyErr_Restore(et, ev, tb);
+    return rc;
+}
+
+static void
+local_set(PyCodeObject *code)
+{
+    (void)local_apply(code, local_want, local_gen);
+}
+
 /* Code no subscriber's filter selects (ptk__code_dead) answers DISABLE at
  * every location that can be disabled, the first time it fires; a later
  * subscriber gets it back through restart_events(). */
@@ -150,21 +207,35 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
+    PyCodeObject *code = (PyCodeObject *)args[0];
+    int what = ((mon_cb *)self)->what;
+    if (local_want) {
+        if (ptk__code_dead(t, code)) {
+            return what == PTK_ORIGIN_THROW ? none() : disable(1);
+        }
+        if (ptk__code_local_gen(code) != local_gen) {
+            local_set(code);
+        }
+    }
     if (!t->nsub[PTK_EV_CALL] && !t->track_stack) {
-        return none(); /* enabled only for LINE's sake (line_needs_start) */
+        /* enabled for the per-code events, or for LINE's sake
+         * (line_needs_start), which keeps PY_START on */
+        return local_want && what != PTK_ORIGIN_THROW &&
+                       !(line_needs_start && what == PTK_ORIGIN_START)
+                   ? disable(1)
+                   : none();
     }
     ptk__thread *th = thread_here();
     if (th == NULL) {
         return none();
     }
-    PyCodeObject *code = (PyCodeObject *)args[0];
     if (ptk__code_dead(t, code)) {
         /* PY_THROW is not a local event: it cannot be disabled */
-        return ((mon_cb *)self)->what == PTK_ORIGIN_THROW ? none() : disable(1);
+        return what == PTK_ORIGIN_THROW ? none() : disable(1);
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
-    ev.origin = (ptk_event_origin)((mon_cb *)self)->what;
+    ev.origin = (ptk_event_origin)what;
     if (t->track_stack) {
         if (ptk__stack_push(th, code, NULL) < 0) {
             ptk__hub_out_of_memory("the shadow stack");
@@ -177,7 +248,8 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         t = ptk__current; /* a plugin that failed may have retired t */
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
-        if (ptk__disable_records && !t->track_stack &&
+        if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_CALL)) &&
+            !t->track_stack &&
             !(line_needs_start && t->nsub[PTK_EV_LINE]) &&
             ptk__code_all_disabled(t, &ev)) {
             return disable(1);
@@ -353,7 +425,7 @@ line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
     if (ptk__code_dead(t, code)) {
         return disable(1);
     }
-    if (ptk__disable_records &&
+    if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
         ptk__code_line_state(code, line) != PTK__LINE_DELIVER) {
         return disable(1); /* every LINE subscriber disabled this line */
     }
@@ -363,7 +435,7 @@ line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
                 t->track_stack ? th->pub.depth : -1);
         ev.line = line;
         ptk__deliver_clean(t, th, &ev);
-        if (ptk__disable_records &&
+        if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
             ptk__code_line_state(code, line) != PTK__LINE_DELIVER) {
             return disable(1);
         }
@@ -415,7 +487,8 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         ev.target = (int32_t)to;
         ptk__deliver_clean(t, th, &ev);
         t = ptk__current; /* a plugin that failed may have retired t */
-        jump_off = ptk__disable_records && ptk__code_all_disabled(t, &ev);
+        jump_off = (ptk__disable_records & (int)PTK_MASK(PTK_EV_JUMP)) &&
+                   ptk__code_all_disabled(t, &ev);
     }
     int to_line = -1;
     if ((t->mask & PTK_MASK(PTK_EV_LINE)) && to <= from) {
@@ -461,7 +534,8 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ev.target = (int32_t)small_int(args[2]);
     ptk__deliver_clean(t, th, &ev);
     t = ptk__current; /* a plugin that failed may have retired t */
-    if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
+    if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_BRANCH)) &&
+        ptk__code_all_disabled(t, &ev)) {
         return disable(1);
     }
     return none();
@@ -519,7 +593,8 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     ev.lasti_ = (int32_t)small_int(args[1]);
     ptk__deliver_clean(t, th, &ev);
     t = ptk__current; /* a plugin that failed may have retired t */
-    if (ptk__disable_records && ptk__code_all_disabled(t, &ev)) {
+    if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_OPCODE)) &&
+        ptk__code_all_disabled(t, &ev)) {
         return disable(1);
     }
     return none();
@@ -572,7 +647,8 @@ mon_init(char **errmsg)
     PyObject *events = mod ? PyObject_GetAttrString(mod, "events") : NULL;
     PyObject *dis = mod ? PyObject_GetAttrString(mod, "DISABLE") : NULL;
     PyObject *missing = mod ? PyObject_GetAttrString(mod, "MISSING") : NULL;
-    int ok = events && dis && missing;
+    PyObject *set_local = mod ? PyObject_GetAttrString(mod, "set_local_events") : NULL;
+    int ok = events && dis && missing && set_local;
     for (int i = 0; ok && i < M_COUNT; i++) {
         PyObject *v = PyObject_GetAttrString(events, regs[i].name);
         ev_bit[i] = v ? PyLong_AsUnsignedLong(v) : 0;
@@ -592,12 +668,14 @@ mon_init(char **errmsg)
     if (!ok) {
         Py_XDECREF(dis);
         Py_XDECREF(missing);
+        Py_XDECREF(set_local);
         PyErr_Clear();
         return ptk__err(errmsg, PTK_EPYTHON,
                         "sys.monitoring is not usable in this interpreter");
     }
     mon_DISABLE = dis;
     mon_MISSING = missing;
+    mon_set_local = set_local;
     mon_module = Py_NewRef(mod);
     return PTK_OK;
 }
@@ -722,6 +800,9 @@ ptk__mon_release(void)
     PyErr_Fetch(&et, &ev, &tb);
     mon_call_method("set_events", "(ik)", tool, 0ul);
     PyErr_Clear();
+    local_want = 0;
+    ptk__code_each_local(local_update, NULL);
+    local_walked = 0;
     for (int i = 0; i < M_COUNT; i++) {
         mon_call_method("register_callback", "(ikO)", tool, ev_bit[i], Py_None);
         PyErr_Clear();
@@ -741,6 +822,53 @@ bits(int from, int to)
         m |= ev_bit[i];
     }
     return m;
+}
+
+/* ptk__code_each_local: brings code to the per-code events of now. */
+static void
+local_update(PyCodeObject *code, void *arg)
+{
+    (void)arg;
+    (void)local_apply(code, local_want, local_want ? local_gen : 0);
+}
+
+/* Sets the per-code events on the code of every frame running now (in
+ * every thread) that t's filters select: those frames had their PY_START
+ * before. The frames are listed first, then judged (which may call Python). */
+static void
+local_walk(const ptk__table *t)
+{
+    PyObject *seen = PyList_New(0);
+    PyThreadState *ts = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
+    for (; seen != NULL && ts != NULL; ts = PyThreadState_Next(ts)) {
+        PyFrameObject *f = PyThreadState_GetFrame(ts);
+        while (f != NULL) {
+            PyObject *code = (PyObject *)PyFrame_GetCode(f);
+            PyObject *g = PyFrame_GetGlobals(f);
+            PyObject *pair = code && g ? PyTuple_Pack(2, code, g) : NULL;
+            if (pair == NULL || PyList_Append(seen, pair) < 0) {
+                PyErr_Clear();
+            }
+            Py_XDECREF(pair);
+            Py_XDECREF(g);
+            Py_XDECREF(code);
+            PyFrameObject *back = PyFrame_GetBack(f);
+            Py_DECREF(f);
+            f = back;
+        }
+    }
+    for (Py_ssize_t i = 0; seen != NULL && i < PyList_GET_SIZE(seen); i++) {
+        PyObject *pair = PyList_GET_ITEM(seen, i);
+        PyCodeObject *code = (PyCodeObject *)PyTuple_GET_ITEM(pair, 0);
+        int kept;
+        if (local_want && ptk__code_local_gen(code) != local_gen &&
+            (ptk__code_rejects_in(t, code, PyTuple_GET_ITEM(pair, 1), &kept) &
+             t->slots) != t->slots) {
+            local_set(code);
+        }
+    }
+    Py_XDECREF(seen);
+    PyErr_Clear();
 }
 
 /* Locations switched off for subscribers that have left stay off for the
@@ -798,12 +926,27 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (m & PTK_MASK(PTK_EV_OPCODE)) {
         want |= ev_bit[M_INSTRUCTION];
     }
+    unsigned long per_code = bits(M_LINE, M_JUMP) | ev_bit[M_BRANCH] |
+                             ev_bit[M_INSTRUCTION];
+    unsigned long local = t->dead_possible && !local_broken ? want & per_code : 0;
+    if (local) {
+        want = (want & ~per_code) | ev_bit[M_PY_START] | ev_bit[M_PY_RESUME];
+    }
     if (install_here && t->track_stack) {
         ptk__seed_stack(0);
     }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     int rc = PTK_OK;
+    if (local != local_want) {
+        local_want = local;
+        local_gen = local_gen + 1 ? local_gen + 1 : 1;
+        ptk__code_each_local(local_update, NULL);
+    }
+    if (local_want && local_walked != ptk__table_gen) {
+        local_walk(t);
+        local_walked = ptk__table_gen;
+    }
     if (needs_restart(t)) {
         if (mon_call_method("restart_events", "()") == 0) {
             mon_disabled = 0;
@@ -834,6 +977,10 @@ ptk__mon_reset(void)
     tool = -1;
     mon_module = NULL;
     mon_DISABLE = mon_MISSING = NULL;
+    mon_set_local = NULL;
+    local_want = 0;
+    local_walked = 0;
+    local_broken = 0;
     for (int i = 0; i < M_COUNT; i++) {
         callbacks[i] = NULL;
     }

@@ -303,6 +303,17 @@ typedef struct ptk__table {
  * code object and cached in its record). *kept: 1 if the code object has a
  * record (whose end clears the verdict cache), else 0. */
 uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept);
+/* The same for code run with the given globals (a frame not running now). */
+uint64_t ptk__code_rejects_in(const ptk__table *t, PyCodeObject *code,
+                              PyObject *globals, int *kept);
+/* The monitoring backend's per-code events: the generation of the events
+ * it set on code (0: none, or no record), and setting it (makes the
+ * record; -1 if it cannot). */
+uint32_t ptk__code_local_gen(PyCodeObject *code);
+int ptk__code_set_local_gen(PyCodeObject *code, uint32_t gen);
+/* Calls fn for every code object with per-code events set (generation not
+ * 0), in no order; fn may set its generation. */
+void ptk__code_each_local(void (*fn)(PyCodeObject *code, void *arg), void *arg);
 /* Verdicts of the current table's filters, direct-mapped by code object
  * address: every event of filtered subscribers asks, and the legacy hooks
  * ask at every call of excluded code, so the answer must cost a few
@@ -387,7 +398,8 @@ void ptk__hub_forget(struct ptk_plugin_ctx *c);
 void ptk__hub_out_of_memory(const char *what);
 /* Detach after a failure (does the rebuild lazily, outside dispatch). */
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
-extern int ptk__disable_records; /* >0 once any subscriber returned DISABLE */
+extern int ptk__disable_records; /* PTK_MASK of the kinds some subscriber
+                                    returned DISABLE for (0: none yet) */
 /* lasti: the instruction offset, for kinds located by instruction. */
 int ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
                           int line, int lasti);
@@ -429,7 +441,7 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
         }
         if (general &&
             (ptk__sub_failed(&s[i]) ||
-             (ptk__disable_records &&
+             ((ptk__disable_records & (int)PTK_MASK(ev->kind)) &&
               ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
                                     ptk__event_lasti(ev))))) {
             continue;

@@ -334,8 +334,9 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
         .subscription = &c->sub,
     };
     /* the subscription the instance had before its first init */
-    c->sub = (ptk_subscription){sizeof c->sub, c->desc->events,
-                                c->desc->flags, 0};
+    c->sub = (ptk_subscription){.struct_size = sizeof c->sub,
+                                .events = c->desc->events,
+                                .flags = c->desc->flags};
     int rc = c->desc->init(&args, &c->state, &c->sub.events);
     if (rc < 0 || PyErr_Occurred()) {
         if (errbuf[0]) {
@@ -349,6 +350,7 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
     }
     c->events = c->events_asked = c->sub.events;
     c->sub.optional &= c->sub.events;
+    c->sub.fallback &= PTK_MASK_VALID & ~c->sub.events;
     c->flags = c->desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
 }
 

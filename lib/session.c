@@ -159,13 +159,18 @@ check_backend_events(struct ptk_plugin_ctx *c, ptk_backend b,
                      const char *where, char **errmsg)
 {
     const ptk__backend_ops *ops = ptk__backend_ops_of(b);
-    unsigned missing = ops ? c->events_asked & ~PTK_MASK_REF & ~ops->events() : 0;
-    /* Optional kinds the backend lacks are left out, not refused; the
-     * instance reads its subscription to learn what it gets. */
-    unsigned drop = missing & c->sub.optional;
-    missing &= ~drop;
+    unsigned have = ops ? ops->events() | PTK_MASK_REF : ~0u;
+    unsigned want = c->events_asked;
+    /* Optional kinds the backend lacks are left out, not refused, and the
+     * fallback kinds come in instead; the instance reads its subscription
+     * to learn what it gets. */
+    unsigned drop = want & ~have & c->sub.optional;
+    if (drop) {
+        want = (want & ~drop) | c->sub.fallback;
+    }
+    unsigned missing = want & ~have;
     if (missing == 0) {
-        c->events = c->sub.events = c->events_asked & ~drop;
+        c->events = c->sub.events = want;
         return PTK_OK;
     }
     char names[256] = "";
@@ -216,7 +221,8 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     c->events = desc->events;
     c->flags = desc->flags;
     c->events_asked = desc->events;
-    c->sub = (ptk_subscription){sizeof c->sub, desc->events, desc->flags, 0};
+    c->sub = (ptk_subscription){.struct_size = sizeof c->sub,
+                                .events = desc->events, .flags = desc->flags};
     rc = ptk__options_parse_ex(desc, ptk__filter_specs, options, &c->opts,
                                errmsg);
     if (rc < 0) {
@@ -252,6 +258,7 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
         }
         c->events = c->events_asked = c->sub.events;
         c->sub.optional &= c->sub.events;
+        c->sub.fallback &= PTK_MASK_VALID & ~c->sub.events;
         /* Before ABI 1.2 a plugin could only change its flags by writing
          * its own descriptor: read them from there. */
         c->flags = desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;

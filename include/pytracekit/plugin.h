@@ -94,6 +94,13 @@ typedef struct ptk_subscription {
      *  `on_event` to learn what is delivered. Check
      *  ptk_subscription::struct_size before using it. @since 0.3 (ABI 1.2) */
     unsigned int optional;
+    /** Kinds the instance needs only where an optional kind is not
+     *  delivered: not in `events`, they are added to it when the session
+     *  leaves out some kind of `optional` (and stay out otherwise). The
+     *  coverage plugin measures branches from BRANCH events where they come
+     *  and needs every call and return only where they do not. Check
+     *  ptk_subscription::struct_size before using it. @since 0.3 (ABI 1.2) */
+    unsigned int fallback;
 } ptk_subscription;
 
 /** @brief One plugin instance, as the host knows it (opaque). @since 0.1 */

@@ -1112,12 +1112,6 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->branch = branch && branch->is_set && branch->i;
     st->counts = counts && counts->is_set && counts->i;
     st->calls = !calls || !calls->is_set || calls->i;
-    if (st->branch && !st->calls) {
-        snprintf(args->errbuf, args->errbuf_size,
-                 "calls=false needs branch=false (branch coverage follows every call)");
-        free(st);
-        return PTK_EINVAL;
-    }
 
     const ptk_option_value *html = host->option(args, "html");
     st->html = html && html->is_set && html->i;
@@ -1197,19 +1191,22 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     if (st->calls) {
         *events |= PTK_MASK(PTK_EV_CALL);
     }
-    if (st->branch) {
-        *events |= PTK_MASK(PTK_EV_RETURN);
-    }
     /* Branches from BRANCH events where the backend has them (each
      * location switched off once both directions are seen, and every line
-     * after its first run), from every LINE event where it has not. */
-    if (args->struct_size > offsetof(ptk_init_args, subscription) && args->subscription
-        && args->subscription->struct_size > offsetof(ptk_subscription, optional)) {
+     * after its first run), from every LINE event where it has not: those
+     * arcs also need every call and return (the fallback kinds, which the
+     * session adds only where BRANCH is left out). */
+    unsigned from_lines = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
+    if (st->branch && !st->counts && args->struct_size > offsetof(ptk_init_args, subscription)
+        && args->subscription
+        && args->subscription->struct_size > offsetof(ptk_subscription, fallback)) {
         st->sub = args->subscription;
-        if (st->branch && !st->counts) {
-            *events |= PTK_MASK(PTK_EV_BRANCH);
-            args->subscription->optional |= PTK_MASK(PTK_EV_BRANCH);
-        }
+        *events |= PTK_MASK(PTK_EV_BRANCH);
+        args->subscription->optional |= PTK_MASK(PTK_EV_BRANCH);
+        args->subscription->fallback |= from_lines & ~*events;
+    }
+    else if (st->branch) {
+        *events |= from_lines;
     }
     *state = st;
     return PTK_OK;

@@ -1,6 +1,6 @@
 """Executed lines, arcs and function starts against the settrace oracle.
 
-    test_oracle.py PROGRAM [--branch] [--counts] [--threads] [ARGS...]
+    test_oracle.py PROGRAM [--branch] [--counts] [--nocalls] [--threads] [ARGS...]
 
 PROGRAM is a file or a package directory's main module in the corpus
 (e.g. basic.py, app/main.py). The oracle is a pure-Python sys.settrace
@@ -13,7 +13,10 @@ on sys.monitoring (3.12+) without counts=, from BRANCH events (each line
 and each branch direction once, then switched off): the branches taken must
 be the oracle's transitions out of each branch line; elsewhere (the legacy
 backend, or --counts), from every LINE event: every transition and every
-count must be the oracle's.
+count must be the oracle's. --nocalls (calls=false): functions are reported
+as run or not, from their lines, and no CALL event is taken -- except where
+branches come from every LINE, which needs each call (the session adds
+CALL and RETURN there, the subscription's fallback kinds).
 """
 import os
 import sys
@@ -30,13 +33,16 @@ def main():
     branch = "--branch" in args
     counts = "--counts" in args
     threads = "--threads" in args
-    args = [a for a in args if a not in ("--branch", "--counts", "--threads")]
+    nocalls = "--nocalls" in args
+    args = [a for a in args if a not in ("--branch", "--counts", "--threads", "--nocalls")]
     name = prog.replace("/", "_").replace(".py", "") + ("-branch" if branch else "") \
-        + ("-counts" if counts else "") + ("-threads" if threads else "")
+        + ("-counts" if counts else "") + ("-threads" if threads else "") \
+        + ("-nocalls" if nocalls else "")
     wd = u.workdir(name)
     u.copy_corpus(wd, prog.split("/")[0])
     script = os.path.join(wd, prog)
-    opts = [o for o, on in (("branch=true", branch), ("counts=true", counts)) if on]
+    opts = [o for o, on in (("branch=true", branch), ("counts=true", counts),
+                            ("calls=false", nocalls)) if on]
     spec = "coverage:" + ",".join(opts) if opts else "coverage"
     _, data = u.run_ptk(wd, [script] + args, spec=spec,
                         threads="all" if threads else None)
@@ -68,6 +74,9 @@ def main():
     funcs = u.functions(data)
     for f in measured:
         ran = {k: c for k, c in funcs[f].items() if c}
+        if nocalls:  # whether each function ran: 1 or 0
+            u.compare_maps("functions run", {f: ran}, {f: {k: 1 for k in starts[f]}}, "oracle")
+            continue
         u.compare_maps("function calls", {f: ran}, {f: starts[f]}, "oracle")
         for (qual, line), calls in funcs[f].items():
             if calls == 0 and (qual, line) in starts[f]:
@@ -82,8 +91,14 @@ def main():
     how = data["meta"].get("measured")
     if how != want_how:
         u.fail("measured by %r, expected %r" % (how, want_how))
-    events = data["meta"]["events"]["line"]
     every = counts or (branch and not by_events)
+    calls_in = data["meta"]["events"]["call"]
+    if nocalls and not (branch and every) and calls_in:
+        u.fail("calls=false, and %d CALL events were taken" % calls_in)
+    if (not nocalls or (branch and every)) and not calls_in:
+        u.fail("no CALL event taken, and %s needs them"
+               % ("counting calls" if not nocalls else "branches from every LINE"))
+    events = data["meta"]["events"]["line"]
     if every:
         want = sum(sum(rec["lines"].values()) for fn, rec in oracle.items() if fn in measured)
     else:

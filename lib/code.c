@@ -280,6 +280,38 @@ rec_slot(coderec *r, uint32_t slot, int create)
     return e;
 }
 
+/* Per-instruction records are kept sorted by (offset, kind, slot): a
+ * code object whose every branch was switched off holds hundreds, and each
+ * BRANCH event at a location still on asks about its own. */
+static inline int
+loc_cmp(const loc *a, uint32_t slot, int32_t kind, int32_t lasti)
+{
+    if (a->lasti != lasti) {
+        return a->lasti < lasti ? -1 : 1;
+    }
+    if (a->kind != kind) {
+        return a->kind < kind ? -1 : 1;
+    }
+    return a->slot == slot ? 0 : (a->slot < slot ? -1 : 1);
+}
+
+/* The index of the first record not below (slot, kind, lasti). */
+static int
+loc_find(const coderec *r, uint32_t slot, int32_t kind, int32_t lasti)
+{
+    int lo = 0, hi = r->nlocs;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (loc_cmp(&r->locs[mid], slot, kind, lasti) < 0) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 int
 ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
                       int line, int lasti)
@@ -303,13 +335,8 @@ ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     if (!(r->loc_slots & bit)) {
         return 0;
     }
-    for (int i = 0; i < r->nlocs; i++) {
-        if (r->locs[i].slot == slot && r->locs[i].kind == (int32_t)kind &&
-            r->locs[i].lasti == lasti) {
-            return 1;
-        }
-    }
-    return 0;
+    int i = loc_find(r, slot, (int32_t)kind, lasti);
+    return i < r->nlocs && loc_cmp(&r->locs[i], slot, (int32_t)kind, lasti) == 0;
 }
 
 int
@@ -456,6 +483,10 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         }
         return r->lines_off;
     }
+    int at = loc_find(r, slot, (int32_t)kind, (int32_t)lasti);
+    if (at < r->nlocs && loc_cmp(&r->locs[at], slot, (int32_t)kind, (int32_t)lasti) == 0) {
+        return 0; /* already recorded */
+    }
     if (r->nlocs == r->caplocs) {
         int ncap = r->caplocs ? r->caplocs * 2 : 8;
         loc *n = realloc(r->locs, (size_t)ncap * sizeof *n);
@@ -465,7 +496,9 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         r->locs = n;
         r->caplocs = ncap;
     }
-    r->locs[r->nlocs++] = (loc){slot, (int32_t)kind, (int32_t)lasti};
+    memmove(&r->locs[at + 1], &r->locs[at], (size_t)(r->nlocs - at) * sizeof *r->locs);
+    r->locs[at] = (loc){slot, (int32_t)kind, (int32_t)lasti};
+    r->nlocs++;
     r->loc_slots |= bit;
     return 0;
 }

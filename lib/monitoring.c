@@ -219,9 +219,12 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     if (!t->nsub[PTK_EV_CALL] && !t->track_stack) {
         /* enabled for the per-code events, or for LINE's sake
-         * (line_needs_start), which keeps PY_START on */
+         * (line_needs_start), which keeps PY_START on until every line of
+         * the code object is switched off */
         return local_want && what != PTK_ORIGIN_THROW &&
-                       !(line_needs_start && what == PTK_ORIGIN_START)
+                       (!(line_needs_start && what == PTK_ORIGIN_START) ||
+                        ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
+                         ptk__code_line_state(code, 0) == PTK__LINE_OFF))
                    ? disable(1)
                    : none();
     }

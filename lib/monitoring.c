@@ -56,7 +56,10 @@ static unsigned long prev_events;
 /* CPython 3.13.0 reports no LINE for a line whose first instruction is the
  * RESUME of its code object (a one-line function, a class body, a
  * generator expression) unless PY_START is enabled too, and not again once
- * PY_START is disabled there. Found by a probe when the tool id is claimed. */
+ * PY_START is disabled there. Found by a probe when the tool id is claimed.
+ * The RESUME after a yield is the same with PY_RESUME (a loop whose line
+ * starts there lost its LINE events: coverage.oracle.loops.counts), so
+ * both are kept where this holds. */
 static int line_needs_start;
 
 /* Per-code events. When every subscriber judges code (a filter, say the
@@ -222,7 +225,8 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
          * (line_needs_start), which keeps PY_START on until every line of
          * the code object is switched off */
         return local_want && what != PTK_ORIGIN_THROW &&
-                       (!(line_needs_start && what == PTK_ORIGIN_START) ||
+                       (!(line_needs_start && (what == PTK_ORIGIN_START ||
+                                               what == PTK_ORIGIN_RESUME)) ||
                         ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
                          ptk__code_line_state(code, 0) == PTK__LINE_OFF))
                    ? disable(1)
@@ -914,7 +918,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (m & PTK_MASK(PTK_EV_LINE)) {
         want |= bits(M_LINE, M_JUMP);
         if (line_needs_start) {
-            want |= ev_bit[M_PY_START];
+            want |= ev_bit[M_PY_START] | ev_bit[M_PY_RESUME];
         }
     }
     if (m & PTK_MASK(PTK_EV_JUMP)) {

@@ -11,8 +11,8 @@ from one run with
   coveragepy         coverage.py, C tracer, line coverage
   coveragepy_branch  coverage.py, C tracer, branch=True
   ptk                pytracekit coverage plugin, line coverage
-  ptk_nocalls        the same with calls=false (no CALL events: whether each
-                     function ran, not how often)
+  ptk_calls          the same with calls=true (a CALL event per call: how
+                     often each function ran, not only whether)
   ptk_branch         pytracekit coverage plugin, branch=true (from BRANCH events
                      on sys.monitoring, from every LINE on the legacy backend)
   ptk_branch_counts  the same with counts=true (every LINE event, exact counts)
@@ -40,7 +40,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DRIVER = os.path.join(HERE, "driver.py")
-VARIANTS = ["bare", "nulltrace", "coveragepy", "coveragepy_branch", "ptk", "ptk_nocalls",
+VARIANTS = ["bare", "nulltrace", "coveragepy", "coveragepy_branch", "ptk", "ptk_calls",
             "ptk_branch", "ptk_branch_counts"]
 WORKLOADS = ["line_heavy", "line_partial", "call_heavy"]
 WALL_N = {"line_heavy": 2000000, "line_partial": 2000000, "call_heavy": 1000000}

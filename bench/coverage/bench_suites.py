@@ -11,8 +11,8 @@ robin, --reps times; the min of each is kept):
   ptk                pytracekit -p coverage[:include=...] -m unittest ...
                      (the pytracekit command: it embeds the shared libpython)
   ptk_branch         the same with branch=true
-  ptk_nocalls        the same with calls=false (no CALL events: whether each
-                     function ran, not how often)
+  ptk_calls          the same with calls=true (a CALL event per call: how
+                     often each function ran, not only whether)
   ptk_py, ptk_py_branch  the same through pytracekit.Session in the
                      interpreter binary itself (suite_driver.py): on Debian
                      /usr/bin/python3 is a faster build than its shared
@@ -49,7 +49,7 @@ SUITES = {
     "test_json": "json",
 }
 BACKEND = "auto"
-VARIANTS = ["bare", "coveragepy", "coveragepy_branch", "ptk", "ptk_branch", "ptk_nocalls",
+VARIANTS = ["bare", "coveragepy", "coveragepy_branch", "ptk", "ptk_branch", "ptk_calls",
             "ptk_py", "ptk_py_branch"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -91,8 +91,8 @@ def command(variant, python, build, suite, module, scope, out):
         opts.append("include='%s'" % inc)
     if variant.endswith("branch"):
         opts.append("branch=true")
-    if variant.endswith("nocalls"):
-        opts.append("calls=false")
+    if variant.endswith("_calls"):
+        opts.append("calls=true")
     if opts:
         spec += ":" + ",".join(opts)
     if variant.startswith("ptk_py"):

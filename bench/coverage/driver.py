@@ -3,7 +3,7 @@ one JSON line {"wall": seconds, "result": ..., "iterations": n}.
 
     python driver.py WORKLOAD VARIANT N NULL_DIR OUT_DIR
 
-Variants: bare, nulltrace, coveragepy, coveragepy_branch, ptk, ptk_nocalls,
+Variants: bare, nulltrace, coveragepy, coveragepy_branch, ptk, ptk_calls,
 ptk_branch, ptk_branch_counts.
 Only the workload call is timed, and only it runs inside _ptkcovnull.run,
 the region callgrind collects.
@@ -49,7 +49,7 @@ def main():
         import pytracekit
         spec = {"ptk": "coverage", "ptk_branch": "coverage:branch=true",
                 "ptk_branch_counts": "coverage:branch=true,counts=true",
-                "ptk_nocalls": "coverage:calls=false"}[variant]
+                "ptk_calls": "coverage:calls=true"}[variant]
         session = pytracekit.Session([spec], output_dir=out_dir, threads="current")
         session.start()
 

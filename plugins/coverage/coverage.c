@@ -150,8 +150,9 @@ static const ptk_option_spec cov_options[] = {
      "globs of absolute file paths to measure (',' or ';' separated)", NULL},
     {"exclude", PTK_OPT_LIST, NULL,
      "globs of absolute file paths not to measure", NULL},
-    {"calls", PTK_OPT_BOOL, "true",
-     "count calls per function (CALL events); false: only whether it ran, from its lines",
+    {"calls", PTK_OPT_BOOL, "false",
+     "count calls per function (a CALL event per call); false: only whether it ran, "
+     "from its lines",
      NULL},
     {"source", PTK_OPT_STRING, NULL,
      "measure only files under this directory; report its unexecuted .py files too", NULL},
@@ -1111,7 +1112,7 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     const ptk_option_value *counts = host->option(args, "counts");
     st->branch = branch && branch->is_set && branch->i;
     st->counts = counts && counts->is_set && counts->i;
-    st->calls = !calls || !calls->is_set || calls->i;
+    st->calls = calls && calls->is_set && calls->i;
 
     const ptk_option_value *html = host->option(args, "html");
     st->html = html && html->is_set && html->i;

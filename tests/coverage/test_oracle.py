@@ -1,6 +1,6 @@
 """Executed lines, arcs and function starts against the settrace oracle.
 
-    test_oracle.py PROGRAM [--branch] [--counts] [--nocalls] [--threads] [ARGS...]
+    test_oracle.py PROGRAM [--branch] [--counts] [--calls] [--threads] [ARGS...]
 
 PROGRAM is a file or a package directory's main module in the corpus
 (e.g. basic.py, app/main.py). The oracle is a pure-Python sys.settrace
@@ -13,10 +13,11 @@ on sys.monitoring (3.12+) without counts=, from BRANCH events (each line
 and each branch direction once, then switched off): the branches taken must
 be the oracle's transitions out of each branch line; elsewhere (the legacy
 backend, or --counts), from every LINE event: every transition and every
-count must be the oracle's. --nocalls (calls=false): functions are reported
+count must be the oracle's. By default (calls=false) functions are reported
 as run or not, from their lines, and no CALL event is taken -- except where
 branches come from every LINE, which needs each call (the session adds
-CALL and RETURN there, the subscription's fallback kinds).
+CALL and RETURN there, the subscription's fallback kinds); --calls
+(calls=true): the calls of each function must be the oracle's.
 """
 import os
 import sys
@@ -33,16 +34,16 @@ def main():
     branch = "--branch" in args
     counts = "--counts" in args
     threads = "--threads" in args
-    nocalls = "--nocalls" in args
-    args = [a for a in args if a not in ("--branch", "--counts", "--threads", "--nocalls")]
+    nocalls = "--calls" not in args
+    args = [a for a in args if a not in ("--branch", "--counts", "--threads", "--calls")]
     name = prog.replace("/", "_").replace(".py", "") + ("-branch" if branch else "") \
         + ("-counts" if counts else "") + ("-threads" if threads else "") \
-        + ("-nocalls" if nocalls else "")
+        + ("" if nocalls else "-calls")
     wd = u.workdir(name)
     u.copy_corpus(wd, prog.split("/")[0])
     script = os.path.join(wd, prog)
     opts = [o for o, on in (("branch=true", branch), ("counts=true", counts),
-                            ("calls=false", nocalls)) if on]
+                            ("calls=true", not nocalls)) if on]
     spec = "coverage:" + ",".join(opts) if opts else "coverage"
     _, data = u.run_ptk(wd, [script] + args, spec=spec,
                         threads="all" if threads else None)

@@ -199,6 +199,21 @@ local_set(PyCodeObject *code)
     (void)local_apply(code, local_want, local_gen);
 }
 
+/* Is the line whose first instruction is the RESUME at offset (bytes)
+ * still delivered to some LINE subscriber? (See line_needs_start.) */
+static int
+resume_line_on(PyCodeObject *code, PyObject *offset)
+{
+    if (!(ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE))) {
+        return 1;
+    }
+    if (ptk__code_line_state(code, 0) == PTK__LINE_OFF) {
+        return 0;
+    }
+    int line = PyCode_Addr2Line(code, (int)small_int(offset));
+    return line < 0 || ptk__code_line_state(code, line) == PTK__LINE_DELIVER;
+}
+
 /* Code no subscriber's filter selects (ptk__code_dead) answers DISABLE at
  * every location that can be disabled, the first time it fires; a later
  * subscriber gets it back through restart_events(). */
@@ -222,13 +237,11 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     if (!t->nsub[PTK_EV_CALL] && !t->track_stack) {
         /* enabled for the per-code events, or for LINE's sake
-         * (line_needs_start), which keeps PY_START on until every line of
-         * the code object is switched off */
+         * (line_needs_start), which keeps this PY_START / PY_RESUME on
+         * until the line starting at its RESUME is switched off */
         return local_want && what != PTK_ORIGIN_THROW &&
-                       (!(line_needs_start && (what == PTK_ORIGIN_START ||
-                                               what == PTK_ORIGIN_RESUME)) ||
-                        ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
-                         ptk__code_line_state(code, 0) == PTK__LINE_OFF))
+                       !(line_needs_start && what != PTK_ORIGIN_THROW &&
+                         resume_line_on(code, args[1]))
                    ? disable(1)
                    : none();
     }

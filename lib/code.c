@@ -61,6 +61,7 @@ uint64_t ptk__table_gen = 1;
 #endif
 
 int ptk__disable_records;
+uint64_t ptk__disable_marks;
 static Py_ssize_t extra_index = -1;
 static coderec *all_records;
 static int skip_ops[256]; /* prologue opcodes that produce no LINE event */
@@ -435,6 +436,7 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         return 0; /* cannot record: the subscriber keeps getting the event */
     }
     ptk__disable_records |= (int)PTK_MASK(kind);
+    ptk__disable_marks++;
     uint64_t bit = (uint64_t)1 << slot;
     if (kind == PTK_EV_CALL || kind == PTK_EV_RETURN) {
         /* A CALL or RETURN's location is the code object itself. */

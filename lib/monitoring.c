@@ -552,10 +552,13 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
             t->track_stack ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
     ev.target = (int32_t)small_int(args[2]);
+    uint64_t marks = ptk__disable_marks;
     ptk__deliver_clean(t, th, &ev);
     t = ptk__current; /* a plugin that failed may have retired t */
+    /* (most BRANCH events come from a location one way of which has not
+     * been taken yet: nobody disabled anything, nothing to look up) */
     if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_BRANCH)) &&
-        ptk__code_all_disabled(t, &ev)) {
+        marks != ptk__disable_marks && ptk__code_all_disabled(t, &ev)) {
         return disable(1);
     }
     return none();

@@ -400,6 +400,10 @@ void ptk__hub_out_of_memory(const char *what);
 void ptk__plugin_fail(struct ptk_plugin_ctx *ctx, int code, int py_error);
 extern int ptk__disable_records; /* PTK_MASK of the kinds some subscriber
                                     returned DISABLE for (0: none yet) */
+/* Grows with every DISABLE recorded and every event a subscriber did not
+ * get because it had disabled the location: a delivery that leaves it
+ * unchanged cannot have made its location disabled for every subscriber. */
+extern uint64_t ptk__disable_marks;
 /* lasti: the instruction offset, for kinds located by instruction. */
 int ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
                           int line, int lasti);
@@ -439,11 +443,13 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
         if (general && s[i].on_event == NULL) {
             continue; /* counts depth only */
         }
-        if (general &&
-            (ptk__sub_failed(&s[i]) ||
-             ((ptk__disable_records & (int)PTK_MASK(ev->kind)) &&
-              ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
-                                    ptk__event_lasti(ev))))) {
+        if (general && ptk__sub_failed(&s[i])) {
+            continue;
+        }
+        if (general && (ptk__disable_records & (int)PTK_MASK(ev->kind)) &&
+            ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
+                                  ptk__event_lasti(ev))) {
+            ptk__disable_marks++;
             continue;
         }
         int rc = s[i].on_event(s[i].state, ev);

@@ -37,6 +37,7 @@ _CONDITIONAL = frozenset(
     op for op in _JUMPS
     if dis.opname[op] not in _NOFALL
     and (dis.opname[op].startswith(("POP_JUMP", "JUMP_IF")) or dis.opname[op] == "FOR_ITER"))
+_NOT_CONDITIONAL = bytes(op for op in range(256) if op not in _CONDITIONAL)
 _EXIT_OPS = frozenset(dis.opmap[n] for n in _EXITS)
 _NOFALL_OPS = frozenset(dis.opmap[n] for n in _NOFALL)
 
@@ -141,6 +142,11 @@ def _instruction_lines(code, instrs):
 
 
 def _branches(code):
+    # Most code objects of a test module have no conditional jump: found
+    # without decoding (the even bytes of co_code are the opcodes, its
+    # inline caches zeros), they cost no _instructions().
+    if not code.co_code[::2].translate(None, _NOT_CONDITIONAL):
+        return {}
     instrs = _instructions(code)
     if not any(op in _CONDITIONAL for _, op, _ in instrs):
         return {}

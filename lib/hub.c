@@ -197,6 +197,12 @@ build(ptk__table **out, char **errmsg)
                 if (flags & PTK_FLAG_CLOCK) {
                     t->clock_mask |= PTK_MASK(k);
                 }
+                if ((PTK_MASK(k) & (PTK_MASK(PTK_EV_C_CALL) |
+                                    PTK_MASK(PTK_EV_C_RETURN) |
+                                    PTK_MASK(PTK_EV_C_EXCEPTION))) &&
+                    !(flags & PTK_FLAG_UNBOUND_C)) {
+                    t->c_bind = 1;
+                }
                 if (PTK_MASK(k) & PTK_MASK_REF) {
                     continue;
                 }

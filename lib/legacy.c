@@ -169,6 +169,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     ev.frame_ = frame;
     ev.lasti_ = -1;
     ev.target = -1;
+    ev.c_self = NULL;
 
     switch (what) {
     case PyTrace_CALL:
@@ -243,12 +244,15 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         }
         return 0;
     }
-    case PyTrace_C_CALL:
-        if (ptk__cstack_push(th, arg) < 0) {
+    case PyTrace_C_CALL: {
+        const void *fn, *cself;
+        ptk__c_identity(arg, &fn, &cself);
+        if (ptk__cstack_push(th, fn, cself) < 0) {
             ptk__hub_out_of_memory("the stack of C calls");
             return 0;
         }
         break;
+    }
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION: {
         int i = ptk__cstack_match(th, arg);

@@ -162,6 +162,7 @@ ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
     ev->frame_ = NULL;
     ev->lasti_ = -1;
     ev->target = -1;
+    ev->c_self = NULL;
 }
 
 /* Sets the per-code events on code and records their generation; 0 or -1
@@ -322,32 +323,77 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     return none();
 }
 
-/* The callable the legacy layer reports for a CALL / C_RETURN / C_RAISE:
- * builtin functions as they are, method descriptors bound to their self
- * (a new reference in *made), nothing for other callables. */
-static inline PyObject *
-c_callable(PyObject *const *args, PyObject **made)
+/* What a CALL / C_RETURN / C_RAISE (code, offset, callable, arg0) calls:
+ * 1 for a built-in function or method (fn, self as ptk__c_identity names
+ * it) or a method descriptor with its self (d_method, arg0: the identity
+ * of the bound method it makes), 0 for anything else (a Python function,
+ * the common case, or a callable the legacy layer does not report). */
+static inline int
+c_target(PyObject *const *args, const void **fn, const void **cself)
 {
     PyObject *callable = args[2];
-    *made = NULL;
     if (Py_IS_TYPE(callable, &PyFunction_Type)) {
-        return NULL; /* the common case: a Python function, nothing to report */
+        return 0;
     }
-    if (Py_TYPE(callable) != &PyMethodDescr_Type) {
+    if (Py_IS_TYPE(callable, &PyMethodDescr_Type)) {
         /* (checked first: the common case, and PyCFunction_Check is a
          * subtype walk for anything that is not a PyCFunction) */
-        return PyCFunction_Check(callable) ? callable : NULL;
+        if (args[3] == mon_MISSING) {
+            return 0;
+        }
+        *fn = ((PyMethodDescrObject *)callable)->d_method;
+        *cself = args[3];
+        return 1;
     }
-    if (args[3] == mon_MISSING) {
-        return NULL;
+    if (PyCFunction_Check(callable)) {
+        *fn = ((PyCFunctionObject *)callable)->m_ml;
+        *cself = ((PyCFunctionObject *)callable)->m_self;
+        return 1;
     }
-    PyObject *self_arg = args[3];
-    *made = Py_TYPE(callable)->tp_descr_get(callable, self_arg,
-                                            (PyObject *)Py_TYPE(self_arg));
-    if (*made == NULL) {
+    return 0;
+}
+
+/* A method descriptor bound to its self, as the legacy layer reports it
+ * (a new reference), or NULL (the error cleared). */
+static PyObject *
+c_bound(PyObject *const *args)
+{
+    PyObject *descr = args[2], *self_arg = args[3];
+    PyObject *made = Py_TYPE(descr)->tp_descr_get(descr, self_arg,
+                                                  (PyObject *)Py_TYPE(self_arg));
+    if (made == NULL) {
         PyErr_Clear();
     }
-    return *made;
+    return made;
+}
+
+/* Delivers a C event of args[2]: bound (made, or made now when every
+ * subscriber is not PTK_FLAG_UNBOUND_C) or the descriptor with its self.
+ * Steals made. */
+static void
+c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
+          PyObject *made)
+{
+    PyObject *callable = args[2];
+    PyObject *c_self = NULL;
+    if (made == NULL && Py_IS_TYPE(callable, &PyMethodDescr_Type)) {
+        if (t->c_bind) {
+            made = c_bound(args);
+            if (made == NULL) {
+                return;
+            }
+        }
+        else {
+            c_self = args[3];
+        }
+    }
+    ptk_event ev;
+    ev_init(&ev, th, kind, (PyCodeObject *)args[0],
+            made != NULL ? made : callable, th->pub.depth);
+    ev.lasti_ = (int32_t)small_int(args[1]);
+    ev.c_self = c_self;
+    ptk__deliver_clean(t, th, &ev);
+    Py_XDECREF(made);
 }
 
 /* CALL (code, offset, callable, arg0). */
@@ -361,28 +407,31 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1); /* judged by the calling code */
     }
-    PyObject *made;
-    PyObject *callable = c_callable(args, &made);
-    if (callable == NULL) {
+    const void *fn, *cself;
+    if (!c_target(args, &fn, &cself)) {
         return none();
     }
     ptk__thread *th = thread_here();
-    if (th != NULL && ptk__cstack_push(th, callable) < 0) {
+    if (th == NULL) {
+        return none();
+    }
+    if (ptk__cstack_push(th, fn, cself) < 0) {
         ptk__hub_out_of_memory("the stack of C calls");
+        return none();
     }
-    else if (th != NULL) {
-        /* kept for the C_RETURN / C_RAISE: not made a second time */
-        th->cstack[th->cdepth - 1].made = made;
-        made = NULL;
-        if (t->nsub[PTK_EV_C_CALL]) {
-            ptk_event ev;
-            ev_init(&ev, th, PTK_EV_C_CALL, (PyCodeObject *)args[0], callable,
-                    th->pub.depth);
-            ev.lasti_ = (int32_t)small_int(args[1]);
-            ptk__deliver_clean(t, th, &ev);
+    if (Py_IS_TYPE(args[2], &PyMethodDescr_Type) && t->c_bind) {
+        /* made once, kept for the C_RETURN / C_RAISE */
+        PyObject *made = c_bound(args);
+        if (made == NULL) {
+            th->cdepth--;
+            return none();
         }
+        th->cstack[th->cdepth - 1].made = made;
     }
-    Py_XDECREF(made);
+    if (t->nsub[PTK_EV_C_CALL]) {
+        PyObject *made = th->cstack[th->cdepth - 1].made;
+        c_deliver(t, th, PTK_EV_C_CALL, args, Py_XNewRef(made));
+    }
     return none();
 }
 
@@ -396,25 +445,8 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return none(); /* C_RETURN and C_RAISE follow CALL: it is disabled */
     }
-    /* What c_callable would report, identified without making the bound
-     * method again: its C_CALL kept the one it made. */
-    PyObject *callable = args[2];
     const void *fn, *cself;
-    if (Py_IS_TYPE(callable, &PyFunction_Type)) {
-        return none();
-    }
-    if (Py_TYPE(callable) == &PyMethodDescr_Type) {
-        if (args[3] == mon_MISSING) {
-            return none();
-        }
-        fn = ((PyMethodDescrObject *)callable)->d_method;
-        cself = args[3];
-    }
-    else if (PyCFunction_Check(callable)) {
-        fn = ((PyCFunctionObject *)callable)->m_ml;
-        cself = ((PyCFunctionObject *)callable)->m_self;
-    }
-    else {
+    if (!c_target(args, &fn, &cself)) {
         return none();
     }
     ptk__thread *th = thread_here();
@@ -424,17 +456,12 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         PyObject *made = th->cstack[i].made;
         th->cstack[i].made = NULL; /* ours now: released after the event */
         ptk__cstack_truncate(th, i);
-        if (made == NULL && !PyCFunction_Check(callable)) {
-            callable = c_callable(args, &made); /* not kept: make it */
+        if (t->nsub[kind]) {
+            c_deliver(t, th, kind, args, made);
         }
-        if (t->nsub[kind] && (made != NULL || callable != NULL)) {
-            ptk_event ev;
-            ev_init(&ev, th, kind, (PyCodeObject *)args[0],
-                    made != NULL ? made : callable, th->pub.depth);
-            ev.lasti_ = (int32_t)small_int(args[1]);
-            ptk__deliver_clean(t, th, &ev);
+        else {
+            Py_XDECREF(made);
         }
-        Py_XDECREF(made);
     }
     return none();
 }

@@ -171,7 +171,7 @@ void ptk__thread_watch(ptk__thread *th);
 void ptk__thread_end(ptk__thread *th);
 /* C calls in progress, so that each C_RETURN / C_EXCEPTION is delivered
  * only after its C_CALL (both backends). */
-int ptk__cstack_push_slow(ptk__thread *th, PyObject *callable);
+int ptk__cstack_push_slow(ptk__thread *th, const void *fn, const void *self);
 /* What identifies the C function: a bound builtin method is made anew for
  * each event on 3.12+, so (method def, self) and not the object. */
 static inline void
@@ -186,15 +186,17 @@ ptk__c_identity(PyObject *callable, const void **fn, const void **self)
         *self = NULL;
     }
 }
-/* Pushes a C call; -1 when out of memory. Inline: once per C call. */
+/* Pushes the C call (fn, self) as ptk__c_identity names it; -1 when out
+ * of memory. Inline: once per C call. */
 static inline int
-ptk__cstack_push(ptk__thread *th, PyObject *callable)
+ptk__cstack_push(ptk__thread *th, const void *fn, const void *self)
 {
     if (th->cdepth == th->ccap) {
-        return ptk__cstack_push_slow(th, callable);
+        return ptk__cstack_push_slow(th, fn, self);
     }
     ptk__cframe *f = &th->cstack[th->cdepth++];
-    ptk__c_identity(callable, &f->fn, &f->self);
+    f->fn = fn;
+    f->self = self;
     f->depth = th->pub.depth;
     f->made = NULL;
     return 0;
@@ -284,6 +286,9 @@ typedef struct ptk__table {
     int all_threads;          /* some session observes every thread */
     int track_stack;          /* monitoring: keep the shadow stack (someone
                                  wants RETURN, C events or the stack) */
+    int c_bind;               /* monitoring: some subscriber of a C event
+                                 lacks PTK_FLAG_UNBOUND_C: method
+                                 descriptors are delivered bound */
     int nsub[PTK_EV_COUNT];
     ptk__sub *subs[PTK_EV_COUNT];
     /* Filters (filter.c), by subscriber slot. */

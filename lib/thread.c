@@ -225,7 +225,7 @@ ptk__thread_names_refresh(void)
 
 /* ptk__cstack_push when the stack is full: grows it first. */
 int
-ptk__cstack_push_slow(ptk__thread *th, PyObject *callable)
+ptk__cstack_push_slow(ptk__thread *th, const void *fn, const void *self)
 {
     if (th->cdepth == th->ccap) {
         int32_t ncap = th->ccap ? th->ccap * 2 : 32;
@@ -236,8 +236,8 @@ ptk__cstack_push_slow(ptk__thread *th, PyObject *callable)
         th->cstack = n;
         th->ccap = ncap;
     }
-    ptk__c_identity(callable, &th->cstack[th->cdepth].fn,
-                    &th->cstack[th->cdepth].self);
+    th->cstack[th->cdepth].fn = fn;
+    th->cstack[th->cdepth].self = self;
     th->cstack[th->cdepth].depth = th->pub.depth;
     th->cstack[th->cdepth].made = NULL;
     th->cdepth++;

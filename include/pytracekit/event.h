@@ -27,7 +27,9 @@ extern "C" {
  * - CALL: `Py_None`.
  * - RETURN: the returned (or yielded) value, or NULL when an exception
  *   unwinds the frame (normalised: every supported Python gives NULL).
- * - C_CALL, C_RETURN, C_EXCEPTION: the C callable.
+ * - C_CALL, C_RETURN, C_EXCEPTION: the C callable (a built-in function or
+ *   method; for a plugin with #PTK_FLAG_UNBOUND_C possibly a method
+ *   descriptor, its object in ptk_event::c_self).
  * - EXCEPTION: the `(type, value, traceback)` tuple.
  * - LINE, OPCODE: `Py_None`.
  * - REF_CREATE, REF_DESTROY: delivered through `on_ref`, not ptk_event.
@@ -219,7 +221,65 @@ typedef struct ptk_event {
     /** BRANCH, JUMP: the offset (bytes) of the instruction control goes to;
      *  -1 for every other kind. @since 0.3 (ABI 1.2) */
     int32_t target;
+    /** C_CALL, C_RETURN, C_EXCEPTION whose `arg` is a method descriptor
+     *  (only for plugins with #PTK_FLAG_UNBOUND_C): the object the method is
+     *  called on (borrowed); NULL otherwise. @since 0.3 (ABI 1.3) */
+    PyObject *c_self;
 } ptk_event;
+
+/**
+ * @brief The `PyMethodDef` of a C event's callable, whichever form it has.
+ *
+ * For a built-in function or method in ptk_event::arg, its `m_ml`; for a
+ * method descriptor (#PTK_FLAG_UNBOUND_C), its `d_method`: the same pointer
+ * the bound method would have, so a plugin keys C functions by it alike.
+ * Inline, so that plugins can use it without linking the library.
+ * @param ev A C_CALL, C_RETURN or C_EXCEPTION event.
+ * @return The method definition, or NULL for any other callable.
+ * @since 0.3 (ABI 1.3)
+ */
+static inline PyMethodDef *
+ptk_event_c_def(const ptk_event *ev)
+{
+    PyObject *fn = ev->arg;
+    if (fn == NULL) {
+        return NULL;
+    }
+    if (Py_IS_TYPE(fn, &PyMethodDescr_Type)) {
+        /* first: PyCFunction_Check walks the type's bases for the rest */
+        return ((PyMethodDescrObject *)fn)->d_method;
+    }
+    if (PyCFunction_Check(fn)) {
+        return ((PyCFunctionObject *)fn)->m_ml;
+    }
+    return NULL;
+}
+
+/**
+ * @brief The object a C event's callable is bound to, whichever form it has.
+ *
+ * `m_self` of a built-in method (NULL or the module for a function), or
+ * ptk_event::c_self when `arg` is a method descriptor.
+ * @param ev A C_CALL, C_RETURN or C_EXCEPTION event.
+ * @return The object (borrowed), or NULL.
+ * @since 0.3 (ABI 1.3)
+ */
+static inline PyObject *
+ptk_event_c_self(const ptk_event *ev)
+{
+    PyObject *fn = ev->arg;
+    if (fn == NULL) {
+        return NULL;
+    }
+    if (Py_IS_TYPE(fn, &PyMethodDescr_Type)) {
+        return ev->struct_size > offsetof(ptk_event, c_self) ? ev->c_self
+                                                             : NULL;
+    }
+    if (PyCFunction_Check(fn)) {
+        return ((PyCFunctionObject *)fn)->m_self;
+    }
+    return NULL;
+}
 
 /**
  * @brief Names of the event kinds: `"call"`, `"exception"`, `"line"`, …

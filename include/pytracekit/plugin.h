@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 2
+#define PTK_ABI_MINOR 3
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -54,7 +54,19 @@ typedef enum ptk_plugin_flags {
     PTK_FLAG_CLOCK = 1u << 0,
     /** The hub keeps ptk_thread::stack up to date (CALL/RETURN are then
      *  observed even if the plugin does not subscribe to them). */
-    PTK_FLAG_STACK = 1u << 1
+    PTK_FLAG_STACK = 1u << 1,
+    /** C events may carry an unbound method: with this flag the `arg` of a
+     *  C_CALL, C_RETURN or C_EXCEPTION may be the method descriptor itself
+     *  (`PyMethodDescr_Type`, as `list.append`) and ptk_event::c_self the
+     *  object it is called on, where without it the host makes the bound
+     *  built-in method (`[].append`) for each call, as the legacy hooks
+     *  and cProfile do. Making and freeing that object is most of what a
+     *  method call costs a profiler on 3.12+; the host skips it when every
+     *  subscriber of the C event has this flag. Read the callable with
+     *  ptk_event_c_def() and ptk_event_c_self(), which answer for both
+     *  forms. A host older than ABI 1.3 ignores the flag.
+     *  @since 0.3 (ABI 1.3) */
+    PTK_FLAG_UNBOUND_C = 1u << 2
 } ptk_plugin_flags;
 
 /**

@@ -118,6 +118,24 @@ attr_or_none(PyObject *o, const char *name)
     return v;
 }
 
+/* The same for a method descriptor called on self (PTK_FLAG_UNBOUND_C):
+ * what its bound method would answer (the qualname of type(self), or of
+ * self if it is a type, then the name; no module). */
+static PyObject *
+c_names_unbound(PyObject *descr, PyObject *self)
+{
+    const char *name = ((PyMethodDescrObject *)descr)->d_method->ml_name;
+    PyObject *type = PyType_Check(self) ? self : (PyObject *)Py_TYPE(self);
+    PyObject *tq = PyObject_GetAttrString(type, "__qualname__");
+    if (tq == NULL) {
+        return NULL;
+    }
+    PyObject *res = Py_BuildValue("(sNO)", name,
+                                  PyUnicode_FromFormat("%S.%s", tq, name), Py_None);
+    Py_DECREF(tq);
+    return res;
+}
+
 /* (__name__, __qualname__, __module__) of a callable. */
 static PyObject *
 c_names(PyObject *fn)
@@ -128,7 +146,8 @@ c_names(PyObject *fn)
 }
 
 static int
-count_call(counter *c, const void *key, PyObject *obj, int is_c)
+count_call(counter *c, const void *key, PyObject *obj, PyObject *cself,
+           int is_c)
 {
     if (key == c->last_key) {
         c->last->calls++;
@@ -143,10 +162,13 @@ count_call(counter *c, const void *key, PyObject *obj, int is_c)
          * object alive, and a method of a pytracekit.Session (its
          * __exit__) the session itself, through a cycle no collector sees.
          * Its names are all the report needs. */
-        if (is_c && PyCFunction_Check(obj)) {
+        if (is_c && (Py_IS_TYPE(obj, &PyMethodDescr_Type) ||
+                     PyCFunction_Check(obj))) {
             is_c = 2;
         }
-        e->obj = is_c == 2 ? c_names(obj) : Py_NewRef(obj);
+        e->obj = is_c != 2                                   ? Py_NewRef(obj)
+                 : Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself ? c_names_unbound(obj, cself)
+                                                                 : c_names(obj);
         if (e->obj == NULL) {
             return PTK_ENOMEM;
         }
@@ -178,16 +200,15 @@ counter_event(void *state, const ptk_event *ev)
     }
     c->per_thread[ti]++;
     if (ev->kind == PTK_EV_CALL) {
-        return count_call(c, ev->code, (PyObject *)ev->code, 0);
+        return count_call(c, ev->code, (PyObject *)ev->code, NULL, 0);
     }
     if (ev->kind == PTK_EV_C_CALL) {
         /* Bound methods made for the event are new objects each time: the
-         * C function's identity is its method definition. */
-        const void *key = ev->arg;
-        if (PyCFunction_Check(ev->arg)) {
-            key = ((PyCFunctionObject *)ev->arg)->m_ml;
-        }
-        return count_call(c, key, ev->arg, 1);
+         * C function's identity is its method definition (the same for a
+         * method descriptor, PTK_FLAG_UNBOUND_C, and its bound methods). */
+        const void *key = ptk_event_c_def(ev);
+        return count_call(c, key != NULL ? key : (const void *)ev->arg,
+                          ev->arg, ev->c_self, 1);
     }
     return PTK_OK;
 }
@@ -377,7 +398,7 @@ static const ptk_plugin_desc counter_desc = {
     .version = "1.0",
     .description = "counts events, calls per function and events per thread",
     .events = PTK_MASK_PROFILE,
-    .flags = 0,
+    .flags = PTK_FLAG_UNBOUND_C,
     .options = options,
     .init = counter_init,
     .on_event = counter_event,

@@ -506,12 +506,10 @@ tl_return(tl_state *st, tl_thread *th, const void *key, int c, uint64_t now,
 }
 
 static inline const void *
-tl_c_key(PyObject *callable)
+tl_c_key(const ptk_event *ev)
 {
-    if (PyCFunction_Check(callable)) {
-        return ((PyCFunctionObject *)callable)->m_ml;
-    }
-    return callable;
+    const void *def = ptk_event_c_def(ev);
+    return def != NULL ? def : (const void *)ev->arg;
 }
 
 static void tl_tick(tl_state *st, uint64_t now);
@@ -604,8 +602,8 @@ tl_event(tl_state *st, const ptk_event *ev)
         tl_return(st, th, ev->code, 0, now, ev->origin != PTK_ORIGIN_YIELD);
         return PTK_OK;
     case PTK_EV_C_CALL: {
-        const void *key = tl_c_key(ev->arg);
-        n = tl__name_c(st, ev->arg, key);
+        const void *key = tl_c_key(ev);
+        n = tl__name_c(st, ev->arg, ev->c_self, key);
         if (n == NULL) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "cannot name a C function");
         }
@@ -615,7 +613,7 @@ tl_event(tl_state *st, const ptk_event *ev)
     }
     case PTK_EV_C_RETURN:
     case PTK_EV_C_EXCEPTION:
-        tl_return(st, th, tl_c_key(ev->arg), 1, now, 1);
+        tl_return(st, th, tl_c_key(ev), 1, now, 1);
         return PTK_OK;
     case PTK_EV_EXCEPTION:
         return tl_exception(st, th, ev, now);
@@ -1178,7 +1176,7 @@ static const ptk_plugin_desc tl_desc = {
     .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
               PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
               PTK_MASK(PTK_EV_C_EXCEPTION) | PTK_MASK(PTK_EV_EXCEPTION),
-    .flags = PTK_FLAG_CLOCK,
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C,
     .options = tl_options,
     .init = tl_init,
     .on_event = tl_on_event,

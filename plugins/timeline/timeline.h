@@ -262,7 +262,8 @@ typedef struct tl_state {
 
 /* tl_names.c */
 tl_name *tl__name_code(tl_state *st, PyCodeObject *code);
-tl_name *tl__name_c(tl_state *st, PyObject *callable, const void *key);
+tl_name *tl__name_c(tl_state *st, PyObject *callable, PyObject *cself,
+                    const void *key);
 tl_name *tl__name_exc(tl_state *st, PyObject *type);
 int tl__name_label(tl_name *n, const char *text);
 void tl__names_free(tl_state *st);

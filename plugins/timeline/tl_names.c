@@ -263,10 +263,16 @@ tl__name_code(tl_state *st, PyCodeObject *code)
 }
 
 /* cProfile's label for a C callable: "<built-in method NAME>" for methods,
- * "<MODULE.NAME>" or "<NAME>" (builtins) for functions. */
+ * "<MODULE.NAME>" or "<NAME>" (builtins) for functions; a method descriptor
+ * with its self (PTK_FLAG_UNBOUND_C) is named as its bound method. */
 static PyObject *
-tl_c_label(PyObject *obj)
+tl_c_label(PyObject *obj, PyObject *cself)
 {
+    if (Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself != NULL) {
+        return PyUnicode_FromFormat("<built-in method %s of %s object>",
+                                    ((PyMethodDescrObject *)obj)->d_method->ml_name,
+                                    Py_TYPE(cself)->tp_name);
+    }
     if (!PyCFunction_Check(obj)) {
         return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
     }
@@ -286,7 +292,7 @@ tl_c_label(PyObject *obj)
 }
 
 tl_name *
-tl__name_c(tl_state *st, PyObject *callable, const void *key)
+tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
 {
     tl_name *n = tl__map_get(&st->names, key, TL_NAME_C);
     if (n != NULL) {
@@ -299,7 +305,7 @@ tl__name_c(tl_state *st, PyObject *callable, const void *key)
     }
     n->key = key;
     n->kind = TL_NAME_C;
-    PyObject *text = tl_c_label(callable);
+    PyObject *text = tl_c_label(callable, cself);
     if (text == NULL || tl_set_text(n, text) != 0) {
         Py_XDECREF(text);
         tl_name_drop(n);

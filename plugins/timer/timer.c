@@ -67,12 +67,43 @@ tm__cpu_now(void)
 
 /* ---- functions ---------------------------------------------------------- */
 
+/* cProfile's name for a built-in method: the repr of the attribute on
+ * type(self), else "<built-in method [mod.]name>". */
+static PyObject *
+tm_method_label(const char *name, PyObject *self, PyObject *module)
+{
+    PyObject *pyname = PyUnicode_FromString(name);
+    if (pyname != NULL) {
+        PyObject *mo = _PyType_Lookup(Py_TYPE(self), pyname);
+        Py_XINCREF(mo);
+        Py_DECREF(pyname);
+        if (mo != NULL) {
+            PyObject *res = PyObject_Repr(mo);
+            Py_DECREF(mo);
+            if (res != NULL) {
+                return res;
+            }
+        }
+    }
+    PyErr_Clear();
+    if (module != NULL && PyUnicode_Check(module)) {
+        return PyUnicode_FromFormat("<built-in method %U.%s>", module, name);
+    }
+    return PyUnicode_FromFormat("<built-in method %s>", name);
+}
+
 /* cProfile's name for a C function (normalizeUserObj in Modules/_lsprof.c):
  * "<mod.name>" / "<name>" for a function without self, else the repr of the
- * attribute on type(self), else "<built-in method [mod.]name>". */
+ * attribute on type(self), else "<built-in method [mod.]name>"; a method
+ * descriptor with its self (PTK_FLAG_UNBOUND_C) is named as its bound method. */
 static PyObject *
-tm_c_label(PyObject *obj)
+tm_c_label(PyObject *obj, PyObject *cself)
 {
+    if (Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself != NULL) {
+        /* unbound (PTK_FLAG_UNBOUND_C): named as its bound method */
+        return tm_method_label(((PyMethodDescrObject *)obj)->d_method->ml_name,
+                               cself, NULL);
+    }
     if (!PyCFunction_Check(obj)) {
         return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
     }
@@ -102,30 +133,13 @@ tm_c_label(PyObject *obj)
         }
         return PyUnicode_FromFormat("<%s>", name);
     }
-    PyObject *pyname = PyUnicode_FromString(name);
-    if (pyname != NULL) {
-        PyObject *mo = _PyType_Lookup(Py_TYPE(fn->m_self), pyname);
-        Py_XINCREF(mo);
-        Py_DECREF(pyname);
-        if (mo != NULL) {
-            PyObject *res = PyObject_Repr(mo);
-            Py_DECREF(mo);
-            if (res != NULL) {
-                return res;
-            }
-        }
-    }
-    PyErr_Clear();
-    if (fn->m_module != NULL && PyUnicode_Check(fn->m_module)) {
-        return PyUnicode_FromFormat("<built-in method %U.%s>", fn->m_module,
-                                    name);
-    }
-    return PyUnicode_FromFormat("<built-in method %s>", name);
+    return tm_method_label(name, fn->m_self, fn->m_module);
 }
 
 /* The shared record of a function, made on first sight. */
 static tm_func *
-tm_func_get(tm_state *st, const void *key, PyObject *obj, int is_c)
+tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
+            int is_c)
 {
     tm_func *fn = tm__map_get(&st->funcs, key, NULL);
     if (fn != NULL) {
@@ -147,7 +161,7 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, int is_c)
     fn->key = key;
     fn->is_c = is_c;
     if (is_c) {
-        fn->label = tm_c_label(obj);
+        fn->label = tm_c_label(obj, cself);
         if (fn->label == NULL) {
             return NULL;
         }
@@ -215,7 +229,7 @@ tm_thread_get(tm_state *st, const ptk_thread *t)
  * and root_edge are distinct objects, so the keys never collide. */
 static tm_node *
 tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
-             PyObject *obj, int is_c)
+             PyObject *obj, PyObject *cself, int is_c)
 {
     int merged = parent->merged || !st->contexts ||
                  (st->max_contexts > 0 &&
@@ -235,7 +249,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     }
     tm_stat *s = tm__map_get(&th->stats, key, NULL);
     if (s == NULL) {
-        tm_func *fn = tm_func_get(st, key, obj, is_c);
+        tm_func *fn = tm_func_get(st, key, obj, cself, is_c);
         if (fn == NULL) {
             return NULL;
         }
@@ -304,10 +318,11 @@ tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
  * stack is full. NULL after recording the failure. */
 TM_COLD tm_frame *
 tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
-              const void *key, PyObject *obj, int is_c, tm_node **out)
+              const void *key, PyObject *obj, PyObject *cself, int is_c,
+              tm_node **out)
 {
     if (n == NULL || n->key != key) {
-        n = tm_node_find(st, th, parent, key, obj, is_c);
+        n = tm_node_find(st, th, parent, key, obj, cself, is_c);
         if (n == NULL) {
             if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
@@ -333,7 +348,7 @@ tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
 
 TM_INLINE int
 tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
-         int is_c, uint64_t now)
+         PyObject *cself, int is_c, uint64_t now)
 {
     tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
     /* Guess the node: the call that followed the sibling that just
@@ -347,7 +362,7 @@ tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
         f = &th->stack[th->sp];
     }
     else {
-        f = tm_enter_slow(st, th, parent, n, key, obj, is_c, &n);
+        f = tm_enter_slow(st, th, parent, n, key, obj, cself, is_c, &n);
         if (f == NULL) {
             return PTK_ENOMEM;
         }
@@ -408,13 +423,13 @@ tm_leave_key(tm_thread *th, const void *key, int c_only, uint64_t now)
     tm_leave(th, now);
 }
 
+/* A C function's key: its PyMethodDef (a bound method is made anew for
+ * each call, a descriptor's is the same def), else the callable itself. */
 static inline const void *
-tm_c_key(PyObject *callable)
+tm_c_key(const ptk_event *ev)
 {
-    if (PyCFunction_Check(callable)) {
-        return ((PyCFunctionObject *)callable)->m_ml;
-    }
-    return callable;
+    const void *def = ptk_event_c_def(ev);
+    return def != NULL ? def : (const void *)ev->arg;
 }
 
 static int
@@ -434,7 +449,7 @@ tm_on_event(void *state, const ptk_event *ev)
     th->last_ns = now;
     switch (ev->kind) {
     case PTK_EV_CALL:
-        return tm_enter(st, th, ev->code, (PyObject *)ev->code, 0, now);
+        return tm_enter(st, th, ev->code, (PyObject *)ev->code, NULL, 0, now);
     case PTK_EV_RETURN:
         if (th->sp > 0 && th->stack[th->sp - 1].node->key == ev->code) {
             tm_leave(th, now);
@@ -444,10 +459,10 @@ tm_on_event(void *state, const ptk_event *ev)
         }
         return PTK_OK;
     case PTK_EV_C_CALL:
-        return tm_enter(st, th, tm_c_key(ev->arg), ev->arg, 1, now);
+        return tm_enter(st, th, tm_c_key(ev), ev->arg, ev->c_self, 1, now);
     case PTK_EV_C_RETURN:
     case PTK_EV_C_EXCEPTION: {
-        const void *key = tm_c_key(ev->arg);
+        const void *key = tm_c_key(ev);
         if (th->sp > 0 && th->stack[th->sp - 1].node->key == key) {
             tm_leave(th, now);
         }
@@ -836,7 +851,7 @@ static const ptk_plugin_desc tm_desc = {
     .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
               PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
               PTK_MASK(PTK_EV_C_EXCEPTION),
-    .flags = PTK_FLAG_CLOCK,
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C,
     .options = tm_options,
     .init = tm_init,
     .on_event = tm_on_event,

@@ -144,6 +144,48 @@ middle(3)
             + "print(sys.getprofile(), sys.gettrace())\n")
         self.assertEqual(p.stdout.strip().splitlines()[-1], "None None")
 
+    METHODS = """
+def methods(x):
+    lst = []
+    lst.append(x)
+    d = {x: 1}
+    d.get(x)
+    "a".upper()
+    len(lst)
+    return lst
+"""
+
+    def c_rows(self, rows):
+        return [(r[0], r[3], tuple(r[7])) for r in rows_of(rows, None, "methods")
+                if r[0] in ("c_call", "c_return")]
+
+    def expected_c_rows(self, form):
+        out = []
+        for name, self_type, f in (("append", "list", form), ("get", "dict", form),
+                                   ("upper", "str", form), ("len", "module", "bound")):
+            out += [("c_call", name, (f, self_type)), ("c_return", name, (f, self_type))]
+        return out * 2
+
+    def test_unbound_c_methods_alone(self):
+        # With PTK_FLAG_UNBOUND_C alone on monitoring, a method call comes as
+        # its descriptor with the object in c_self (no bound method made);
+        # the legacy hooks always report the bound method. Built-in
+        # functions are the same object either way.
+        (rows,), _ = record("for i in range(2): methods(i)", self.METHODS,
+                            ["events=profile,unbound=true"])
+        self.assertEqual(self.c_rows(rows),
+                         self.expected_c_rows("descriptor" if MONITORING else "bound"))
+
+    def test_unbound_c_methods_beside_a_plugin_that_needs_them_bound(self):
+        # one subscriber without the flag: everyone gets the bound method,
+        # with the same name and self
+        (unb, plain), _ = record("for i in range(2): methods(i)", self.METHODS,
+                                 ["events=profile,unbound=true", "events=profile"])
+        self.assertEqual(self.c_rows(unb), self.expected_c_rows("bound"))
+        self.assertEqual([(r[0], r[1], r[3]) for r in rows_of(plain, None, "methods")
+                          if r[0] in ("c_call", "c_return")],
+                         [(k, "methods", n) for k, n, _ in self.expected_c_rows("bound")])
+
     def test_disable_line_per_location(self):
         # r0 disables every LINE; r1 beside it keeps getting them all
         body = "for i in range(4): middle(i)"

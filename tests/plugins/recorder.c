@@ -11,6 +11,10 @@
  *   no_lines=NAME      on the first LINE of a frame of NAME, set
  *                      frame.f_trace_lines = False
  *   opcodes_check=BOOL for OPCODE: record whether frame.f_trace_opcodes is set
+ *   unbound=BOOL       take PTK_FLAG_UNBOUND_C; C events then record their
+ *                      name from ptk_event_c_def() and, in the last column,
+ *                      [form, type of ptk_event_c_self() or None] where form
+ *                      is "descriptor" or "bound"
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,7 +30,7 @@ typedef struct {
     PyObject *rows;
     unsigned int disable;
     const char *tag, *only, *no_lines;
-    int opcodes_check;
+    int opcodes_check, unbound;
 } rec;
 
 static const ptk_option_spec options[] = {
@@ -36,6 +40,7 @@ static const ptk_option_spec options[] = {
     {"only", PTK_OPT_STRING, "", "record only this function", NULL},
     {"no_lines", PTK_OPT_STRING, "", "switch f_trace_lines off in this function", NULL},
     {"opcodes_check", PTK_OPT_BOOL, "false", "record f_trace_opcodes", NULL},
+    {"unbound", PTK_OPT_BOOL, "false", "take method descriptors unbound", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -65,6 +70,10 @@ rec_init(const ptk_init_args *a, void **state, unsigned int *events)
     r->only = a->host->option(a, "only")->s;
     r->no_lines = a->host->option(a, "no_lines")->s;
     r->opcodes_check = (int)a->host->option(a, "opcodes_check")->i;
+    r->unbound = (int)a->host->option(a, "unbound")->i;
+    if (r->unbound) {
+        a->subscription->flags |= PTK_FLAG_UNBOUND_C;
+    }
     *state = r;
     return r->rows ? PTK_OK : PTK_ENOMEM;
 }
@@ -99,6 +108,19 @@ rec_event(void *state, const ptk_event *ev)
         }
     }
     PyObject *extra = Py_NewRef(Py_None);
+    if (r->unbound && (ev->kind == PTK_EV_C_CALL || ev->kind == PTK_EV_C_RETURN ||
+                       ev->kind == PTK_EV_C_EXCEPTION)) {
+        PyMethodDef *def = ptk_event_c_def(ev);
+        PyObject *self = ptk_event_c_self(ev);
+        Py_DECREF(extra);
+        extra = Py_BuildValue(
+            "(ss)", Py_IS_TYPE(ev->arg, &PyMethodDescr_Type) ? "descriptor" : "bound",
+            self != NULL ? Py_TYPE(self)->tp_name : "None");
+        if (def != NULL) {
+            Py_DECREF(arg);
+            arg = PyUnicode_FromString(def->ml_name);
+        }
+    }
     if (ev->kind == PTK_EV_BRANCH || ev->kind == PTK_EV_JUMP) {
         Py_DECREF(extra);
         extra = Py_BuildValue("(ii)", r->host->event_offset(ev), (int)ev->target);

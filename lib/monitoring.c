@@ -370,7 +370,7 @@ c_bound(PyObject *const *args)
 /* Delivers a C event of args[2]: bound (made, or made now when every
  * subscriber is not PTK_FLAG_UNBOUND_C) or the descriptor with its self.
  * Steals made. */
-static void
+static inline __attribute__((always_inline)) void
 c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
           PyObject *made)
 {

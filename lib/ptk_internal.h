@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "ptk_config.h"
 #include "pytracekit/pytracekit.h"
@@ -30,7 +31,14 @@ int ptk__err(char **errmsg, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* "3.11.7" for the running interpreter. */
 const char *ptk__python_version(void);
-uint64_t ptk__clock_ns(void);
+/* CLOCK_MONOTONIC in ns. Inline: read once per event that asks for time. */
+static inline uint64_t
+ptk__clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 /* Runs a few lines of Python in a fresh namespace (with `name` bound to
  * `value` first, if name is not NULL). Returns the namespace (a new
  * reference), or NULL if the code raised; errors are cleared. */
@@ -205,7 +213,18 @@ ptk__cstack_push(ptk__thread *th, const void *fn, const void *self)
  * the current depth; -1 if none (it started before tracing). */
 int ptk__cstack_match(ptk__thread *th, PyObject *callable);
 /* Index of the C call (fn, self) at the current depth; -1 if none. */
-int ptk__cstack_find(ptk__thread *th, const void *fn, const void *self);
+int ptk__cstack_find_slow(ptk__thread *th, const void *fn, const void *self);
+/* Inline: the call that ends is nearly always the innermost one. */
+static inline int
+ptk__cstack_find(ptk__thread *th, const void *fn, const void *self)
+{
+    int32_t top = th->cdepth - 1;
+    if (top >= 0 && th->cstack[top].fn == fn && th->cstack[top].self == self &&
+        th->cstack[top].depth == th->pub.depth) {
+        return top;
+    }
+    return ptk__cstack_find_slow(th, fn, self);
+}
 /* Drops the C calls from index n up. */
 static inline void
 ptk__cstack_truncate(ptk__thread *th, int32_t n)

@@ -253,7 +253,7 @@ ptk__cstack_match(ptk__thread *th, PyObject *callable)
 }
 
 int
-ptk__cstack_find(ptk__thread *th, const void *fn, const void *self)
+ptk__cstack_find_slow(ptk__thread *th, const void *fn, const void *self)
 {
     for (int i = th->cdepth - 1; i >= 0; i--) {
         if (th->cstack[i].depth != th->pub.depth) {

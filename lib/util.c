@@ -72,14 +72,6 @@ ptk__python_version(void)
     return buf;
 }
 
-uint64_t
-ptk__clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 PyObject *
 ptk__run_snippet(const char *src, const char *name, PyObject *value)
 {

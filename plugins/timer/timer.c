@@ -432,10 +432,11 @@ tm_c_key(const ptk_event *ev)
     return def != NULL ? def : (const void *)ev->arg;
 }
 
-static int
-tm_on_event(void *state, const ptk_event *ev)
+/* Every event, in full: a new thread, the CPU clock, a node not in the
+ * one-entry caches, a full stack, a return that is not the top frame's. */
+static __attribute__((noinline)) int
+tm_on_event_slow(tm_state *st, const ptk_event *ev)
 {
-    tm_state *st = state;
     size_t idx = ev->thread->index;
     tm_thread *th = idx < st->nthreads ? st->threads[idx] : NULL;
     if (th == NULL) {
@@ -474,6 +475,89 @@ tm_on_event(void *state, const ptk_event *ev)
     default:
         return PTK_OK;
     }
+}
+
+/* tm_c_key for the exact types that make nearly every C event (a method
+ * descriptor, a builtin function or method), with no call; NULL for the
+ * rest (subclasses, other callables: tm_c_key). */
+static inline const void *
+tm_c_key_exact(const ptk_event *ev)
+{
+    PyObject *fn = ev->arg;
+    if (fn == NULL) {
+        return NULL;
+    }
+    if (Py_IS_TYPE(fn, &PyMethodDescr_Type)) {
+        return ((PyMethodDescrObject *)fn)->d_method;
+    }
+    if (Py_IS_TYPE(fn, &PyCFunction_Type) || Py_IS_TYPE(fn, &PyCMethod_Type)) {
+        return ((PyCFunctionObject *)fn)->m_ml;
+    }
+    return NULL;
+}
+
+/* The common event: a known thread, the hub's clock, a call whose node the
+ * cache guessed into a stack with room, the return of the top frame. It
+ * calls nothing (anything else goes to tm_on_event_slow before any change),
+ * so it saves no registers. */
+static int
+tm_on_event(void *state, const ptk_event *ev)
+{
+    tm_state *st = state;
+    size_t idx = ev->thread->index;
+    if (st->cpu_clock || idx >= st->nthreads || st->threads[idx] == NULL) {
+        return tm_on_event_slow(st, ev);
+    }
+    tm_thread *th = st->threads[idx];
+    const void *key;
+    switch (ev->kind) {
+    case PTK_EV_CALL:
+        key = ev->code;
+        break;
+    case PTK_EV_C_CALL:
+        if ((key = tm_c_key_exact(ev)) == NULL) {
+            return tm_on_event_slow(st, ev);
+        }
+        break;
+    case PTK_EV_RETURN:
+        key = ev->code;
+        goto leave;
+    case PTK_EV_C_RETURN:
+    case PTK_EV_C_EXCEPTION:
+        if ((key = tm_c_key_exact(ev)) == NULL) {
+            return tm_on_event_slow(st, ev);
+        }
+        goto leave;
+    default:
+        return PTK_OK;
+    }
+    /* a call: as tm_enter, when its guess is right */
+    {
+        tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
+        tm_node *prev = th->last_left;
+        tm_node *n = prev != NULL && prev->parent == parent ? prev->after
+                                                           : parent->last_child;
+        if (n == NULL || n->key != key || th->sp >= th->cap) {
+            return tm_on_event_slow(st, ev);
+        }
+        uint64_t now = ev->time_ns;
+        th->last_ns = now;
+        tm_frame *f = &th->stack[th->sp++];
+        th->last_left = NULL;
+        f->node = n;
+        f->t0 = now;
+        f->subt = 0;
+        n->stat->fig.level++;
+        n->edge->fig.level++;
+        return PTK_OK;
+    }
+leave:
+    if (th->sp == 0 || th->stack[th->sp - 1].node->key != key) {
+        return tm_on_event_slow(st, ev);
+    }
+    th->last_ns = ev->time_ns;
+    tm_leave(th, ev->time_ns);
+    return PTK_OK;
 }
 
 /* Closes every frame still running, at the thread's latest clock reading (or

@@ -2,6 +2,12 @@
 without the tests whose amount of work is set by the wall clock.
 
     python run_suite.py test_email
+    python run_suite.py --floor DIR test_email   # under the monitoring floor
+
+--floor DIR: first install bench/floor's do-nothing sys.monitoring callbacks
+(the _ptkfloor module built into DIR by bench/run.py, 3.12+) for the events a
+profiler takes: what CPython itself spends delivering them, which cProfile
+and the timer both pay.
 
 Such a test does not run a fixed workload: test_email's
 test_make_msgid_collisions makes message ids in 5 threads for 3 seconds of
@@ -37,8 +43,13 @@ def without(suite, dropped):
 
 
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--floor":
+        sys.path.insert(0, argv[2])
+        import _ptkfloor
+        _ptkfloor.install_monitoring(5)
+        argv = argv[:1] + argv[3:]
     if len(argv) != 2:
-        sys.exit("usage: run_suite.py SUITE (as in test.SUITE)")
+        sys.exit("usage: run_suite.py [--floor DIR] SUITE (as in test.SUITE)")
     dropped = []
     suite = without(unittest.defaultTestLoader.loadTestsFromName("test." + argv[1]),
                     dropped)

@@ -14,7 +14,8 @@
 #              jump and at least two destinations; a negative destination
 #              -N is "leaves the code object whose first line is N" (the
 #              convention coverage.py uses for exits)
-#   compile_file(path) -> code object of the file's source, or why not (str)
+#   compile_file(path) -> code object of the file's source (its valid .pyc's,
+#     else compiled), or why not (str)
 
 import dis
 import sys
@@ -237,10 +238,48 @@ def analyze(code, want_arcs):
     return sorted(lines), funcs, branches
 
 
+def _cached_code(path, source):
+    """The code object in path's __pycache__ .pyc, when the import system
+    would use it for this source (same magic number; the source's mtime and
+    size, or its hash, as recorded); else None. Reading it is a marshal
+    load; compiling a large module again costs 100 times more, and a module
+    the program imported before tracing started (enum, re, ...) is
+    analysed from its file."""
+    import importlib.util
+    import marshal
+    import os
+    try:
+        cache = importlib.util.cache_from_source(path)
+        with open(cache, "rb") as f:
+            data = f.read()
+        st = os.stat(path)
+    except (OSError, NotImplementedError, ValueError):
+        return None
+    if len(data) < 16 or data[:4] != importlib.util.MAGIC_NUMBER:
+        return None
+    flags = int.from_bytes(data[4:8], "little")
+    if flags & 1:  # hash-based (PEP 552)
+        if data[8:16] != importlib.util.source_hash(source):
+            return None
+    elif (flags != 0
+          or int.from_bytes(data[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
+          or int.from_bytes(data[12:16], "little") != st.st_size & 0xFFFFFFFF
+          or st.st_size != len(source)):
+        return None
+    try:
+        code = marshal.loads(data[16:])
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
 def compile_file(path):
     try:
         with open(path, "rb") as f:
             source = f.read()
+        code = _cached_code(path, source)
+        if code is not None:
+            return code
         return compile(source, path, "exec", dont_inherit=True)
     except OSError as e:
         return e.strerror or str(e)

@@ -8,6 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef Py_T_BOOL /* 3.12+ */
+#define PTK_T_BOOL Py_T_BOOL
+#define PTK_READONLY Py_READONLY
+#else
+#include <structmember.h>
+#define PTK_T_BOOL T_BOOL
+#define PTK_READONLY READONLY
+#endif
+
 PyObject *ptk__hub_object;
 
 /* Learned once, by a probe, not from version numbers. */
@@ -68,10 +77,31 @@ is_yield(PyFrameObject *frame, PyCodeObject *code)
 
 static void want_opcodes(PyFrameObject *frame);
 
-/* frame.f_trace_lines = False, with the name interned once. */
+/* Where a frame object keeps f_trace_lines, read from the frame type's own
+ * member table (a T_BOOL, a char); -1 where it is not such a member. */
+static Py_ssize_t lines_offset = -1;
+
+static void
+find_lines_member(void)
+{
+    for (PyMemberDef *m = PyFrame_Type.tp_members; m != NULL && m->name; m++) {
+        if (strcmp(m->name, "f_trace_lines") == 0 && m->type == PTK_T_BOOL &&
+            !(m->flags & PTK_READONLY) && m->offset > 0) {
+            lines_offset = m->offset;
+        }
+    }
+}
+
+/* frame.f_trace_lines = False: stored as the member's setter stores it
+ * (nothing else happens there) without a setattr, once per call of code no
+ * subscriber wants; else through setattr, with the name interned once. */
 static void
 frame_lines_off(PyFrameObject *frame)
 {
+    if (lines_offset > 0) {
+        *((char *)frame + lines_offset) = 0;
+        return;
+    }
     static PyObject *name;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -787,6 +817,7 @@ ptk__legacy_init(char **errmsg)
         PyErr_Clear();
         return ptk__err(errmsg, PTK_EPYTHON, "cannot create the hub object");
     }
+    find_lines_member();
     PyObject *opcode = PyImport_ImportModule("opcode");
     PyObject *opmap = opcode ? PyObject_GetAttrString(opcode, "opmap") : NULL;
     if (opmap != NULL) {

@@ -24,6 +24,7 @@
 #include "pytracekit/errors.h"
 #include "pytracekit/plugin.h"
 
+#include "analyze.h"
 #include "cov_embedded.h"
 #include "match.h"
 
@@ -133,6 +134,8 @@ typedef struct cov_state {
     int op_resume, op_yield;
     uint8_t opclass[256]; /* OPC_*: what a branch trail does at each opcode */
     uint8_t opcaches[256]; /* inline cache entries after each opcode */
+    cov_optable an_ops;  /* the opcodes, for the static analysis */
+    int py_analysis;     /* analyse with analysis.py (the reference) instead */
 } cov_state;
 
 /* How a branch trail (the instructions a branch direction runs until the
@@ -449,20 +452,135 @@ code_describe(const cov_state *st, cov_code *c)
     return 0;
 }
 
-/*
- * Runs analysis.analyze() on @p root and records its lines, functions and
- * branches in @p f; the code objects of the tree that ran are marked as
- * analysed. Report time only: analysis imports dis.
- */
+/* One analysis of a tree of code objects into a file (file_analyze). */
+typedef struct cov_an_ctx {
+    cov_state *st;
+    cov_file *f;
+    size_t known;  /* f->branches before this analysis: not changed by it */
+} cov_an_ctx;
+
+/* A code object of the tree: its lines could run, it is a function of the
+ * file, and it needs no analysis of its own at report time. */
 static int
-file_analyze(cov_state *st, cov_file *f, PyObject *root)
+an_code(void *ctx, PyCodeObject *code, int32_t start, const int32_t *own, int32_t nown)
 {
-    PyObject *fn = PyDict_GetItemString(st->analysis, "analyze"); /* borrowed */
+    cov_an_ctx *a = ctx;
+    cov_file *f = a->f;
+    (void)start;
+    for (int32_t i = 0; i < nown; i++) {
+        if (own[i] <= 0 || own[i] > INT32_MAX / 2) {
+            continue;
+        }
+        if (file_reserve(f, own[i]) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        f->possible[own[i]] = 1;
+    }
+    const char *qualname = PyUnicode_AsUTF8(code->co_qualname);
+    if (!qualname) {
+        return -1;
+    }
+    int32_t fi = file_func(f, qualname, code->co_firstlineno);
+    if (fi < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    cov_func *fn = &f->funcs[fi];
+    if (!fn->own && nown > 0) {
+        fn->own = malloc((size_t)nown * sizeof(int32_t));
+        if (!fn->own) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(fn->own, own, (size_t)nown * sizeof(int32_t));
+        fn->nown = nown;
+    }
+    cov_code *c = code_find(a->st, code);
+    if (c) {
+        c->analysed = 1;
+    }
+    return 0;
+}
+
+/* A branch line and its destinations: merged into what this analysis found
+ * on that line before (another code object of the tree), left alone if an
+ * earlier analysis of the file knew it. */
+static int
+an_branch(void *ctx, int32_t line, const int32_t *dest, int32_t ndest)
+{
+    cov_an_ctx *a = ctx;
+    cov_file *f = a->f;
+    size_t k;
+    for (k = 0; k < f->nbranches && f->branches[k].line != line; k++) {
+    }
+    if (k < a->known) {
+        return 0;
+    }
+    if (k == f->nbranches) {
+        cov_branch *t = realloc(f->branches, (f->nbranches + 1) * sizeof(*t));
+        if (!t) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        f->branches = t;
+        t[k].line = line;
+        t[k].ndest = 0;
+        t[k].dest = NULL;
+        f->nbranches++;
+    }
+    cov_branch *b = &f->branches[k];
+    int32_t *d = realloc(b->dest, ((size_t)b->ndest + (size_t)ndest + 1) * sizeof(int32_t));
+    if (!d) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->dest = d;
+    for (int32_t i = 0; i < ndest; i++) {
+        int32_t j;
+        for (j = 0; j < b->ndest && b->dest[j] != dest[i]; j++) {
+        }
+        if (j == b->ndest) {
+            b->dest[b->ndest++] = dest[i];
+        }
+    }
+    b->dest[b->ndest] = 0;
+    return 0;
+}
+
+/* int32 items of a list of ints into @p out (@p n of them); -1 on error. */
+static int
+int_list(PyObject *list, int32_t **out, int32_t *n)
+{
+    *n = (int32_t)PyList_GET_SIZE(list);
+    *out = malloc(((size_t)*n + 1) * sizeof(int32_t));
+    if (!*out) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int32_t j = 0; j < *n; j++) {
+        long v = PyLong_AsLong(PyList_GET_ITEM(list, j));
+        if (v == -1 && PyErr_Occurred()) {
+            free(*out);
+            *out = NULL;
+            return -1;
+        }
+        (*out)[j] = (int32_t)v;
+    }
+    return 0;
+}
+
+/* file_analyze with analysis.py's analyze(), the reference the C analysis
+ * is checked against (PYTRACEKIT_COVERAGE_ANALYSIS=python). */
+static int
+file_analyze_py(cov_an_ctx *a, PyObject *root)
+{
+    PyObject *fn = PyDict_GetItemString(a->st->analysis, "analyze"); /* borrowed */
     if (!fn) {
         PyErr_SetString(PyExc_RuntimeError, "coverage analysis has no analyze()");
         return -1;
     }
-    PyObject *res = PyObject_CallFunction(fn, "Oi", root, st->branch);
+    PyObject *res = PyObject_CallFunction(fn, "Oi", root, a->st->branch);
     if (!res) {
         return -1;
     }
@@ -472,53 +590,21 @@ file_analyze(cov_state *st, cov_file *f, PyObject *root)
                           &PyDict_Type, &branches)) {
         goto done;
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
-        long line = PyLong_AsLong(PyList_GET_ITEM(lines, i));
-        if (line == -1 && PyErr_Occurred()) {
-            goto done;
-        }
-        if (line <= 0 || line > INT32_MAX / 2) {
-            continue;
-        }
-        if (file_reserve(f, (int32_t)line) < 0) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        f->possible[line] = 1;
-    }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(funcs); i++) {
         PyObject *code, *own;
         const char *qualname;
         int line, start;
+        int32_t *v, n;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(funcs, i), "O!siiO!", &PyCode_Type, &code,
-                              &qualname, &line, &start, &PyList_Type, &own)) {
+                              &qualname, &line, &start, &PyList_Type, &own)
+            || int_list(own, &v, &n) < 0) {
             goto done;
         }
-        int32_t fi = file_func(f, qualname, line);
-        if (fi < 0) {
-            PyErr_NoMemory();
+        int r = an_code(a, (PyCodeObject *)code, start, v, n);
+        free(v);
+        if (r < 0) {
             goto done;
         }
-        cov_func *fn = &f->funcs[fi];
-        if (!fn->own && PyList_GET_SIZE(own) > 0) {
-            fn->own = malloc((size_t)PyList_GET_SIZE(own) * sizeof(int32_t));
-            if (!fn->own) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(own); j++) {
-                fn->own[j] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(own, j));
-            }
-            fn->nown = (int32_t)PyList_GET_SIZE(own);
-            if (PyErr_Occurred()) {
-                goto done;
-            }
-        }
-        cov_code *c = code_find(st, (PyCodeObject *)code);
-        if (c) {
-            c->analysed = 1;
-        }
-        (void)start;
     }
     PyObject *key, *value;
     Py_ssize_t pos = 0;
@@ -528,39 +614,40 @@ file_analyze(cov_state *st, cov_file *f, PyObject *root)
             PyErr_SetString(PyExc_TypeError, "bad branch table");
             goto done;
         }
-        size_t k;
-        for (k = 0; k < f->nbranches && f->branches[k].line != line; k++) {
-        }
-        if (k < f->nbranches) {
-            continue; /* already known (the file was analysed before) */
-        }
-        cov_branch *t = realloc(f->branches, (f->nbranches + 1) * sizeof(*t));
-        if (!t) {
-            PyErr_NoMemory();
+        int32_t *v, n;
+        if (int_list(value, &v, &n) < 0) {
             goto done;
         }
-        f->branches = t;
-        cov_branch *b = &f->branches[f->nbranches];
-        b->line = (int32_t)line;
-        b->ndest = (int32_t)PyList_GET_SIZE(value);
-        b->dest = calloc((size_t)b->ndest + 1, sizeof(int32_t));
-        if (!b->dest) {
-            PyErr_NoMemory();
+        int r = an_branch(a, (int32_t)line, v, n);
+        free(v);
+        if (r < 0) {
             goto done;
-        }
-        f->nbranches++;
-        for (int32_t j = 0; j < b->ndest; j++) {
-            long d = PyLong_AsLong(PyList_GET_ITEM(value, j));
-            if (d == -1 && PyErr_Occurred()) {
-                goto done;
-            }
-            b->dest[j] = (int32_t)d;
         }
     }
     rc = 0;
 done:
     Py_DECREF(res);
     return rc;
+}
+
+/*
+ * Analyses @p root (a code object and those nested in it) and records in
+ * @p f which lines could run, its functions and its branches; the code
+ * objects of the tree that ran are marked as analysed. Report time only.
+ */
+static int
+file_analyze(cov_state *st, cov_file *f, PyObject *root)
+{
+    cov_an_ctx a = {st, f, f->nbranches};
+    if (st->py_analysis) {
+        return file_analyze_py(&a, root);
+    }
+    if (!PyCode_Check(root)) {
+        PyErr_SetString(PyExc_TypeError, "coverage analysis of something not a code object");
+        return -1;
+    }
+    const cov_an_sink sink = {&a, an_code, an_branch};
+    return cov_analyze(&st->an_ops, (PyCodeObject *)root, st->branch, &sink);
 }
 
 static cov_file *
@@ -1073,6 +1160,24 @@ python_setup(int find_coveragepy)
         "                caches[op] = table.get(opcode.opname[op], 0)\n"
         "            elif table is not None:\n"
         "                caches[op] = table[op]\n"
+        "        jumps = set(getattr(opcode, 'hasjump', None) or (opcode.hasjrel + opcode.hasjabs))\n"
+        "        nofall = {'JUMP_FORWARD', 'JUMP_BACKWARD', 'JUMP_BACKWARD_NO_INTERRUPT',\n"
+        "                  'JUMP_ABSOLUTE', 'JUMP', 'JUMP_NO_INTERRUPT', 'RETURN_VALUE',\n"
+        "                  'RETURN_CONST', 'RAISE_VARARGS', 'RERAISE'}\n"
+        "        an = bytearray(256)\n"
+        "        for op in range(256):\n"
+        "            name, f = opcode.opname[op], 0\n"
+        "            if op in jumps and op in opcode.hasjrel: f |= 1\n"
+        "            elif op in jumps and op in opcode.hasjabs: f |= 2\n"
+        "            if 'JUMP_BACKWARD' in name: f |= 4\n"
+        "            if (op in jumps and name not in nofall and\n"
+        "                    (name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER')):\n"
+        "                f |= 8\n"
+        "            if name in ('RETURN_VALUE', 'RETURN_CONST'): f |= 16\n"
+        "            if name in nofall: f |= 32\n"
+        "            if name == 'EXTENDED_ARG': f |= 64\n"
+        "            if name == 'RESUME': f |= 128\n"
+        "            an[op] = f\n"
         "        found = 0\n"
         "        if find_coveragepy:\n"
         "            import importlib.util\n"
@@ -1080,7 +1185,8 @@ python_setup(int find_coveragepy)
         "    finally:\n"
         "        for name in set(sys.modules) - before:\n"
         "            del sys.modules[name]\n"
-        "    return sorted(out), ops[0], ops[1], int(found), bytes(cls), bytes(caches)\n";
+        "    return (sorted(out), ops[0], ops[1], int(found), bytes(cls), bytes(caches),\n"
+        "            bytes(an))\n";
     PyObject *mod = load_module("_ptk_coverage_setup", src, NULL, 0);
     if (!mod) {
         return NULL;
@@ -1123,17 +1229,25 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     PyObject *dirs = NULL;
     const char **dirv = NULL;
     int found = 0;
-    PyObject *opclass = NULL, *opcaches = NULL;
-    if (!setup || !PyArg_ParseTuple(setup, "O!iiiSS", &PyList_Type, &dirs, &st->op_resume,
-                                    &st->op_yield, &found, &opclass, &opcaches)) {
+    PyObject *opclass = NULL, *opcaches = NULL, *anflags = NULL;
+    if (!setup || !PyArg_ParseTuple(setup, "O!iiiSSS", &PyList_Type, &dirs, &st->op_resume,
+                                    &st->op_yield, &found, &opclass, &opcaches, &anflags)) {
         goto pyfail;
     }
-    if (PyBytes_GET_SIZE(opclass) != 256 || PyBytes_GET_SIZE(opcaches) != 256) {
+    if (PyBytes_GET_SIZE(opclass) != 256 || PyBytes_GET_SIZE(opcaches) != 256
+        || PyBytes_GET_SIZE(anflags) != 256) {
         PyErr_SetString(PyExc_ValueError, "bad opcode tables");
         goto pyfail;
     }
     memcpy(st->opclass, PyBytes_AS_STRING(opclass), 256);
     memcpy(st->opcaches, PyBytes_AS_STRING(opcaches), 256);
+    memcpy(st->an_ops.flags, PyBytes_AS_STRING(anflags), 256);
+    memcpy(st->an_ops.caches, PyBytes_AS_STRING(opcaches), 256);
+    st->an_ops.jump_adds_caches = PY_VERSION_HEX >= 0x030C0000;
+    {
+        const char *how = getenv("PYTRACEKIT_COVERAGE_ANALYSIS");
+        st->py_analysis = how && strcmp(how, "python") == 0;
+    }
     if (st->coveragepy == COVPY_YES && !found) {
         snprintf(args->errbuf, args->errbuf_size,
                  "coveragepy=yes: coverage.py is not importable by this interpreter "

@@ -210,6 +210,10 @@ build(ptk__table **out, char **errmsg)
                 sub->on_event = (c->events & PTK_MASK(k)) ? c->desc->on_event
                                                           : NULL;
                 sub->filter = c->filter;
+                sub->filter_call =
+                    c->filter != NULL &&
+                    (c->filter->max_depth > 0 ||
+                     c->filter->list[PTK__F_THREADS].n > 0);
                 sub->state = c->state;
                 sub->ctx = c;
                 sub->only_thread =
@@ -399,7 +403,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     ptk__current = t;
     ptk__table_gen++; /* verdicts cached for the old table no longer hold */
     rebuild_pending = 0;
-    ptk__dispatch_slow = ptk__disable_records || t->filtered;
+    ptk__dispatch_slow = ptk__disable_records != 0;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */
     int rc_hooks = sync_backend(t, install_here, errmsg);
     int rc_ref = ptk__ref_sync(t, rc_hooks < 0 ? NULL : errmsg);

@@ -287,6 +287,9 @@ typedef struct ptk__sub {
     uint32_t slot;
     uint32_t flags;
     const ptk__filter *filter;     /* NULL: everything */
+    /* the filter has conditions beyond the code object's verdict (threads,
+     * max_depth): ptk__filter_skip must see each event */
+    int filter_call;
 } ptk__sub;
 
 typedef struct ptk__refsub {
@@ -442,7 +445,8 @@ int ptk__code_line_state(PyCodeObject *code, int line);
 
 /* The dispatch loop. `general` is a constant at each use: 0 for the hot
  * path, 1 (ptk__dispatch) to also skip failed instances and locations a
- * subscriber disabled. */
+ * subscriber disabled. Filters are applied on both: a subscriber whose
+ * filter rejects the code object is skipped on the verdict cache alone. */
 static inline __attribute__((always_inline)) int
 ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
                   const int general)
@@ -454,18 +458,22 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
     ptk__sub *s = t->subs[kind];
     int n = t->nsub[kind], lines_off = 0;
     uint64_t rejected =
-        general && t->code_filtered ? ptk__code_rejected(t, ev->code) : 0;
+        t->code_filtered ? ptk__code_rejected(t, ev->code) : 0;
     ptk__dispatch_depth++;
     for (int i = 0; i < n; i++) {
         if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
             continue;
         }
-        if (general && s[i].filter != NULL &&
-            ptk__filter_skip(&s[i], th, ev, rejected)) {
-            continue;
-        }
-        if (general && s[i].on_event == NULL) {
-            continue; /* counts depth only */
+        if (s[i].filter != NULL) {
+            if (rejected & ((uint64_t)1 << s[i].slot)) {
+                continue; /* its filter does not select this code */
+            }
+            if (s[i].filter_call && ptk__filter_skip(&s[i], th, ev, rejected)) {
+                continue;
+            }
+            if (s[i].on_event == NULL) {
+                continue; /* counts depth only (max_depth) */
+            }
         }
         if (general && ptk__sub_failed(&s[i])) {
             continue;

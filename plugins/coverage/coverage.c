@@ -787,11 +787,10 @@ cov_fail_python(cov_state *st, const char *what)
     return st->host->fail(st->ctx, PTK_EPYTHON, "%s failed", what);
 }
 
-static cov_slot *
-thread_slot(cov_state *st, const ptk_event *ev)
+/* thread_slot for a new thread, or a stack deeper than its slots. */
+static __attribute__((noinline)) cov_slot *
+thread_slot_grow(cov_state *st, size_t t, int32_t d)
 {
-    size_t t = ev->thread ? ev->thread->index : 0;
-    int32_t d = ev->depth < 0 ? 0 : ev->depth;
     if (t >= st->nthreads) {
         size_t n = t + 1;
         cov_tstack *g = realloc(st->threads, n * sizeof(*g));
@@ -817,6 +816,18 @@ thread_slot(cov_state *st, const ptk_event *ev)
         ts->cap = cap;
     }
     return &ts->slots[d];
+}
+
+/* What the frame of @p ev last ran (branch mode); NULL when out of memory. */
+static inline cov_slot *
+thread_slot(cov_state *st, const ptk_event *ev)
+{
+    size_t t = ev->thread ? ev->thread->index : 0;
+    int32_t d = ev->depth < 0 ? 0 : ev->depth;
+    if (t < st->nthreads && d < st->threads[t].cap) {
+        return &st->threads[t].slots[d];
+    }
+    return thread_slot_grow(st, t, d);
 }
 
 /* 1 if the frame of a CALL event starts the code (rather than resuming a

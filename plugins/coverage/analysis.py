@@ -1,8 +1,10 @@
 # Static analysis for the coverage plugin: what could run in a module.
 #
-# Compiled into the plugin (as a string, see CMakeLists.txt) and run once per
-# measured file, never on the per-line path. Everything here is derived from
-# the code objects themselves, walking nested code objects through co_consts.
+# Compiled into the plugin (as a string, see CMakeLists.txt). The plugin
+# analyses in C (analyze.c); analyze() here is the reference it is checked
+# against (PYTRACEKIT_COVERAGE_ANALYSIS=python), never on the per-line path.
+# Everything here is derived from the code objects themselves, walking
+# nested code objects through co_consts.
 #
 #   analyze(code, want_arcs) -> (lines, funcs, branches)
 #     lines    sorted line numbers that can produce a LINE event
@@ -17,30 +19,40 @@
 #   compile_file(path) -> code object of the file's source (its valid .pyc's,
 #     else compiled), or why not (str)
 
-import dis
 import sys
 import types
 
-_RESUME = dis.opmap.get("RESUME")
-_NOFALL = frozenset(
-    name for name in (
-        "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
-        "JUMP_ABSOLUTE", "JUMP", "JUMP_NO_INTERRUPT",
-        "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE")
-    if name in dis.opmap)
-_EXITS = frozenset(n for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
-_JUMPS = frozenset(getattr(dis, "hasjump", None) or (dis.hasjrel + dis.hasjabs))
-_JREL = frozenset(dis.hasjrel)
-_JABS = frozenset(dis.hasjabs)
-_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
-_HAVE_ARGUMENT = dis.HAVE_ARGUMENT
-_CONDITIONAL = frozenset(
-    op for op in _JUMPS
-    if dis.opname[op] not in _NOFALL
-    and (dis.opname[op].startswith(("POP_JUMP", "JUMP_IF")) or dis.opname[op] == "FOR_ITER"))
-_NOT_CONDITIONAL = bytes(op for op in range(256) if op not in _CONDITIONAL)
-_EXIT_OPS = frozenset(dis.opmap[n] for n in _EXITS)
-_NOFALL_OPS = frozenset(dis.opmap[n] for n in _NOFALL)
+
+def _init():
+    """The opcode tables of the reference analysis (analyze()): dis is
+    imported only when it runs, not when the plugin loads this module for
+    compile_file()."""
+    global dis, _RESUME, _NOFALL, _EXITS, _JUMPS, _JREL, _JABS, _EXTENDED_ARG
+    global _HAVE_ARGUMENT, _CONDITIONAL, _NOT_CONDITIONAL, _EXIT_OPS, _NOFALL_OPS
+    global _CACHES, _JUMP_ADDS_CACHES
+    import dis
+    _RESUME = dis.opmap.get("RESUME")
+    _NOFALL = frozenset(
+        name for name in (
+            "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
+            "JUMP_ABSOLUTE", "JUMP", "JUMP_NO_INTERRUPT",
+            "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE")
+        if name in dis.opmap)
+    _EXITS = frozenset(n for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+    _JUMPS = frozenset(getattr(dis, "hasjump", None) or (dis.hasjrel + dis.hasjabs))
+    _JREL = frozenset(dis.hasjrel)
+    _JABS = frozenset(dis.hasjabs)
+    _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
+    _HAVE_ARGUMENT = dis.HAVE_ARGUMENT
+    _CONDITIONAL = frozenset(
+        op for op in _JUMPS
+        if dis.opname[op] not in _NOFALL
+        and (dis.opname[op].startswith(("POP_JUMP", "JUMP_IF")) or dis.opname[op] == "FOR_ITER"))
+    _NOT_CONDITIONAL = bytes(op for op in range(256) if op not in _CONDITIONAL)
+    _EXIT_OPS = frozenset(dis.opmap[n] for n in _EXITS)
+    _NOFALL_OPS = frozenset(dis.opmap[n] for n in _NOFALL)
+    _CACHES = _cache_sizes()
+    _JUMP_ADDS_CACHES = sys.version_info >= (3, 12)
 
 
 def _cache_sizes():
@@ -53,10 +65,6 @@ def _cache_sizes():
         elif table is not None:
             out[op] = table[op]
     return out
-
-
-_CACHES = _cache_sizes()
-_JUMP_ADDS_CACHES = sys.version_info >= (3, 12)
 
 
 def _instructions(code):
@@ -223,6 +231,8 @@ def _branches(code):
 
 
 def analyze(code, want_arcs):
+    if "dis" not in globals():
+        _init()
     lines = set()
     funcs = []
     branches = {}

@@ -1122,33 +1122,37 @@ cov_on_event(void *state, const ptk_event *ev)
 
 /*
  * What init needs from Python: the directories of the standard library and
- * of installed packages (sysconfig, site), and the opcodes of RESUME and
+ * of installed packages (sysconfig, site; only for the default scope,
+ * @p need_dirs), and the opcodes of RESUME and
  * YIELD_VALUE (opcode). Whatever this imports is taken out of sys.modules
  * again: the program must start with the modules it would have without the
  * plugin, and import (and run, and be measured in) them itself.
  */
 static PyObject *
-python_setup(int find_coveragepy)
+python_setup(int find_coveragepy, int need_dirs)
 {
     static const char src[] =
-        "def _setup(find_coveragepy):\n"
+        "def _setup(find_coveragepy, need_dirs):\n"
         "    import sys\n"
         "    before = set(sys.modules)\n"
         "    try:\n"
-        "        import os, opcode, sysconfig\n"
+        "        import os, opcode\n"
         "        out = set()\n"
-        "        for key in ('stdlib', 'platstdlib', 'purelib', 'platlib'):\n"
-        "            p = sysconfig.get_paths().get(key)\n"
-        "            if p: out.add(os.path.abspath(p))\n"
-        "        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):\n"
-        "            v = 'python%d.%d' % sys.version_info[:2]\n"
-        "            out.add(os.path.join(os.path.abspath(p), 'lib', v))\n"
-        "        site = sys.modules.get('site')\n"
-        "        try:\n"
-        "            out.update(os.path.abspath(p) for p in site.getsitepackages())\n"
-        "            out.add(os.path.abspath(site.getusersitepackages()))\n"
-        "        except Exception:\n"
-        "            pass\n"
+        "        if need_dirs:\n"
+        "            import sysconfig\n"
+        "            paths = sysconfig.get_paths()\n"
+        "            for key in ('stdlib', 'platstdlib', 'purelib', 'platlib'):\n"
+        "                p = paths.get(key)\n"
+        "                if p: out.add(os.path.abspath(p))\n"
+        "            for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):\n"
+        "                v = 'python%d.%d' % sys.version_info[:2]\n"
+        "                out.add(os.path.join(os.path.abspath(p), 'lib', v))\n"
+        "            site = sys.modules.get('site')\n"
+        "            try:\n"
+        "                out.update(os.path.abspath(p) for p in site.getsitepackages())\n"
+        "                out.add(os.path.abspath(site.getusersitepackages()))\n"
+        "            except Exception:\n"
+        "                pass\n"
         "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
         "        m = opcode.opmap\n"
         "        cls = bytearray(256)\n"
@@ -1203,7 +1207,7 @@ python_setup(int find_coveragepy)
         return NULL;
     }
     PyObject *fn = PyDict_GetItemString(mod, "_setup");
-    PyObject *res = fn ? PyObject_CallFunction(fn, "i", find_coveragepy) : NULL;
+    PyObject *res = fn ? PyObject_CallFunction(fn, "ii", find_coveragepy, need_dirs) : NULL;
     Py_DECREF(mod);
     return res;
 }
@@ -1236,7 +1240,10 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     const ptk_option_value *covpy = host->option(args, "coveragepy");
     st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
     int rc = PTK_EPYTHON;
-    PyObject *setup = python_setup(st->coveragepy != COVPY_NO);
+    /* the default scope's directories: not needed with include= or source= */
+    int need_dirs = !(include && include->is_set && include->s && *include->s)
+                    && !(source && source->is_set && source->s && *source->s);
+    PyObject *setup = python_setup(st->coveragepy != COVPY_NO, need_dirs);
     PyObject *dirs = NULL;
     const char **dirv = NULL;
     int found = 0;

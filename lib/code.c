@@ -64,6 +64,11 @@ int ptk__disable_records;
 uint64_t ptk__disable_marks;
 static Py_ssize_t extra_index = -1;
 static coderec *all_records;
+/* rec_get's one-entry cache: consecutive events mostly come from one code
+ * object (its LINE events). Cleared when its record is freed; a record made
+ * for the cached code object replaces the entry. */
+static PyCodeObject *last_code;
+static coderec *last_rec;
 static int skip_ops[256]; /* prologue opcodes that produce no LINE event */
 static int resume_op = -1, cache_op = -1, extended_op = -1;
 
@@ -73,6 +78,10 @@ rec_free(void *p)
     coderec *r = p;
     if (r == NULL) {
         return;
+    }
+    if (last_rec == r || last_code == r->code) {
+        last_code = NULL;
+        last_rec = NULL;
     }
     ptk__verdict *v = ptk__verdict_slot(r->code);
     if (v->code == r->code) {
@@ -141,11 +150,18 @@ init_extra(void)
 static coderec *
 rec_get(PyCodeObject *code)
 {
+    if (code == last_code && code != NULL) {
+        return last_rec;
+    }
     void *p = NULL;
     if (extra_index < 0 ||
         code_get_extra((PyObject *)code, extra_index, &p) < 0) {
         PyErr_Clear();
         return NULL;
+    }
+    if (p != NULL) {
+        last_code = code;
+        last_rec = p;
     }
     return p;
 }
@@ -251,6 +267,8 @@ rec_make(PyCodeObject *code)
         all_records->prev = r;
     }
     all_records = r;
+    last_code = code;
+    last_rec = r;
     return r;
 }
 
@@ -557,6 +575,8 @@ ptk__code_reset(void)
      * and ask the next interpreter for an index of its own. */
     extra_index = -1;
     all_records = NULL;
+    last_code = NULL;
+    last_rec = NULL;
     ptk__disable_records = 0;
 }
 

@@ -49,46 +49,55 @@ def expect(what, path, from_pyc, text):
     print("ok: %s (%s)" % (what, "pyc" if from_pyc else "compiled"))
 
 
+T0 = 1_000_000_000
+
+# Each case: what is done to the source and its .pyc (in order, after the
+# cases before it), then whether compile_file must take the .pyc's code.
+#   ("write", text, mtime)    the source, with its mtime
+#   ("compile", mode)         py_compile into __pycache__ (dfile = MARK)
+#   ("cut", n) / ("magic",)   the .pyc truncated to n bytes / its magic zeroed
+CASES = [
+    ("no .pyc", [("write", V1, T0)], False),
+    ("timestamp .pyc of this source", [("compile", "ts")], True),
+    ("source edited after the .pyc", [("write", V2, T0 + 100)], False),
+    ("same mtime, other size", [("write", V1 + "\n", T0)], False),
+    ("checked-hash .pyc, source touched but unchanged",
+     [("write", V1, T0 + 200), ("compile", "checked"), ("write", V1, T0 + 300)], True),
+    ("checked-hash .pyc, source changed", [("write", V2, T0 + 300)], False),
+    # the import system would not check an unchecked-hash .pyc; the
+    # analysis does, so a stale one is not used
+    ("unchecked-hash .pyc of this source", [("compile", "unchecked")], True),
+    ("unchecked-hash .pyc, source changed", [("write", V1, T0 + 400)], False),
+    ("truncated .pyc", [("compile", "ts"), ("cut", 40)], False),
+    ("wrong magic number", [("compile", "ts"), ("magic",)], False),
+]
+
+MODES = {
+    "ts": py_compile.PycInvalidationMode.TIMESTAMP,
+    "checked": py_compile.PycInvalidationMode.CHECKED_HASH,
+    "unchecked": py_compile.PycInvalidationMode.UNCHECKED_HASH,
+}
+
+
 def main():
     wd = u.workdir("pyc")
     path = os.path.join(wd, "mod.py")
     cache = importlib.util.cache_from_source(path)
-    ts = py_compile.PycInvalidationMode.TIMESTAMP
-    checked = py_compile.PycInvalidationMode.CHECKED_HASH
-    unchecked = py_compile.PycInvalidationMode.UNCHECKED_HASH
-
-    write(path, V1, 1_000_000_000)
-    expect("no .pyc", path, False, V1)
-    py_compile.compile(path, cfile=cache, dfile=MARK, invalidation_mode=ts, doraise=True)
-    expect("timestamp .pyc of this source", path, True, V1)
-    write(path, V2, 1_000_000_100)
-    expect("source edited after the .pyc", path, False, V2)
-    write(path, V1 + "\n", 1_000_000_000)
-    expect("same mtime, other size", path, False, V1 + "\n")
-
-    write(path, V1, 1_000_000_200)
-    py_compile.compile(path, cfile=cache, dfile=MARK, invalidation_mode=checked, doraise=True)
-    write(path, V1, 1_000_000_300)
-    expect("checked-hash .pyc, source touched but unchanged", path, True, V1)
-    write(path, V2, 1_000_000_300)
-    expect("checked-hash .pyc, source changed", path, False, V2)
-
-    # the import system would not check an unchecked-hash .pyc; the
-    # analysis does, so a stale one is not used
-    py_compile.compile(path, cfile=cache, dfile=MARK, invalidation_mode=unchecked, doraise=True)
-    expect("unchecked-hash .pyc of this source", path, True, V2)
-    write(path, V1, 1_000_000_400)
-    expect("unchecked-hash .pyc, source changed", path, False, V1)
-
-    py_compile.compile(path, cfile=cache, dfile=MARK, invalidation_mode=ts, doraise=True)
-    with open(cache, "rb") as f:
-        data = f.read()
-    with open(cache, "wb") as f:
-        f.write(data[:40])
-    expect("truncated .pyc", path, False, V1)
-    with open(cache, "wb") as f:
-        f.write(b"\0\0\0\0" + data[4:])
-    expect("wrong magic number", path, False, V1)
+    text = None
+    for what, actions, from_pyc in CASES:
+        for act in actions:
+            if act[0] == "write":
+                text = act[1]
+                write(path, text, act[2])
+            elif act[0] == "compile":
+                py_compile.compile(path, cfile=cache, dfile=MARK,
+                                   invalidation_mode=MODES[act[1]], doraise=True)
+            else:
+                with open(cache, "rb") as f:
+                    data = f.read()
+                with open(cache, "wb") as f:
+                    f.write(data[:act[1]] if act[0] == "cut" else b"\0\0\0\0" + data[4:])
+        expect(what, path, from_pyc, text)
 
 
 if __name__ == "__main__":

@@ -314,12 +314,11 @@ tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
     f->it += it;
 }
 
-/* The tree node and a stack slot for a call, when the cache missed or the
- * stack is full. NULL after recording the failure. */
-TM_COLD tm_frame *
+/* The tree node of a call, when the guess @p n missed, after making room
+ * for its frame on the stack. NULL after recording the failure. */
+TM_COLD tm_node *
 tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
-              const void *key, PyObject *obj, PyObject *cself, int is_c,
-              tm_node **out)
+              const void *key, PyObject *obj, PyObject *cself, int is_c)
 {
     if (n == NULL || n->key != key) {
         n = tm_node_find(st, th, parent, key, obj, cself, is_c);
@@ -342,39 +341,71 @@ tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
         th->stack = stack;
         th->cap = cap;
     }
-    *out = n;
-    return &th->stack[th->sp];
+    return n;
 }
 
-TM_INLINE int
-tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
-         PyObject *cself, int is_c, uint64_t now)
+/* The frame running now, or the root when none is. */
+TM_INLINE tm_node *
+tm_top_node(tm_thread *th)
 {
-    tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
-    /* Guess the node: the call that followed the sibling that just
-     * returned last time, else the first call made from the parent. */
+    return th->sp ? th->stack[th->sp - 1].node : &th->root;
+}
+
+/* Where the guess for the next call from @p parent is kept: the call that
+ * followed the sibling that just returned, last time, else the first call
+ * made from the parent. */
+TM_INLINE tm_node **
+tm_guess(tm_thread *th, tm_node *parent)
+{
     tm_node *prev = th->last_left;
-    tm_node **slot = prev != NULL && prev->parent == parent ? &prev->after
-                                                           : &parent->last_child;
-    tm_node *n = *slot;
-    tm_frame *f;
-    if (n != NULL && n->key == key && th->sp < th->cap) {
-        f = &th->stack[th->sp];
-    }
-    else {
-        f = tm_enter_slow(st, th, parent, n, key, obj, cself, is_c, &n);
-        if (f == NULL) {
-            return PTK_ENOMEM;
-        }
-        *slot = n;
-    }
+    return prev != NULL && prev->parent == parent ? &prev->after
+                                                  : &parent->last_child;
+}
+
+/* Is @p n (a guess, maybe NULL) the node of @p key, with a free stack slot
+ * to push it into? */
+TM_INLINE int
+tm_guess_fits(const tm_thread *th, const tm_node *n, const void *key)
+{
+    return n != NULL && n->key == key && th->sp < th->cap;
+}
+
+/* Pushes a frame of @p n (the stack has room) started at @p now. */
+TM_INLINE void
+tm_push(tm_thread *th, tm_node *n, uint64_t now)
+{
+    tm_frame *f = &th->stack[th->sp++];
     th->last_left = NULL;
-    th->sp++;
     f->node = n;
     f->t0 = now;
     f->subt = 0;
     n->stat->fig.level++;
     n->edge->fig.level++;
+}
+
+/* Is the top frame one of @p key? */
+TM_INLINE int
+tm_is_top(const tm_thread *th, const void *key)
+{
+    return th->sp > 0 && th->stack[th->sp - 1].node->key == key;
+}
+
+/* A call of @p key at @p now: its node (guessed, else found) pushed. */
+TM_INLINE int
+tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
+         PyObject *cself, int is_c, uint64_t now)
+{
+    tm_node *parent = tm_top_node(th);
+    tm_node **slot = tm_guess(th, parent);
+    tm_node *n = *slot;
+    if (!tm_guess_fits(th, n, key)) {
+        n = tm_enter_slow(st, th, parent, n, key, obj, cself, is_c);
+        if (n == NULL) {
+            return PTK_ENOMEM;
+        }
+        *slot = n;
+    }
+    tm_push(th, n, now);
     return PTK_OK;
 }
 
@@ -452,7 +483,7 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
     case PTK_EV_CALL:
         return tm_enter(st, th, ev->code, (PyObject *)ev->code, NULL, 0, now);
     case PTK_EV_RETURN:
-        if (th->sp > 0 && th->stack[th->sp - 1].node->key == ev->code) {
+        if (tm_is_top(th, ev->code)) {
             tm_leave(th, now);
         }
         else {
@@ -464,7 +495,7 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
     case PTK_EV_C_RETURN:
     case PTK_EV_C_EXCEPTION: {
         const void *key = tm_c_key(ev);
-        if (th->sp > 0 && th->stack[th->sp - 1].node->key == key) {
+        if (tm_is_top(th, key)) {
             tm_leave(th, now);
         }
         else {
@@ -533,26 +564,16 @@ tm_on_event(void *state, const ptk_event *ev)
     }
     /* a call: as tm_enter, when its guess is right */
     {
-        tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
-        tm_node *prev = th->last_left;
-        tm_node *n = prev != NULL && prev->parent == parent ? prev->after
-                                                           : parent->last_child;
-        if (n == NULL || n->key != key || th->sp >= th->cap) {
+        tm_node *n = *tm_guess(th, tm_top_node(th));
+        if (!tm_guess_fits(th, n, key)) {
             return tm_on_event_slow(st, ev);
         }
-        uint64_t now = ev->time_ns;
-        th->last_ns = now;
-        tm_frame *f = &th->stack[th->sp++];
-        th->last_left = NULL;
-        f->node = n;
-        f->t0 = now;
-        f->subt = 0;
-        n->stat->fig.level++;
-        n->edge->fig.level++;
+        th->last_ns = ev->time_ns;
+        tm_push(th, n, ev->time_ns);
         return PTK_OK;
     }
 leave:
-    if (th->sp == 0 || th->stack[th->sp - 1].node->key != key) {
+    if (!tm_is_top(th, key)) {
         return tm_on_event_slow(st, ev);
     }
     th->last_ns = ev->time_ns;

@@ -454,6 +454,18 @@ tm_leave_key(tm_thread *th, const void *key, int c_only, uint64_t now)
     tm_leave(th, now);
 }
 
+/* The clock of the latest event on @p th: its latest return, or the start
+ * of its top frame if that came later. */
+static uint64_t
+tm_last_ns(const tm_thread *th)
+{
+    uint64_t t = th->last_ns;
+    if (th->sp > 0 && th->stack[th->sp - 1].t0 > t) {
+        t = th->stack[th->sp - 1].t0;
+    }
+    return t;
+}
+
 /* A C function's key: its PyMethodDef (a bound method is made anew for
  * each call, a descriptor's is the same def), else the callable itself. */
 static inline const void *
@@ -476,6 +488,10 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
             return st->host->fail(st->ctx, PTK_ENOMEM,
                                   "out of memory recording a thread");
         }
+    }
+    if (!st->cpu_clock) {
+        st->hot_thread = ev->thread;
+        st->hot = th;
     }
     uint64_t now = st->cpu_clock ? tm__cpu_now() : ev->time_ns;
     th->last_ns = now;
@@ -527,7 +543,7 @@ tm_c_key_exact(const ptk_event *ev)
     return NULL;
 }
 
-/* The common event: a known thread, the hub's clock, a call whose node the
+/* The common event: the thread of the event before, the hub's clock, a call whose node the
  * cache guessed into a stack with room, the return of the top frame. It
  * calls nothing (anything else goes to tm_on_event_slow before any change),
  * so it saves no registers. */
@@ -535,11 +551,10 @@ static int
 tm_on_event(void *state, const ptk_event *ev)
 {
     tm_state *st = state;
-    size_t idx = ev->thread->index;
-    if (st->cpu_clock || idx >= st->nthreads || st->threads[idx] == NULL) {
+    if (ev->thread != st->hot_thread) {
         return tm_on_event_slow(st, ev);
     }
-    tm_thread *th = st->threads[idx];
+    tm_thread *th = st->hot;
     const void *key;
     switch (ev->kind) {
     case PTK_EV_CALL:
@@ -568,7 +583,6 @@ tm_on_event(void *state, const ptk_event *ev)
         if (!tm_guess_fits(th, n, key)) {
             return tm_on_event_slow(st, ev);
         }
-        th->last_ns = ev->time_ns;
         tm_push(th, n, ev->time_ns);
         return PTK_OK;
     }
@@ -596,7 +610,7 @@ tm__flush(tm_state *st)
         if (th == NULL) {
             continue;
         }
-        uint64_t now = th->last_ns;
+        uint64_t now = tm_last_ns(th);
         if (me != NULL && me->index == th->index) {
             uint64_t t = st->cpu_clock ? tm__cpu_now() : st->host->clock_ns();
             if (t > now) {
@@ -813,8 +827,13 @@ tm_on_thread_end(void *state, const ptk_thread *t)
     if (th == NULL) {
         return;
     }
+    if (st->hot == th) {
+        st->hot_thread = NULL;
+        st->hot = NULL;
+    }
+    uint64_t now = tm_last_ns(th);
     while (th->sp > 0) {
-        tm_leave(th, th->last_ns);
+        tm_leave(th, now);
     }
     free(th->stack);
     th->stack = NULL;

@@ -117,7 +117,8 @@ typedef struct tm_thread {
     tm_frame *stack;
     size_t sp, cap;
     size_t max_depth;  /* of the calling-context tree, set by the report */
-    uint64_t last_ns;  /* clock of the latest event on this thread */
+    uint64_t last_ns;  /* clock of the latest return on this thread (a
+                          later call is the top frame's t0: tm_last_ns) */
     tm_node *last_left; /* the node whose frame returned last */
     tm_node root;
     tm_edge root_edge; /* the edge of the root's children: not reported */
@@ -164,6 +165,9 @@ typedef struct tm_state {
     tm_func **func_list;
     size_t nfuncs, funcs_cap;
     tm_thread **threads; /* by ptk_thread::index; NULL once ended */
+    const ptk_thread *hot_thread; /* the thread of the latest event, when
+                                     the fast path may take it (wall clock) */
+    tm_thread *hot;      /* its figures */
     size_t nthreads;
     tm_done *done;       /* by ptk_thread::index, [nthreads] */
     tm_thread gone;      /* the figures of the threads that ended */

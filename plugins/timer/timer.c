@@ -212,6 +212,7 @@ tm_thread_get(tm_state *st, const ptk_thread *t)
         }
         th->index = t->index;
         th->ident = t->ident;
+        th->root.scope = &th->root;
         if (t->name != NULL) {
             th->name = strdup(t->name);
         }
@@ -281,6 +282,8 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     n->stat = s;
     n->edge = e;
     n->merged = merged;
+    n->scope = merged ? (const void *)s : (const void *)n;
+    n->pscope = parent->scope;
     if (!merged) {
         n->next_sibling = parent->first_child;
         parent->first_child = n;
@@ -353,13 +356,15 @@ tm_top_node(tm_thread *th)
 
 /* Where the guess for the next call from @p parent is kept: the call that
  * followed the sibling that just returned, last time, else the first call
- * made from the parent. */
+ * made from the parent. The sibling may have been reached from another
+ * parent of the same scope (a merged caller): the guess holds there too. */
 TM_INLINE tm_node **
 tm_guess(tm_thread *th, tm_node *parent)
 {
     tm_node *prev = th->last_left;
-    return prev != NULL && prev->parent == parent ? &prev->after
-                                                  : &parent->last_child;
+    return prev != NULL && prev->pscope == parent->scope
+               ? &prev->after
+               : &parent->last_child;
 }
 
 /* Is @p n (a guess, maybe NULL) the node of @p key, with a free stack slot

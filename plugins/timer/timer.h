@@ -90,9 +90,14 @@ typedef struct tm_node {
     tm_stat *stat;              /* NULL for the root */
     tm_edge *edge;              /* NULL for the root; tm_thread::root_edge
                                    for its children */
+    const void *scope;   /* what its children are found by: the node
+                            itself, or its stat when merged (its children
+                            are then the same under any node of the stat) */
+    const void *pscope;  /* the parent's scope */
     struct tm_node *last_child; /* lookup cache: the first call made here */
     struct tm_node *after;      /* lookup cache: the sibling called after
-                                   this one returned, last time */
+                                   this one returned, last time (valid
+                                   under any parent of scope pscope) */
     struct tm_node *first_child;  /* tree nodes only */
     struct tm_node *next_sibling;
     uint64_t self_ns;

@@ -317,8 +317,9 @@ tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
     f->it += it;
 }
 
-/* The tree node of a call, when the guess @p n missed, after making room
- * for its frame on the stack. NULL after recording the failure. */
+/* The tree node of a call, found unless guessed (@p n, NULL when both
+ * guesses missed), after making room for its frame on the stack. NULL
+ * after recording the failure. */
 TM_COLD tm_node *
 tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
               const void *key, PyObject *obj, PyObject *cself, int is_c)
@@ -367,12 +368,31 @@ tm_guess(tm_thread *th, tm_node *parent)
                : &parent->last_child;
 }
 
-/* Is @p n (a guess, maybe NULL) the node of @p key, with a free stack slot
- * to push it into? */
-TM_INLINE int
-tm_guess_fits(const tm_thread *th, const tm_node *n, const void *key)
+/* Where the second guess for a call of @p key from a parent of @p scope is
+ * kept: a direct-mapped cache of the nodes found before. */
+TM_INLINE tm_node **
+tm_seen_slot(tm_thread *th, const void *scope, const void *key)
 {
-    return n != NULL && n->key == key && th->sp < th->cap;
+    uint64_t h = (uint64_t)((uintptr_t)key ^ ((uintptr_t)scope >> 3)) *
+                 UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hashing */
+    return &th->seen[h >> (64 - TM_SEEN_BITS)];
+}
+
+/* The node of a call of @p key from @p parent by the guess in @p slot, else
+ * by the second guess (then remembered in @p slot); NULL if both missed. */
+TM_INLINE tm_node *
+tm_guess_node(tm_thread *th, tm_node *parent, tm_node **slot, const void *key)
+{
+    tm_node *n = *slot;
+    if (n != NULL && n->key == key) {
+        return n;
+    }
+    n = *tm_seen_slot(th, parent->scope, key);
+    if (n == NULL || n->key != key || n->pscope != parent->scope) {
+        return NULL;
+    }
+    *slot = n;
+    return n;
 }
 
 /* Pushes a frame of @p n (the stack has room) started at @p now. */
@@ -402,13 +422,14 @@ tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
 {
     tm_node *parent = tm_top_node(th);
     tm_node **slot = tm_guess(th, parent);
-    tm_node *n = *slot;
-    if (!tm_guess_fits(th, n, key)) {
+    tm_node *n = tm_guess_node(th, parent, slot, key);
+    if (n == NULL || th->sp == th->cap) {
         n = tm_enter_slow(st, th, parent, n, key, obj, cself, is_c);
         if (n == NULL) {
             return PTK_ENOMEM;
         }
         *slot = n;
+        *tm_seen_slot(th, parent->scope, key) = n;
     }
     tm_push(th, n, now);
     return PTK_OK;
@@ -584,8 +605,9 @@ tm_on_event(void *state, const ptk_event *ev)
     }
     /* a call: as tm_enter, when its guess is right */
     {
-        tm_node *n = *tm_guess(th, tm_top_node(th));
-        if (!tm_guess_fits(th, n, key)) {
+        tm_node *parent = tm_top_node(th);
+        tm_node *n = tm_guess_node(th, parent, tm_guess(th, parent), key);
+        if (n == NULL || th->sp == th->cap) {
             return tm_on_event_slow(st, ev);
         }
         tm_push(th, n, ev->time_ns);

@@ -106,6 +106,10 @@ typedef struct tm_node {
                      into the tree (its callees are merged nodes too) */
 } tm_node;
 
+/** Entries of tm_thread::seen: 1 << TM_SEEN_BITS. */
+#define TM_SEEN_BITS 10
+#define TM_SEEN (1 << TM_SEEN_BITS)
+
 /** A frame running now. */
 typedef struct tm_frame {
     tm_node *node;
@@ -126,6 +130,8 @@ typedef struct tm_thread {
                           later call is the top frame's t0: tm_last_ns) */
     tm_node *last_left; /* the node whose frame returned last */
     tm_node root;
+    tm_node *seen[TM_SEEN]; /* the second guess: nodes by (pscope, key),
+                               direct-mapped (tm_seen_slot) */
     tm_edge root_edge; /* the edge of the root's children: not reported */
     tm_map stats;      /* (key, NULL) -> tm_stat */
     tm_map edges;      /* (caller stat, callee stat) -> tm_edge */

@@ -464,7 +464,12 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         int kind = ((mon_cb *)self)->what;
         PyObject *made = th->cstack[i].made;
         th->cstack[i].made = NULL; /* ours now: released after the event */
-        ptk__cstack_truncate(th, i);
+        if (i == th->cdepth - 1) {
+            th->cdepth = i; /* the innermost call: nothing else to drop */
+        }
+        else {
+            ptk__cstack_truncate(th, i);
+        }
         if (t->nsub[kind]) {
             c_deliver(t, th, kind, args, target, made);
         }

@@ -496,7 +496,9 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
             lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
         }
     }
-    if (--ptk__dispatch_depth == 0 && ptk__dispatch_cleanup) {
+    /* (cleanup first: nearly always 0, and the decrement needs no load) */
+    ptk__dispatch_depth--;
+    if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
         ptk__after_dispatch();
     }
     return lines_off;

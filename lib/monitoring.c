@@ -403,14 +403,11 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
     Py_XDECREF(own);
 }
 
-/* CALL (code, offset, callable, arg0). */
-static PyObject *
-mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* mon_c_call in full: out of line, so that the calls of Python functions,
+ * which mon_c_call turns away, save no registers. */
+static __attribute__((noinline)) PyObject *
+mon_c_call_full(ptk__table *t, PyObject *const *args)
 {
-    (void)self;
-    (void)nargsf;
-    (void)kw;
-    ptk__table *t = ptk__current;
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1); /* judged by the calling code */
     }
@@ -441,6 +438,23 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         c_deliver(t, th, PTK_EV_C_CALL, args, target, made);
     }
     return none();
+}
+
+/* CALL (code, offset, callable, arg0). A call of a Python function is
+ * nothing to us (its PY_START is the event) unless its caller's code is
+ * to be judged dead: that case returns at once, the rest is
+ * mon_c_call_full. */
+static PyObject *
+mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    if (Py_IS_TYPE(args[2], &PyFunction_Type) && !t->dead_possible) {
+        return none();
+    }
+    return mon_c_call_full(t, args);
 }
 
 /* C_RETURN, C_RAISE (code, offset, callable, arg0). */

@@ -569,10 +569,11 @@ tm_c_key_exact(const ptk_event *ev)
     return NULL;
 }
 
-/* The common event: the thread of the event before, the hub's clock, a call whose node the
- * cache guessed into a stack with room, the return of the top frame. It
- * calls nothing (anything else goes to tm_on_event_slow before any change),
- * so it saves no registers. */
+/* The common event: on the thread of the event before, with the hub's
+ * clock, a call whose node was guessed into a stack with room, the return
+ * of the top frame. It calls nothing (anything else goes to
+ * tm_on_event_slow before any change but a guess learnt), so it saves no
+ * registers. */
 static int
 tm_on_event(void *state, const ptk_event *ev)
 {

@@ -323,34 +323,40 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     return none();
 }
 
-/* What a CALL / C_RETURN / C_RAISE (code, offset, callable, arg0) calls:
- * 1 for a built-in function or method (fn, self as ptk__c_identity names
- * it) or a method descriptor with its self (d_method, arg0: the identity
- * of the bound method it makes), 0 for anything else (a Python function,
- * the common case, or a callable the legacy layer does not report). */
+/* What a CALL / C_RETURN / C_RAISE (code, offset, callable, arg0) calls. */
+enum {
+    C_NONE = 0,  /* a Python function, the common case, or a callable the
+                    legacy layer does not report */
+    C_FUNC = 1,  /* a built-in function or method */
+    C_DESCR = 2, /* a method descriptor with its self */
+};
+
+/* The C_* kind of callable args[2]; for C_FUNC and C_DESCR, its identity
+ * (fn, self) as ptk__c_identity names it (for a descriptor, that of the
+ * bound method it makes: d_method, arg0). */
 static inline int
 c_target(PyObject *const *args, const void **fn, const void **cself)
 {
     PyObject *callable = args[2];
     if (Py_IS_TYPE(callable, &PyFunction_Type)) {
-        return 0;
+        return C_NONE;
     }
     if (Py_IS_TYPE(callable, &PyMethodDescr_Type)) {
         /* (checked first: the common case, and PyCFunction_Check is a
          * subtype walk for anything that is not a PyCFunction) */
         if (args[3] == mon_MISSING) {
-            return 0;
+            return C_NONE;
         }
         *fn = ((PyMethodDescrObject *)callable)->d_method;
         *cself = args[3];
-        return 1;
+        return C_DESCR;
     }
     if (PyCFunction_Check(callable)) {
         *fn = ((PyCFunctionObject *)callable)->m_ml;
         *cself = ((PyCFunctionObject *)callable)->m_self;
-        return 1;
+        return C_FUNC;
     }
-    return 0;
+    return C_NONE;
 }
 
 /* A method descriptor bound to its self, as the legacy layer reports it
@@ -367,19 +373,20 @@ c_bound(PyObject *const *args)
     return made;
 }
 
-/* Delivers a C event of args[2]: bound (made, or made now when every
- * subscriber is not PTK_FLAG_UNBOUND_C) or the descriptor with its self.
- * Steals made. */
+/* Delivers a C event of args[2], a @p target (C_FUNC or C_DESCR): as
+ * @p made (borrowed: the bound method made at the CALL), else a descriptor
+ * bound now when some subscriber is not PTK_FLAG_UNBOUND_C, or the
+ * descriptor with its self. */
 static inline __attribute__((always_inline)) void
 c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
-          PyObject *made)
+          int target, PyObject *made)
 {
-    PyObject *callable = args[2];
-    PyObject *c_self = NULL;
-    if (made == NULL && Py_IS_TYPE(callable, &PyMethodDescr_Type)) {
+    PyObject *arg = made != NULL ? made : args[2];
+    PyObject *c_self = NULL, *own = NULL;
+    if (made == NULL && target == C_DESCR) {
         if (t->c_bind) {
-            made = c_bound(args);
-            if (made == NULL) {
+            own = arg = c_bound(args);
+            if (own == NULL) {
                 return;
             }
         }
@@ -387,28 +394,26 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
             c_self = args[3];
         }
     }
-    ptk_event ev;
-    ev_init(&ev, th, kind, (PyCodeObject *)args[0],
-            made != NULL ? made : callable, th->pub.depth);
-    ev.lasti_ = (int32_t)small_int(args[1]);
-    ev.c_self = c_self;
-    ptk__deliver_clean(t, th, &ev);
-    Py_XDECREF(made);
+    ptk__event_at at;
+    ev_init(&at.ev, th, kind, (PyCodeObject *)args[0], arg, th->pub.depth);
+    at.ev.lasti_ = PTK__LASTI_AT;
+    at.offset = args[1];
+    at.ev.c_self = c_self;
+    ptk__deliver_clean(t, th, &at.ev);
+    Py_XDECREF(own);
 }
 
-/* CALL (code, offset, callable, arg0). */
-static PyObject *
-mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* mon_c_call in full: out of line, so that the calls of Python functions,
+ * which mon_c_call turns away, save no registers. */
+static __attribute__((noinline)) PyObject *
+mon_c_call_full(ptk__table *t, PyObject *const *args)
 {
-    (void)self;
-    (void)nargsf;
-    (void)kw;
-    ptk__table *t = ptk__current;
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1); /* judged by the calling code */
     }
     const void *fn, *cself;
-    if (!c_target(args, &fn, &cself)) {
+    int target = c_target(args, &fn, &cself);
+    if (target == C_NONE) {
         return none();
     }
     ptk__thread *th = thread_here();
@@ -419,9 +424,10 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         ptk__hub_out_of_memory("the stack of C calls");
         return none();
     }
-    if (Py_IS_TYPE(args[2], &PyMethodDescr_Type) && t->c_bind) {
+    PyObject *made = NULL;
+    if (target == C_DESCR && t->c_bind) {
         /* made once, kept for the C_RETURN / C_RAISE */
-        PyObject *made = c_bound(args);
+        made = c_bound(args);
         if (made == NULL) {
             th->cdepth--;
             return none();
@@ -429,10 +435,26 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         th->cstack[th->cdepth - 1].made = made;
     }
     if (t->nsub[PTK_EV_C_CALL]) {
-        PyObject *made = th->cstack[th->cdepth - 1].made;
-        c_deliver(t, th, PTK_EV_C_CALL, args, Py_XNewRef(made));
+        c_deliver(t, th, PTK_EV_C_CALL, args, target, made);
     }
     return none();
+}
+
+/* CALL (code, offset, callable, arg0). A call of a Python function is
+ * nothing to us (its PY_START is the event) unless its caller's code is
+ * to be judged dead: that case returns at once, the rest is
+ * mon_c_call_full. */
+static PyObject *
+mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)self;
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    if (Py_IS_TYPE(args[2], &PyFunction_Type) && !t->dead_possible) {
+        return none();
+    }
+    return mon_c_call_full(t, args);
 }
 
 /* C_RETURN, C_RAISE (code, offset, callable, arg0). */
@@ -446,7 +468,8 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none(); /* C_RETURN and C_RAISE follow CALL: it is disabled */
     }
     const void *fn, *cself;
-    if (!c_target(args, &fn, &cself)) {
+    int target = c_target(args, &fn, &cself);
+    if (target == C_NONE) {
         return none();
     }
     ptk__thread *th = thread_here();
@@ -455,13 +478,16 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         int kind = ((mon_cb *)self)->what;
         PyObject *made = th->cstack[i].made;
         th->cstack[i].made = NULL; /* ours now: released after the event */
-        ptk__cstack_truncate(th, i);
-        if (t->nsub[kind]) {
-            c_deliver(t, th, kind, args, made);
+        if (i == th->cdepth - 1) {
+            th->cdepth = i; /* the innermost call: nothing else to drop */
         }
         else {
-            Py_XDECREF(made);
+            ptk__cstack_truncate(th, i);
         }
+        if (t->nsub[kind]) {
+            c_deliver(t, th, kind, args, target, made);
+        }
+        Py_XDECREF(made);
     }
     return none();
 }

@@ -265,10 +265,25 @@ ptk__exc_pending(PyThreadState *ts)
 #endif
 }
 
+/* ptk_event::lasti_ of an event made as a ptk__event_at: the offset is
+ * ptk__event_at::offset, decoded when asked for. */
+#define PTK__LASTI_AT (-2)
+
+/* An event whose instruction offset is an int object (sys.monitoring's
+ * argument), decoded only if someone asks: most events are never asked. */
+typedef struct ptk__event_at {
+    ptk_event ev;     /* first: plugins get &ev */
+    PyObject *offset; /* borrowed, for the event's lifetime */
+} ptk__event_at;
+
 /* The instruction offset of an event (bytes), -1 if it has none. */
 static inline int
 ptk__event_lasti(const ptk_event *ev)
 {
+    if (ev->lasti_ == PTK__LASTI_AT) {
+        long v = PyLong_AsLong(((const ptk__event_at *)ev)->offset);
+        return v >= 0 && v <= INT32_MAX ? (int)v : -1;
+    }
     if (ev->lasti_ >= 0 || ev->frame_ == NULL) {
         return ev->lasti_;
     }
@@ -489,7 +504,9 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
             lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
         }
     }
-    if (--ptk__dispatch_depth == 0 && ptk__dispatch_cleanup) {
+    /* (cleanup first: nearly always 0, and the decrement needs no load) */
+    ptk__dispatch_depth--;
+    if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
         ptk__after_dispatch();
     }
     return lines_off;

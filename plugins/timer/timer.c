@@ -212,6 +212,7 @@ tm_thread_get(tm_state *st, const ptk_thread *t)
         }
         th->index = t->index;
         th->ident = t->ident;
+        th->root.scope = &th->root;
         if (t->name != NULL) {
             th->name = strdup(t->name);
         }
@@ -281,6 +282,8 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     n->stat = s;
     n->edge = e;
     n->merged = merged;
+    n->scope = merged ? (const void *)s : (const void *)n;
+    n->pscope = parent->scope;
     if (!merged) {
         n->next_sibling = parent->first_child;
         parent->first_child = n;
@@ -314,12 +317,12 @@ tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
     f->it += it;
 }
 
-/* The tree node and a stack slot for a call, when the cache missed or the
- * stack is full. NULL after recording the failure. */
-TM_COLD tm_frame *
+/* The tree node of a call, found unless guessed (@p n, NULL when both
+ * guesses missed), after making room for its frame on the stack. NULL
+ * after recording the failure. */
+TM_COLD tm_node *
 tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
-              const void *key, PyObject *obj, PyObject *cself, int is_c,
-              tm_node **out)
+              const void *key, PyObject *obj, PyObject *cself, int is_c)
 {
     if (n == NULL || n->key != key) {
         n = tm_node_find(st, th, parent, key, obj, cself, is_c);
@@ -342,39 +345,93 @@ tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
         th->stack = stack;
         th->cap = cap;
     }
-    *out = n;
-    return &th->stack[th->sp];
+    return n;
 }
 
-TM_INLINE int
-tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
-         PyObject *cself, int is_c, uint64_t now)
+/* The frame running now, or the root when none is. */
+TM_INLINE tm_node *
+tm_top_node(tm_thread *th)
 {
-    tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
-    /* Guess the node: the call that followed the sibling that just
-     * returned last time, else the first call made from the parent. */
+    return th->sp ? th->stack[th->sp - 1].node : &th->root;
+}
+
+/* Where the guess for the next call from @p parent is kept: the call that
+ * followed the sibling that just returned, last time, else the first call
+ * made from the parent. The sibling may have been reached from another
+ * parent of the same scope (a merged caller): the guess holds there too. */
+TM_INLINE tm_node **
+tm_guess(tm_thread *th, tm_node *parent)
+{
     tm_node *prev = th->last_left;
-    tm_node **slot = prev != NULL && prev->parent == parent ? &prev->after
-                                                           : &parent->last_child;
+    return prev != NULL && prev->pscope == parent->scope
+               ? &prev->after
+               : &parent->last_child;
+}
+
+/* Where the second guess for a call of @p key from a parent of @p scope is
+ * kept: a direct-mapped cache of the nodes found before. */
+TM_INLINE tm_node **
+tm_seen_slot(tm_thread *th, const void *scope, const void *key)
+{
+    uint64_t h = (uint64_t)((uintptr_t)key ^ ((uintptr_t)scope >> 3)) *
+                 UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hashing */
+    return &th->seen[h >> (64 - TM_SEEN_BITS)];
+}
+
+/* The node of a call of @p key from @p parent by the guess in @p slot, else
+ * by the second guess (then remembered in @p slot); NULL if both missed. */
+TM_INLINE tm_node *
+tm_guess_node(tm_thread *th, tm_node *parent, tm_node **slot, const void *key)
+{
     tm_node *n = *slot;
-    tm_frame *f;
-    if (n != NULL && n->key == key && th->sp < th->cap) {
-        f = &th->stack[th->sp];
+    if (n != NULL && n->key == key) {
+        return n;
     }
-    else {
-        f = tm_enter_slow(st, th, parent, n, key, obj, cself, is_c, &n);
-        if (f == NULL) {
-            return PTK_ENOMEM;
-        }
-        *slot = n;
+    n = *tm_seen_slot(th, parent->scope, key);
+    if (n == NULL || n->key != key || n->pscope != parent->scope) {
+        return NULL;
     }
+    *slot = n;
+    return n;
+}
+
+/* Pushes a frame of @p n (the stack has room) started at @p now. */
+TM_INLINE void
+tm_push(tm_thread *th, tm_node *n, uint64_t now)
+{
+    tm_frame *f = &th->stack[th->sp++];
     th->last_left = NULL;
-    th->sp++;
     f->node = n;
     f->t0 = now;
     f->subt = 0;
     n->stat->fig.level++;
     n->edge->fig.level++;
+}
+
+/* Is the top frame one of @p key? */
+TM_INLINE int
+tm_is_top(const tm_thread *th, const void *key)
+{
+    return th->sp > 0 && th->stack[th->sp - 1].node->key == key;
+}
+
+/* A call of @p key at @p now: its node (guessed, else found) pushed. */
+TM_INLINE int
+tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
+         PyObject *cself, int is_c, uint64_t now)
+{
+    tm_node *parent = tm_top_node(th);
+    tm_node **slot = tm_guess(th, parent);
+    tm_node *n = tm_guess_node(th, parent, slot, key);
+    if (n == NULL || th->sp == th->cap) {
+        n = tm_enter_slow(st, th, parent, n, key, obj, cself, is_c);
+        if (n == NULL) {
+            return PTK_ENOMEM;
+        }
+        *slot = n;
+        *tm_seen_slot(th, parent->scope, key) = n;
+    }
+    tm_push(th, n, now);
     return PTK_OK;
 }
 
@@ -423,6 +480,18 @@ tm_leave_key(tm_thread *th, const void *key, int c_only, uint64_t now)
     tm_leave(th, now);
 }
 
+/* The clock of the latest event on @p th: its latest return, or the start
+ * of its top frame if that came later. */
+static uint64_t
+tm_last_ns(const tm_thread *th)
+{
+    uint64_t t = th->last_ns;
+    if (th->sp > 0 && th->stack[th->sp - 1].t0 > t) {
+        t = th->stack[th->sp - 1].t0;
+    }
+    return t;
+}
+
 /* A C function's key: its PyMethodDef (a bound method is made anew for
  * each call, a descriptor's is the same def), else the callable itself. */
 static inline const void *
@@ -446,13 +515,17 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
                                   "out of memory recording a thread");
         }
     }
+    if (!st->cpu_clock) {
+        st->hot_thread = ev->thread;
+        st->hot = th;
+    }
     uint64_t now = st->cpu_clock ? tm__cpu_now() : ev->time_ns;
     th->last_ns = now;
     switch (ev->kind) {
     case PTK_EV_CALL:
         return tm_enter(st, th, ev->code, (PyObject *)ev->code, NULL, 0, now);
     case PTK_EV_RETURN:
-        if (th->sp > 0 && th->stack[th->sp - 1].node->key == ev->code) {
+        if (tm_is_top(th, ev->code)) {
             tm_leave(th, now);
         }
         else {
@@ -464,7 +537,7 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
     case PTK_EV_C_RETURN:
     case PTK_EV_C_EXCEPTION: {
         const void *key = tm_c_key(ev);
-        if (th->sp > 0 && th->stack[th->sp - 1].node->key == key) {
+        if (tm_is_top(th, key)) {
             tm_leave(th, now);
         }
         else {
@@ -496,19 +569,19 @@ tm_c_key_exact(const ptk_event *ev)
     return NULL;
 }
 
-/* The common event: a known thread, the hub's clock, a call whose node the
- * cache guessed into a stack with room, the return of the top frame. It
- * calls nothing (anything else goes to tm_on_event_slow before any change),
- * so it saves no registers. */
+/* The common event: on the thread of the event before, with the hub's
+ * clock, a call whose node was guessed into a stack with room, the return
+ * of the top frame. It calls nothing (anything else goes to
+ * tm_on_event_slow before any change but a guess learnt), so it saves no
+ * registers. */
 static int
 tm_on_event(void *state, const ptk_event *ev)
 {
     tm_state *st = state;
-    size_t idx = ev->thread->index;
-    if (st->cpu_clock || idx >= st->nthreads || st->threads[idx] == NULL) {
+    if (ev->thread != st->hot_thread) {
         return tm_on_event_slow(st, ev);
     }
-    tm_thread *th = st->threads[idx];
+    tm_thread *th = st->hot;
     const void *key;
     switch (ev->kind) {
     case PTK_EV_CALL:
@@ -533,26 +606,16 @@ tm_on_event(void *state, const ptk_event *ev)
     }
     /* a call: as tm_enter, when its guess is right */
     {
-        tm_node *parent = th->sp ? th->stack[th->sp - 1].node : &th->root;
-        tm_node *prev = th->last_left;
-        tm_node *n = prev != NULL && prev->parent == parent ? prev->after
-                                                           : parent->last_child;
-        if (n == NULL || n->key != key || th->sp >= th->cap) {
+        tm_node *parent = tm_top_node(th);
+        tm_node *n = tm_guess_node(th, parent, tm_guess(th, parent), key);
+        if (n == NULL || th->sp == th->cap) {
             return tm_on_event_slow(st, ev);
         }
-        uint64_t now = ev->time_ns;
-        th->last_ns = now;
-        tm_frame *f = &th->stack[th->sp++];
-        th->last_left = NULL;
-        f->node = n;
-        f->t0 = now;
-        f->subt = 0;
-        n->stat->fig.level++;
-        n->edge->fig.level++;
+        tm_push(th, n, ev->time_ns);
         return PTK_OK;
     }
 leave:
-    if (th->sp == 0 || th->stack[th->sp - 1].node->key != key) {
+    if (!tm_is_top(th, key)) {
         return tm_on_event_slow(st, ev);
     }
     th->last_ns = ev->time_ns;
@@ -575,7 +638,7 @@ tm__flush(tm_state *st)
         if (th == NULL) {
             continue;
         }
-        uint64_t now = th->last_ns;
+        uint64_t now = tm_last_ns(th);
         if (me != NULL && me->index == th->index) {
             uint64_t t = st->cpu_clock ? tm__cpu_now() : st->host->clock_ns();
             if (t > now) {
@@ -792,8 +855,13 @@ tm_on_thread_end(void *state, const ptk_thread *t)
     if (th == NULL) {
         return;
     }
+    if (st->hot == th) {
+        st->hot_thread = NULL;
+        st->hot = NULL;
+    }
+    uint64_t now = tm_last_ns(th);
     while (th->sp > 0) {
-        tm_leave(th, th->last_ns);
+        tm_leave(th, now);
     }
     free(th->stack);
     th->stack = NULL;

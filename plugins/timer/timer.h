@@ -90,9 +90,14 @@ typedef struct tm_node {
     tm_stat *stat;              /* NULL for the root */
     tm_edge *edge;              /* NULL for the root; tm_thread::root_edge
                                    for its children */
+    const void *scope;   /* what its children are found by: the node
+                            itself, or its stat when merged (its children
+                            are then the same under any node of the stat) */
+    const void *pscope;  /* the parent's scope */
     struct tm_node *last_child; /* lookup cache: the first call made here */
     struct tm_node *after;      /* lookup cache: the sibling called after
-                                   this one returned, last time */
+                                   this one returned, last time (valid
+                                   under any parent of scope pscope) */
     struct tm_node *first_child;  /* tree nodes only */
     struct tm_node *next_sibling;
     uint64_t self_ns;
@@ -100,6 +105,10 @@ typedef struct tm_node {
                      when contexts are off or over max_contexts; not linked
                      into the tree (its callees are merged nodes too) */
 } tm_node;
+
+/** Entries of tm_thread::seen: 1 << TM_SEEN_BITS. */
+#define TM_SEEN_BITS 10
+#define TM_SEEN (1 << TM_SEEN_BITS)
 
 /** A frame running now. */
 typedef struct tm_frame {
@@ -117,9 +126,12 @@ typedef struct tm_thread {
     tm_frame *stack;
     size_t sp, cap;
     size_t max_depth;  /* of the calling-context tree, set by the report */
-    uint64_t last_ns;  /* clock of the latest event on this thread */
+    uint64_t last_ns;  /* clock of the latest return on this thread (a
+                          later call is the top frame's t0: tm_last_ns) */
     tm_node *last_left; /* the node whose frame returned last */
     tm_node root;
+    tm_node *seen[TM_SEEN]; /* the second guess: nodes by (pscope, key),
+                               direct-mapped (tm_seen_slot) */
     tm_edge root_edge; /* the edge of the root's children: not reported */
     tm_map stats;      /* (key, NULL) -> tm_stat */
     tm_map edges;      /* (caller stat, callee stat) -> tm_edge */
@@ -164,6 +176,9 @@ typedef struct tm_state {
     tm_func **func_list;
     size_t nfuncs, funcs_cap;
     tm_thread **threads; /* by ptk_thread::index; NULL once ended */
+    const ptk_thread *hot_thread; /* the thread of the latest event, when
+                                     the fast path may take it (wall clock) */
+    tm_thread *hot;      /* its figures */
     size_t nthreads;
     tm_done *done;       /* by ptk_thread::index, [nthreads] */
     tm_thread gone;      /* the figures of the threads that ended */

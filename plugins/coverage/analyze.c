@@ -434,7 +434,9 @@ branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *
         }
     }
     size_t npairs = w->conds.n / 2;
-    qsort(w->conds.v, npairs, 2 * sizeof(int32_t), cmp_pair);
+    if (npairs > 1) {
+        qsort(w->conds.v, npairs, 2 * sizeof(int32_t), cmp_pair);
+    }
     for (size_t i = 0; i < npairs;) {
         int32_t line = w->conds.v[2 * i];
         size_t j = i;
@@ -486,7 +488,9 @@ analyze_one(an_work *w, const cov_optable *ops, PyCodeObject *code, int want_arc
         goto done;
     }
     /* sorted, each once */
-    qsort(w->own.v, w->own.n, sizeof(int32_t), cmp_int32);
+    if (w->own.n > 1) { /* (own.v is NULL while nothing was pushed) */
+        qsort(w->own.v, w->own.n, sizeof(int32_t), cmp_int32);
+    }
     size_t n = 0;
     for (size_t i = 0; i < w->own.n; i++) {
         if (n == 0 || w->own.v[n - 1] != w->own.v[i]) {

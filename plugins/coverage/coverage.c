@@ -133,8 +133,8 @@ typedef struct cov_state {
     PyObject *format;    /* module dict of pytracekit-coverage.py */
     int op_resume, op_yield;
     uint8_t opclass[256]; /* OPC_*: what a branch trail does at each opcode */
-    uint8_t opcaches[256]; /* inline cache entries after each opcode */
-    cov_optable an_ops;  /* the opcodes, for the static analysis */
+    cov_optable an_ops;  /* the opcodes, for the static analysis (and its
+                            inline cache sizes for the branch trails) */
     int py_analysis;     /* analyse with analysis.py (the reference) instead */
 } cov_state;
 
@@ -914,7 +914,7 @@ branch_trail(const cov_state *st, cov_code *c, int32_t from_line, int32_t dest)
         int op = raw[off];
         unsigned int arg = raw[off + 1] | ext;
         int cls = st->opclass[op];
-        Py_ssize_t next = off + 2 + 2 * (Py_ssize_t)st->opcaches[op];
+        Py_ssize_t next = off + 2 + 2 * (Py_ssize_t)st->an_ops.caches[op];
         if (cls == OPC_EXTENDED) {
             ext = arg << 8;
             off = next;
@@ -1258,7 +1258,6 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         goto pyfail;
     }
     memcpy(st->opclass, PyBytes_AS_STRING(opclass), 256);
-    memcpy(st->opcaches, PyBytes_AS_STRING(opcaches), 256);
     memcpy(st->an_ops.flags, PyBytes_AS_STRING(anflags), 256);
     memcpy(st->an_ops.caches, PyBytes_AS_STRING(opcaches), 256);
     st->an_ops.jump_adds_caches = PY_VERSION_HEX >= 0x030C0000;

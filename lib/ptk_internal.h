@@ -504,7 +504,7 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
             lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
         }
     }
-    /* (cleanup first: nearly always 0, and the decrement needs no load) */
+    /* (cleanup first: it is nearly always 0) */
     ptk__dispatch_depth--;
     if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
         ptk__after_dispatch();

@@ -27,6 +27,11 @@ ptk_check(PTK_HAVE_TSTATE_CURRENT_FRAME "struct _PyInterpreterFrame *f = PyThrea
 ptk_check(PTK_HAVE_TSTATE_CFRAME "struct _PyInterpreterFrame *f = PyThreadState_Get()->cframe->current_frame; (void)PyUnstable_InterpreterFrame_GetLasti(f)")
 # Reading a small int without a call (3.12+).
 ptk_check(PTK_HAVE_LONG_COMPACT "PyLongObject *o = (PyLongObject *)PyLong_FromLong(1); long v = PyUnstable_Long_IsCompact(o) ? (long)PyUnstable_Long_CompactValue(o) : 0; (void)v")
+# Tracing is a check of the thread's c_tracefunc at every instruction
+# (cframe->use_tracing, before 3.12): lib/legacy.c can park the trace
+# function while code no filter selects runs. Later versions instrument
+# the code instead.
+ptk_check(PTK_HAVE_CFRAME_USE_TRACING "PyThreadState *t = PyThreadState_Get(); (void)t->cframe->use_tracing")
 ptk_check(PTK_HAVE_SYS_MONITORING "int n = _PY_MONITORING_EVENTS; (void)n")
 
 unset(CMAKE_REQUIRED_INCLUDES)

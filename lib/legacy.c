@@ -31,6 +31,108 @@ static int profile_fn(PyObject *obj, PyFrameObject *frame, int what,
                       PyObject *arg);
 static int trace_fn(PyObject *obj, PyFrameObject *frame, int what,
                     PyObject *arg);
+/* ---- parking the trace function (before 3.12) ------------------------ *
+ *
+ * With a trace function set, CPython 3.11 runs every instruction of every
+ * frame through its line check (the frame object made, the line looked
+ * up), also where f_trace_lines is off. Code that no subscriber's filter
+ * selects (ptk__code_dead), and code whose lines every LINE subscriber has
+ * disabled while nobody takes EXCEPTION or OPCODE (lines_done), need none
+ * of that. While such code runs the trace function is parked: the thread's
+ * c_tracefunc is NULL (c_traceobj stays the hub, so sys.gettrace() does
+ * not change) and c_profilefunc is parked_profile_fn with no object
+ * (sys.getprofile() stays None). That one delivers the CALL and RETURN the
+ * trace function would have, and swaps back when code that needs the trace
+ * function starts or is returned to. Only one of the two is set at a time,
+ * so code that needs the trace function costs what it did, and C calls
+ * reach the parked function only from parked code. Parking needs the
+ * profile slot free: the table wants no profile function, nobody else's
+ * is set.
+ *
+ * Invariant: while code that needs the trace function runs on a thread
+ * whose tracer is the hub, c_tracefunc is trace_fn. Whoever changes the
+ * slots, from outside (sys.settrace/setprofile, PyEval_Set*: the audit
+ * hook) or the hub itself (set_here, set_all, sync), unparks first. */
+#if PTK_HAVE_CFRAME_USE_TRACING
+#define PTK_PARK 1
+static int parked_profile_fn(PyObject *obj, PyFrameObject *frame, int what,
+                             PyObject *arg);
+#else
+#define PTK_PARK 0 /* 3.12+: PyEval_SetTrace instruments the code itself */
+#endif
+
+/* Does the table park the trace function in code it does not select? */
+static inline int
+park_on(const ptk__table *t)
+{
+    return PTK_PARK && t->need_trace && t->dead_possible && !t->need_profile;
+}
+
+/* Code that needs no trace function either, though selected: every LINE
+ * subscriber disabled all its lines (the coverage plugin, once it has seen
+ * them), and nobody takes the other trace-only kinds. Its CALL and RETURN
+ * are then delivered by the parked profile function. */
+static inline int
+lines_done(const ptk__table *t, PyCodeObject *code)
+{
+    return (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
+           !(t->mask & (PTK_MASK(PTK_EV_EXCEPTION) | PTK_MASK(PTK_EV_OPCODE))) &&
+           ptk__code_line_state(code, 0) == PTK__LINE_OFF;
+}
+
+/* Is the trace function of ts parked? */
+static inline int
+parked(PyThreadState *ts)
+{
+#if PTK_PARK
+    return ts->c_tracefunc == NULL && ts->c_profilefunc == parked_profile_fn &&
+           ts->c_traceobj != NULL && ts->c_traceobj == ptk__hub_object;
+#else
+    (void)ts;
+    return 0;
+#endif
+}
+
+/* Is the trace slot of ts the hub's (set, or parked)? */
+static inline int
+trace_is_ours(PyThreadState *ts)
+{
+    return ts->c_tracefunc == trace_fn || parked(ts);
+}
+
+#if PTK_PARK
+/* The profile function keeps cframe->use_tracing set; CPython re-reads
+ * both slots after each callback and at every instruction. */
+static inline void
+park(PyThreadState *ts)
+{
+    ts->c_profilefunc = parked_profile_fn; /* its object stays NULL */
+    ts->c_tracefunc = NULL;
+}
+#endif
+
+static inline void
+unpark(PyThreadState *ts)
+{
+    if (parked(ts)) {
+        ts->c_tracefunc = trace_fn;
+        ts->c_profilefunc = NULL;
+    }
+}
+
+/* Unparks every thread of the interpreter (before the hub changes hooks). */
+static void
+unpark_all(void)
+{
+    if (!PTK_PARK) {
+        return;
+    }
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts;
+         ts = PyThreadState_Next(ts)) {
+        unpark(ts);
+    }
+}
 
 /* ---- reading the current instruction -------------------------------- */
 
@@ -322,6 +424,7 @@ static void
 remove_here(int profile)
 {
     PyThreadState *ts = PyThreadState_Get();
+    unpark(ts);
     if (profile && ts->c_profilefunc == profile_fn) {
         PyEval_SetProfile(NULL, NULL);
     }
@@ -329,6 +432,104 @@ remove_here(int profile)
         PyEval_SetTrace(NULL, NULL);
     }
 }
+
+#if PTK_PARK
+/* The code object of the frame that runs after frame returns; NULL when
+ * that is not a Python frame. Borrowed: the thread's frames keep it. */
+static PyCodeObject *
+caller_code(PyFrameObject *frame)
+{
+    PyFrameObject *back = PyFrame_GetBack(frame);
+    if (back == NULL) {
+        return NULL;
+    }
+    PyCodeObject *code = PyFrame_GetCode(back);
+    Py_DECREF(code);
+    Py_DECREF(back);
+    return code;
+}
+
+/* Code that runs with the trace function parked. */
+static inline int
+parkable(const ptk__table *t, PyCodeObject *code)
+{
+    return ptk__code_dead(t, code) || lines_done(t, code);
+}
+
+/* The profile function while the trace function is parked. It delivers
+ * the CALL and RETURN of selected code the trace function did not see,
+ * and puts the trace function back when code that needs it starts or is
+ * returned to. */
+static __attribute__((noinline)) int
+parked_fn(ptk__table *t, PyFrameObject *frame, int what)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (!parked(ts)) {
+        return 0; /* someone changed the trace slot under us */
+    }
+    if (!park_on(t)) {
+        unpark(ts); /* the trace function decides from its next event */
+        return 0;
+    }
+    if (frame == NULL) {
+        return 0;
+    }
+    ptk__thread *th = ptk__thread_get();
+    if (th == NULL) {
+        return 0;
+    }
+    th->tstate = ts;
+    if (th->park_frame != NULL) {
+        int seen = th->park_frame == frame && th->park_kind == what;
+        th->park_frame = NULL;
+        if (seen) {
+            return 0; /* the trace function handled it, then parked */
+        }
+    }
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    Py_DECREF(code); /* the frame keeps it */
+    if (what == PyTrace_CALL) {
+        /* A frame that runs parked also has f_trace_lines off, as it
+         * would have had unparked: should anything unpark the thread
+         * while it runs, it still makes no LINE events. */
+        if (ptk__code_dead(t, code)) {
+            frame_lines_off(frame);
+            return 0;
+        }
+        if (lines_done(t, code)) {
+            frame_lines_off(frame);
+        }
+        else {
+            unpark(ts);
+            trace_frame_setup(t, frame);
+        }
+        return handle(t, th, frame, PyTrace_CALL, Py_None);
+    }
+    int rc = 0;
+    if (!ptk__code_dead(t, code)) {
+        rc = handle(t, th, frame, PyTrace_RETURN, Py_None);
+        t = ptk__current; /* a plugin that failed may have retired t */
+    }
+    PyCodeObject *back = caller_code(frame);
+    if (back != NULL && !parkable(t, back)) {
+        unpark(ts);
+    }
+    return rc;
+}
+
+/* The parked profile function itself: C calls, the most frequent events
+ * here, return at once. */
+static int
+parked_profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    (void)obj;
+    (void)arg;
+    if (what != PyTrace_CALL && what != PyTrace_RETURN) {
+        return 0;
+    }
+    return parked_fn(ptk__current, frame, what);
+}
+#endif
 
 static int
 profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -361,12 +562,48 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         return 0;
     }
     th->tstate = PyThreadState_Get();
+    if (what == PyTrace_LINE && !th->slow &&
+        (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE))) {
+        /* The most frequent event under line coverage: a line every LINE
+         * subscriber has disabled. Answered before any event is made. */
+        PyCodeObject *code;
+        if (th->pub.depth > 0 && th->stack[th->pub.depth - 1].frame == frame) {
+            code = th->stack[th->pub.depth - 1].code;
+        }
+        else {
+            code = PyFrame_GetCode(frame);
+            Py_DECREF(code); /* the frame keeps it */
+        }
+        int st = ptk__code_line_state(code, PyFrame_GetLineNumber(frame));
+        if (st == PTK__LINE_SKIP) {
+            return 0;
+        }
+        if (st == PTK__LINE_OFF) {
+            frame_lines_off(frame);
+#if PTK_PARK
+            /* the rest of this frame needs no trace function either */
+            PyThreadState *ts = th->tstate;
+            if (park_on(t) && lines_done(t, code) && ts->c_profilefunc == NULL &&
+                ts->c_traceobj == ptk__hub_object) {
+                park(ts);
+            }
+#endif
+            return 0;
+        }
+    }
     if (what == PyTrace_CALL) {
         if (t->dead_possible) {
             PyCodeObject *code = PyFrame_GetCode(frame);
             Py_DECREF(code); /* the frame keeps it */
             if (ptk__code_dead(t, code)) {
                 frame_lines_off(frame);
+#if PTK_PARK
+                if (park_on(t) && th->tstate->c_profilefunc == NULL &&
+                    th->tstate->c_traceobj == ptk__hub_object) {
+                    park(th->tstate); /* CPython then calls parked_fn
+                                         with this CALL: it ignores it */
+                }
+#endif
                 return 0;
             }
         }
@@ -376,7 +613,33 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         th->tstate->c_profilefunc == profile_fn) {
         return 0; /* CALL/RETURN come from the profile function: once */
     }
-    return handle(t, th, frame, what, arg);
+    int rc = handle(t, th, frame, what, arg);
+#if PTK_PARK
+    if (what == PyTrace_CALL || what == PyTrace_RETURN) {
+        t = ptk__current; /* a plugin that failed may have retired t */
+        PyThreadState *ts = th->tstate;
+        if (park_on(t) && ts->c_profilefunc == NULL &&
+            ts->c_tracefunc == trace_fn && ts->c_traceobj == ptk__hub_object) {
+            PyCodeObject *next;
+            if (what == PyTrace_CALL) {
+                next = PyFrame_GetCode(frame);
+                Py_DECREF(next);
+            }
+            else {
+                next = caller_code(frame);
+            }
+            if (next != NULL && (what == PyTrace_CALL ? lines_done(t, next)
+                                                      : parkable(t, next))) {
+                /* CPython calls the parked function with this same event
+                 * next: it must not be delivered twice */
+                park(ts);
+                th->park_frame = frame;
+                th->park_kind = what;
+            }
+        }
+    }
+#endif
+    return rc;
 }
 
 /* ---- installing --------------------------------------------------------- */
@@ -385,6 +648,7 @@ static int
 set_here(int profile, int on)
 {
     PyThreadState *ts = PyThreadState_Get();
+    unpark(ts);
     if (profile) {
         if (on && ts->c_profilefunc != profile_fn) {
             PyEval_SetProfile(profile_fn, ptk__hub_object);
@@ -539,6 +803,7 @@ sync_hooks(const ptk__table *t, int install_here, char **errmsg)
 {
     int rc = PTK_OK;
     PyThreadState *me = PyThreadState_Get();
+    unpark_all(); /* threads park again at their next excluded start */
     if ((t->mask & PTK_MASK(PTK_EV_OPCODE)) && !opcode_primed) {
         int had = me->c_tracefunc == trace_fn;
         if (had) {
@@ -728,6 +993,12 @@ audit_hook(const char *event, PyObject *args, void *data)
     (void)data;
     if (event[0] == 's' && strncmp(event, "sys.set", 7) == 0) {
         int profile = strcmp(event + 7, "profile") == 0;
+        if (profile || strcmp(event + 7, "trace") == 0) {
+            /* the slots are about to change: the hub's state must be
+             * the plain one (the trace function set) for whoever reads
+             * or replaces them */
+            unpark(PyThreadState_Get());
+        }
         if ((profile || strcmp(event + 7, "trace") == 0) &&
             PyThreadState_Get()->tracing == 0) {
             uint64_t now = ptk__clock_ns();

@@ -142,6 +142,11 @@ typedef struct ptk__thread {
     PyFrameObject *thrown_frame;
     int thrown_lasti;
     int slow;                  /* skip_frame set, or the name not looked up yet */
+    /* legacy, 3.11: the trace function handled this CALL / RETURN of this
+     * frame and parked itself; the parked profile function, which CPython
+     * calls next with the same event, skips it (legacy.c) */
+    PyFrameObject *park_frame;
+    int park_kind;
     char *name_storage;
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */

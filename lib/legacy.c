@@ -280,9 +280,12 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         code = PyFrame_GetCode(frame);
         Py_DECREF(code); /* the frame keeps it alive */
     }
-    if (ptk__code_dead(t, code)) {
-        /* No subscriber's filter selects this code: nothing to deliver,
-         * nothing pushed (its RETURN finds no entry), no lines. */
+    /* looked up once, for ptk__code_dead and the delivery */
+    uint64_t rejected = t->code_filtered ? ptk__code_rejected(t, code) : 0;
+    if (t->dead_possible && (rejected & t->slots) == t->slots) {
+        /* No subscriber's filter selects this code (ptk__code_dead):
+         * nothing to deliver, nothing pushed (its RETURN finds no entry),
+         * no lines. */
         if (what == PyTrace_CALL && t->need_trace) {
             frame_lines_off(frame);
         }
@@ -368,7 +371,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         }
         ev.depth = pos >= 0 ? pos + 1 : -1;
         if (t->nsub[PTK_EV_RETURN]) {
-            ptk__deliver(t, th, &ev);
+            ptk__deliver_judged(t, th, &ev, rejected);
         }
         if (pos >= 0) {
             th->pub.depth = pos;
@@ -405,7 +408,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
                 return 0; /* every LINE subscriber disabled it */
             }
         }
-        if (t->nsub[PTK_EV_LINE] && ptk__deliver(t, th, &ev)) {
+        if (t->nsub[PTK_EV_LINE] && ptk__deliver_judged(t, th, &ev, rejected)) {
             frame_lines_off(frame);
         }
         return 0;
@@ -413,7 +416,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         break;
     }
     if (t->nsub[what]) {
-        ptk__deliver(t, th, &ev);
+        ptk__deliver_judged(t, th, &ev, rejected);
     }
     return 0;
 }

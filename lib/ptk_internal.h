@@ -467,9 +467,11 @@ int ptk__code_line_state(PyCodeObject *code, int line);
  * path, 1 (ptk__dispatch) to also skip failed instances and locations a
  * subscriber disabled. Filters are applied on both: a subscriber whose
  * filter rejects the code object is skipped on the verdict cache alone. */
+/* rejected: ptk__code_rejected(t, ev->code) if t->code_filtered, else 0
+ * (a backend that has judged the code object already passes it on). */
 static inline __attribute__((always_inline)) int
-ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
-                  const int general)
+ptk__deliver_loop_judged(ptk__table *t, ptk__thread *th, ptk_event *ev,
+                         const int general, uint64_t rejected)
 {
     int kind = ev->kind;
     if (t->clock_mask & PTK_MASK(kind)) {
@@ -477,8 +479,6 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
     }
     ptk__sub *s = t->subs[kind];
     int n = t->nsub[kind], lines_off = 0;
-    uint64_t rejected =
-        t->code_filtered ? ptk__code_rejected(t, ev->code) : 0;
     ptk__dispatch_depth++;
     for (int i = 0; i < n; i++) {
         if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
@@ -517,6 +517,15 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
     return lines_off;
 }
 
+static inline __attribute__((always_inline)) int
+ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
+                  const int general)
+{
+    return ptk__deliver_loop_judged(
+        t, th, ev, general,
+        t->code_filtered ? ptk__code_rejected(t, ev->code) : 0);
+}
+
 /* For a backend that is never entered with an exception pending
  * (sys.monitoring saves it around the events that have one). */
 static inline int
@@ -535,6 +544,18 @@ ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
         return ptk__dispatch(t, th, ev);
     }
     return ptk__deliver_clean(t, th, ev);
+}
+
+/* ptk__deliver with the code object's verdicts already looked up
+ * (rejected as ptk__deliver_loop_judged takes it). */
+static inline int
+ptk__deliver_judged(ptk__table *t, ptk__thread *th, ptk_event *ev,
+                    uint64_t rejected)
+{
+    if (ptk__exc_pending(th->tstate) || ptk__dispatch_slow) {
+        return ptk__dispatch(t, th, ev);
+    }
+    return ptk__deliver_loop_judged(t, th, ev, 0, rejected);
 }
 
 void ptk__code_forget_slot(uint32_t slot);

@@ -143,7 +143,8 @@ class FileStats:
         self.functions = [(str(n), int(a), int(b)) for n, a, b in rec.get("functions", [])]
         arcs = {}
         for a, b, c in rec.get("arcs", []):
-            arcs[(int(a), int(b))] = arcs.get((int(a), int(b)), 0) + int(c)
+            key = (int(a), int(b))
+            arcs[key] = arcs.get(key, 0) + int(c)
         # Per branch line: [(dest, taken count or None when the line never ran)].
         self.branches = {}
         if branch:

@@ -271,6 +271,9 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         if (th->tstate_watch == NULL) {
             ptk__thread_watch(th); /* to hear of the thread's end */
         }
+        /* Both may run Python code, and so let another thread swap the
+         * table and free the one the caller read. */
+        t = ptk__current;
     }
     PyCodeObject *code;
     if (th->pub.depth > 0 && th->stack[th->pub.depth - 1].frame == frame) {
@@ -892,27 +895,32 @@ hub_call(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     int what = event_from_name(name);
-    ptk__table *t = ptk__current;
     PyThreadState *ts = PyThreadState_Get();
+    /* The table is read anew after each call here: PyEval_SetProfile and
+     * PyEval_SetTrace run the audit hooks, which may run Python code and
+     * let another thread swap the table and free this one (no dispatch is
+     * in progress to keep it). */
+    int on;
     /* Replace whatever Python-level hook called us. */
     if (ts->c_profileobj == ptk__hub_object && ts->c_profilefunc != profile_fn) {
-        PyEval_SetProfile(t->need_profile ? profile_fn : NULL,
-                          t->need_profile ? ptk__hub_object : NULL);
+        on = ptk__current->need_profile;
+        PyEval_SetProfile(on ? profile_fn : NULL, on ? ptk__hub_object : NULL);
     }
     if (ts->c_traceobj == ptk__hub_object && ts->c_tracefunc != trace_fn) {
-        PyEval_SetTrace(t->need_trace ? trace_fn : NULL,
-                        t->need_trace ? ptk__hub_object : NULL);
+        on = ptk__current->need_trace;
+        PyEval_SetTrace(on ? trace_fn : NULL, on ? ptk__hub_object : NULL);
     }
-    if (t->need_profile && ts->c_profilefunc != profile_fn) {
+    if (ptk__current->need_profile && ts->c_profilefunc != profile_fn) {
         PyEval_SetProfile(profile_fn, ptk__hub_object);
     }
-    if (t->need_trace && ts->c_tracefunc != trace_fn) {
+    if (ptk__current->need_trace && ts->c_tracefunc != trace_fn) {
         PyEval_SetTrace(trace_fn, ptk__hub_object);
     }
     ptk__thread *th = ptk__thread_get();
     if (th != NULL) {
         th->tstate = ts;
     }
+    ptk__table *t = ptk__current;
     if (what >= 0 && th != NULL && (t->need_profile || t->need_trace)) {
         int from_profile = (PTK_MASK(what) & PTK_MASK_PROFILE) != 0;
         if (!from_profile || t->need_profile ||

@@ -150,19 +150,10 @@ static inline __attribute__((always_inline)) void
 ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
         PyObject *arg, int32_t depth)
 {
-    ev->struct_size = sizeof *ev;
-    ev->kind = (ptk_event_kind)kind;
-    ev->origin = PTK_ORIGIN_UNKNOWN;
+    ptk__event_blank(ev, &th->pub, kind);
     ev->code = code;
     ev->arg = arg;
-    ev->thread = &th->pub;
     ev->depth = depth;
-    ev->line = -1;
-    ev->time_ns = 0;
-    ev->frame_ = NULL;
-    ev->lasti_ = -1;
-    ev->target = -1;
-    ev->c_self = NULL;
 }
 
 /* Sets the per-code events on code and records their generation; 0 or -1
@@ -254,25 +245,27 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         /* PY_THROW is not a local event: it cannot be disabled */
         return what == PTK_ORIGIN_THROW ? none() : disable(1);
     }
-    ptk_event ev;
-    ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
-    ev.origin = (ptk_event_origin)what;
+    int32_t depth = -1;
     if (t->track_stack) {
         if (ptk__stack_push(th, code, NULL) < 0) {
             ptk__hub_out_of_memory("the shadow stack");
             return none();
         }
-        ev.depth = th->pub.depth;
+        depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
-        ptk__deliver_clean(t, th, &ev);
+        ptk_event *ev = &th->ev_call; /* kind and arg set once */
+        ev->origin = (ptk_event_origin)what;
+        ev->code = code;
+        ev->depth = depth;
+        ptk__deliver_clean(t, th, ev);
         t = ptk__current; /* a plugin that failed may have retired t */
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
         if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_CALL)) &&
             !t->track_stack &&
             !(line_needs_start && t->nsub[PTK_EV_LINE]) &&
-            ptk__code_all_disabled(t, &ev)) {
+            ptk__code_all_disabled(t, ev)) {
             return disable(1);
         }
     }
@@ -309,12 +302,12 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         }
     }
     if (t->nsub[PTK_EV_RETURN]) {
-        ptk_event ev;
-        ev_init(&ev, th, PTK_EV_RETURN, code,
-                origin == PTK_ORIGIN_UNWIND ? NULL : args[2],
-                pos >= 0 ? pos + 1 : -1);
-        ev.origin = (ptk_event_origin)origin;
-        ptk__deliver_clean(t, th, &ev);
+        ptk_event *ev = &th->ev_return; /* kind set once */
+        ev->origin = (ptk_event_origin)origin;
+        ev->code = code;
+        ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
+        ev->depth = pos >= 0 ? pos + 1 : -1;
+        ptk__deliver_clean(t, th, ev);
     }
     if (pos >= 0) {
         th->pub.depth = pos;
@@ -394,12 +387,14 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
             c_self = args[3];
         }
     }
-    ptk__event_at at;
-    ev_init(&at.ev, th, kind, (PyCodeObject *)args[0], arg, th->pub.depth);
-    at.ev.lasti_ = PTK__LASTI_AT;
-    at.offset = args[1];
-    at.ev.c_self = c_self;
-    ptk__deliver_clean(t, th, &at.ev);
+    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    at->ev.kind = (ptk_event_kind)kind;
+    at->ev.code = (PyCodeObject *)args[0];
+    at->ev.arg = arg;
+    at->ev.depth = th->pub.depth;
+    at->ev.c_self = c_self;
+    at->offset = args[1];
+    ptk__deliver_clean(t, th, &at->ev);
     Py_XDECREF(own);
 }
 

@@ -113,6 +113,36 @@ void ptk__options_free(ptk__options *o);
 
 /* ---- threads (thread.c) ---------------------------------------------- */
 
+/* ptk_event::lasti_ of an event made as a ptk__event_at: the offset is
+ * ptk__event_at::offset, decoded when asked for. */
+#define PTK__LASTI_AT (-2)
+
+/* An event whose instruction offset is an int object (sys.monitoring's
+ * argument), decoded only if someone asks: most events are never asked. */
+typedef struct ptk__event_at {
+    ptk_event ev;     /* first: plugins get &ev */
+    PyObject *offset; /* borrowed, for the event's lifetime */
+} ptk__event_at;
+
+/* An event as a backend starts it: the fields its kind does not set. */
+static inline void
+ptk__event_blank(ptk_event *ev, const ptk_thread *thread, int kind)
+{
+    ev->struct_size = sizeof *ev;
+    ev->kind = (ptk_event_kind)kind;
+    ev->origin = PTK_ORIGIN_UNKNOWN;
+    ev->code = NULL;
+    ev->arg = NULL;
+    ev->thread = thread;
+    ev->depth = -1;
+    ev->line = -1;
+    ev->time_ns = 0;
+    ev->frame_ = NULL;
+    ev->lasti_ = -1;
+    ev->target = -1;
+    ev->c_self = NULL;
+}
+
 typedef struct ptk__cframe {
     /* What identifies the C function: a bound builtin method is made anew
      * for each event on 3.12+, so (method def, self) and not the object. */
@@ -154,6 +184,13 @@ typedef struct ptk__thread {
      * code condition selects on this thread's stack (for max_depth). */
     uint64_t thr_judged, thr_rejected;
     int32_t fdepth[PTK__MAX_SLOTS];
+    /* monitoring.c: the events of its PY_START / PY_RESUME / PY_THROW, of
+     * its PY_RETURN / PY_YIELD / PY_UNWIND and of its C calls, made once
+     * (ptk__event_blank) and reused: each event writes only the fields that
+     * change. The callbacks of a thread never nest (CPython runs none while
+     * one runs), so one of each is enough. */
+    ptk_event ev_call, ev_return;
+    ptk__event_at ev_c;
 } ptk__thread;
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
@@ -264,17 +301,6 @@ ptk__exc_pending(PyThreadState *ts)
     return ts->curexc_type != NULL;
 #endif
 }
-
-/* ptk_event::lasti_ of an event made as a ptk__event_at: the offset is
- * ptk__event_at::offset, decoded when asked for. */
-#define PTK__LASTI_AT (-2)
-
-/* An event whose instruction offset is an int object (sys.monitoring's
- * argument), decoded only if someone asks: most events are never asked. */
-typedef struct ptk__event_at {
-    ptk_event ev;     /* first: plugins get &ev */
-    PyObject *offset; /* borrowed, for the event's lifetime */
-} ptk__event_at;
 
 /* The instruction offset of an event (bytes), -1 if it has none. */
 static inline int
@@ -470,9 +496,8 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
                   const int general)
 {
     int kind = ev->kind;
-    if (t->clock_mask & PTK_MASK(kind)) {
-        ev->time_ns = ptk__clock_ns();
-    }
+    /* (0 when not asked for: a reused event keeps its last reading) */
+    ev->time_ns = t->clock_mask & PTK_MASK(kind) ? ptk__clock_ns() : 0;
     ptk__sub *s = t->subs[kind];
     int n = t->nsub[kind], lines_off = 0;
     uint64_t rejected =
@@ -524,9 +549,7 @@ static inline __attribute__((always_inline)) int
 ptk__deliver_solo(ptk__table *t, ptk__thread *th, ptk_event *ev, ptk__sub *s)
 {
     int lines_off = 0;
-    if (t->clock_mask & PTK_MASK(ev->kind)) {
-        ev->time_ns = ptk__clock_ns();
-    }
+    ev->time_ns = t->clock_mask & PTK_MASK(ev->kind) ? ptk__clock_ns() : 0;
     ptk__dispatch_depth++;
     int rc = s->on_event(s->state, ev);
     if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {

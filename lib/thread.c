@@ -34,6 +34,11 @@ ptk__thread_get_slow(void)
     t->pub.index = (uint32_t)nthreads;
     t->tstate = PyThreadState_Get();
     t->slow = 1; /* the name is looked up at the first event */
+    ptk__event_blank(&t->ev_call, &t->pub, PTK_EV_CALL);
+    t->ev_call.arg = Py_None;
+    ptk__event_blank(&t->ev_return, &t->pub, PTK_EV_RETURN);
+    ptk__event_blank(&t->ev_c.ev, &t->pub, PTK_EV_C_CALL);
+    t->ev_c.ev.lasti_ = PTK__LASTI_AT;
     threads[nthreads++] = t;
     ptk__tls = t;
     return t;

@@ -258,7 +258,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         ev->origin = (ptk_event_origin)what;
         ev->code = code;
         ev->depth = depth;
-        ptk__deliver_clean(t, th, ev);
+        ptk__deliver_clean_as(t, th, ev, PTK_EV_CALL);
         t = ptk__current; /* a plugin that failed may have retired t */
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
@@ -307,7 +307,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         ev->code = code;
         ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
         ev->depth = pos >= 0 ? pos + 1 : -1;
-        ptk__deliver_clean(t, th, ev);
+        ptk__deliver_clean_as(t, th, ev, PTK_EV_RETURN);
     }
     if (pos >= 0) {
         th->pub.depth = pos;
@@ -394,7 +394,7 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
     at->ev.depth = th->pub.depth;
     at->ev.c_self = c_self;
     at->offset = args[1];
-    ptk__deliver_clean(t, th, &at->ev);
+    ptk__deliver_clean_as(t, th, &at->ev, kind);
     Py_XDECREF(own);
 }
 

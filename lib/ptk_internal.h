@@ -546,10 +546,11 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
  * verdict nobody asks for. Most runs have one plugin: each event saves
  * some twenty instructions. */
 static inline __attribute__((always_inline)) int
-ptk__deliver_solo(ptk__table *t, ptk__thread *th, ptk_event *ev, ptk__sub *s)
+ptk__deliver_solo(ptk__table *t, ptk__thread *th, ptk_event *ev, ptk__sub *s,
+                  int kind)
 {
     int lines_off = 0;
-    ev->time_ns = t->clock_mask & PTK_MASK(ev->kind) ? ptk__clock_ns() : 0;
+    ev->time_ns = t->clock_mask & PTK_MASK(kind) ? ptk__clock_ns() : 0;
     ptk__dispatch_depth++;
     int rc = s->on_event(s->state, ev);
     if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
@@ -562,19 +563,27 @@ ptk__deliver_solo(ptk__table *t, ptk__thread *th, ptk_event *ev, ptk__sub *s)
     return lines_off;
 }
 
+/* ptk__deliver_clean where the caller knows ev->kind: a constant there
+ * picks the subscriber and the clock bit without reading the event. */
+static inline __attribute__((always_inline)) int
+ptk__deliver_clean_as(ptk__table *t, ptk__thread *th, ptk_event *ev, int kind)
+{
+    if (ptk__dispatch_slow) {
+        return ptk__dispatch(t, th, ev);
+    }
+    ptk__sub *solo = t->solo[kind];
+    if (solo != NULL) {
+        return ptk__deliver_solo(t, th, ev, solo, kind);
+    }
+    return ptk__deliver_loop(t, th, ev, 0);
+}
+
 /* For a backend that is never entered with an exception pending
  * (sys.monitoring saves it around the events that have one). */
 static inline int
 ptk__deliver_clean(ptk__table *t, ptk__thread *th, ptk_event *ev)
 {
-    if (ptk__dispatch_slow) {
-        return ptk__dispatch(t, th, ev);
-    }
-    ptk__sub *solo = t->solo[ev->kind];
-    if (solo != NULL) {
-        return ptk__deliver_solo(t, th, ev, solo);
-    }
-    return ptk__deliver_loop(t, th, ev, 0);
+    return ptk__deliver_clean_as(t, th, ev, ev->kind);
 }
 
 static inline int

@@ -131,17 +131,25 @@ thread_slow(ptk__thread *th)
                th->name_tries < NAME_TRIES;
 }
 
+/* A thread with no watch yet (or whose watch could not be made), or slow. */
+static __attribute__((noinline)) void
+thread_check(ptk__thread *th)
+{
+    if (th->tstate_watch == NULL) {
+        ptk__thread_watch(th);
+    }
+    if (th->slow) {
+        thread_slow(th);
+    }
+    th->mon_check = th->tstate_watch == NULL || th->slow;
+}
+
 static inline __attribute__((always_inline)) ptk__thread *
 thread_here(void)
 {
     ptk__thread *th = ptk__thread_get();
-    if (th != NULL && (th->tstate_watch == NULL || th->slow)) {
-        if (th->tstate_watch == NULL) {
-            ptk__thread_watch(th);
-        }
-        if (th->slow) {
-            thread_slow(th);
-        }
+    if (th != NULL && th->mon_check) {
+        thread_check(th);
     }
     return th;
 }

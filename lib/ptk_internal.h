@@ -172,6 +172,10 @@ typedef struct ptk__thread {
     PyFrameObject *thrown_frame;
     int thrown_lasti;
     int slow;                  /* skip_frame set, or the name not looked up yet */
+    /* monitoring.c: slow, or tstate_watch NULL -- one test per event, not
+     * two. Whatever sets slow or clears the watch sets it too
+     * (ptk__thread_mark_slow); only monitoring.c clears it. */
+    int mon_check;
     char *name_storage;
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
@@ -192,6 +196,14 @@ typedef struct ptk__thread {
     ptk_event ev_call, ev_return;
     ptk__event_at ev_c;
 } ptk__thread;
+
+/* The thread needs its slow path at its next event (both backends). */
+static inline void
+ptk__thread_mark_slow(ptk__thread *th)
+{
+    th->slow = 1;
+    th->mon_check = 1;
+}
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
  * which glibc reserves for libraries loaded with dlopen). */

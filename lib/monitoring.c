@@ -332,6 +332,23 @@ enum {
     C_DESCR = 2, /* a method descriptor with its self */
 };
 
+/* PyCFunction_Check by the type, with the common callables that are not
+ * one answered without PyType_IsSubtype: a quarter of the CALL and
+ * C_RETURN events are of a class or a bound method. No class (a subclass
+ * of type) can also derive from builtin_function_or_method: their layouts
+ * conflict. */
+static inline int
+c_is_cfunction(PyTypeObject *tp)
+{
+    if (tp == &PyCFunction_Type || tp == &PyCMethod_Type) {
+        return 1;
+    }
+    if (tp == &PyMethod_Type || (tp->tp_flags & Py_TPFLAGS_TYPE_SUBCLASS)) {
+        return 0;
+    }
+    return PyType_IsSubtype(tp, &PyCFunction_Type);
+}
+
 /* The C_* kind of callable args[2]; for C_FUNC and C_DESCR, its identity
  * (fn, self) as ptk__c_identity names it (for a descriptor, that of the
  * bound method it makes: d_method, arg0). */
@@ -352,7 +369,7 @@ c_target(PyObject *const *args, const void **fn, const void **cself)
         *cself = args[3];
         return C_DESCR;
     }
-    if (PyCFunction_Check(callable)) {
+    if (c_is_cfunction(Py_TYPE(callable))) {
         *fn = ((PyCFunctionObject *)callable)->m_ml;
         *cself = ((PyCFunctionObject *)callable)->m_self;
         return C_FUNC;

@@ -144,12 +144,18 @@ thread_check(ptk__thread *th)
     th->mon_check = th->tstate_watch == NULL || th->slow;
 }
 
+/* The calling thread's record. Its slow path may run Python (the name
+ * lookup, the watch), which may let another thread swap the table in and
+ * free the old one: *t, read before, is then read again (t may be NULL). */
 static inline __attribute__((always_inline)) ptk__thread *
-thread_here(void)
+thread_here(ptk__table **t)
 {
     ptk__thread *th = ptk__thread_get();
     if (th != NULL && th->mon_check) {
         thread_check(th);
+        if (t != NULL) {
+            *t = ptk__current;
+        }
     }
     return th;
 }
@@ -245,7 +251,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
                    ? disable(1)
                    : none();
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL) {
         return none();
     }
@@ -288,7 +294,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL) {
         return none();
     }
@@ -436,7 +442,7 @@ mon_c_call_full(ptk__table *t, PyObject *const *args)
     if (target == C_NONE) {
         return none();
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL) {
         return none();
     }
@@ -492,7 +498,7 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (target == C_NONE) {
         return none();
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     int i = th ? ptk__cstack_find(th, fn, cself) : -1;
     if (i >= 0) { /* else: no matching C_CALL, dropped */
         int kind = ((mon_cb *)self)->what;
@@ -543,7 +549,7 @@ mon_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)self;
     (void)nargsf;
     (void)kw;
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(NULL);
     if (th == NULL) {
         return none();
     }
@@ -570,7 +576,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ptk__thread *th = NULL;
     int jump_off = 1;
     if (t->nsub[PTK_EV_JUMP]) {
-        if ((th = thread_here()) == NULL) {
+        if ((th = thread_here(&t)) == NULL) {
             return none();
         }
         ptk_event ev;
@@ -593,7 +599,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (to_line < 0) {
         return jump_off ? disable(1) : none();
     }
-    if (th == NULL && (th = thread_here()) == NULL) {
+    if (th == NULL && (th = thread_here(&t)) == NULL) {
         return none();
     }
     PyObject *r = line_at(t, th, code, to_line);
@@ -616,7 +622,7 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (ptk__code_dead(t, code)) {
         return disable(1);
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL || !t->nsub[PTK_EV_BRANCH]) {
         return none();
     }
@@ -645,7 +651,7 @@ mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL || !t->nsub[PTK_EV_EXCEPTION]) {
         return none();
     }
@@ -679,7 +685,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1);
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL || !t->nsub[PTK_EV_OPCODE]) {
         return none();
     }

@@ -229,6 +229,13 @@ build(ptk__table **out, char **errmsg)
             }
         }
     }
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        ptk__sub *only = t->nsub[k] == 1 ? &t->subs[k][0] : NULL;
+        if (only != NULL && only->filter == NULL && only->only_thread == NULL &&
+            only->on_event != NULL) {
+            t->solo[k] = only;
+        }
+    }
     /* CALL and RETURN reach both hooks: take them from the trace function
      * when it is needed anyway and nobody wants C events, so that a Python
      * call costs two callbacks, not four. */

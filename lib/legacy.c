@@ -933,7 +933,7 @@ hub_call(PyObject *self, PyObject *args, PyObject *kwargs)
         }
         th->skip_frame = (PyFrameObject *)frame;
         th->skip_kind = what;
-        th->slow = 1;
+        ptk__thread_mark_slow(th);
     }
     if (PyErr_Occurred()) {
         return NULL;

@@ -131,16 +131,30 @@ thread_slow(ptk__thread *th)
                th->name_tries < NAME_TRIES;
 }
 
+/* A thread with no watch yet (or whose watch could not be made), or slow. */
+static __attribute__((noinline)) void
+thread_check(ptk__thread *th)
+{
+    if (th->tstate_watch == NULL) {
+        ptk__thread_watch(th);
+    }
+    if (th->slow) {
+        thread_slow(th);
+    }
+    th->mon_check = th->tstate_watch == NULL || th->slow;
+}
+
+/* The calling thread's record. Its slow path may run Python (the name
+ * lookup, the watch), which may let another thread swap the table in and
+ * free the old one: *t, read before, is then read again (t may be NULL). */
 static inline __attribute__((always_inline)) ptk__thread *
-thread_here(void)
+thread_here(ptk__table **t)
 {
     ptk__thread *th = ptk__thread_get();
-    if (th != NULL && (th->tstate_watch == NULL || th->slow)) {
-        if (th->tstate_watch == NULL) {
-            ptk__thread_watch(th);
-        }
-        if (th->slow) {
-            thread_slow(th);
+    if (th != NULL && th->mon_check) {
+        thread_check(th);
+        if (t != NULL) {
+            *t = ptk__current;
         }
     }
     return th;
@@ -150,19 +164,10 @@ static inline __attribute__((always_inline)) void
 ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
         PyObject *arg, int32_t depth)
 {
-    ev->struct_size = sizeof *ev;
-    ev->kind = (ptk_event_kind)kind;
-    ev->origin = PTK_ORIGIN_UNKNOWN;
+    ptk__event_blank(ev, &th->pub, kind);
     ev->code = code;
     ev->arg = arg;
-    ev->thread = &th->pub;
     ev->depth = depth;
-    ev->line = -1;
-    ev->time_ns = 0;
-    ev->frame_ = NULL;
-    ev->lasti_ = -1;
-    ev->target = -1;
-    ev->c_self = NULL;
 }
 
 /* Sets the per-code events on code and records their generation; 0 or -1
@@ -246,7 +251,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
                    ? disable(1)
                    : none();
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL) {
         return none();
     }
@@ -254,25 +259,27 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         /* PY_THROW is not a local event: it cannot be disabled */
         return what == PTK_ORIGIN_THROW ? none() : disable(1);
     }
-    ptk_event ev;
-    ev_init(&ev, th, PTK_EV_CALL, code, Py_None, -1);
-    ev.origin = (ptk_event_origin)what;
+    int32_t depth = -1;
     if (t->track_stack) {
         if (ptk__stack_push(th, code, NULL) < 0) {
             ptk__hub_out_of_memory("the shadow stack");
             return none();
         }
-        ev.depth = th->pub.depth;
+        depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
-        ptk__deliver_clean(t, th, &ev);
+        ptk_event *ev = &th->ev_call; /* kind and arg set once */
+        ev->origin = (ptk_event_origin)what;
+        ev->code = code;
+        ev->depth = depth;
+        ptk__deliver_clean_as(t, th, ev, PTK_EV_CALL);
         t = ptk__current; /* a plugin that failed may have retired t */
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
         if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_CALL)) &&
             !t->track_stack &&
             !(line_needs_start && t->nsub[PTK_EV_LINE]) &&
-            ptk__code_all_disabled(t, &ev)) {
+            ptk__code_all_disabled(t, ev)) {
             return disable(1);
         }
     }
@@ -287,7 +294,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL) {
         return none();
     }
@@ -309,12 +316,12 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         }
     }
     if (t->nsub[PTK_EV_RETURN]) {
-        ptk_event ev;
-        ev_init(&ev, th, PTK_EV_RETURN, code,
-                origin == PTK_ORIGIN_UNWIND ? NULL : args[2],
-                pos >= 0 ? pos + 1 : -1);
-        ev.origin = (ptk_event_origin)origin;
-        ptk__deliver_clean(t, th, &ev);
+        ptk_event *ev = &th->ev_return; /* kind set once */
+        ev->origin = (ptk_event_origin)origin;
+        ev->code = code;
+        ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
+        ev->depth = pos >= 0 ? pos + 1 : -1;
+        ptk__deliver_clean_as(t, th, ev, PTK_EV_RETURN);
     }
     if (pos >= 0) {
         th->pub.depth = pos;
@@ -330,6 +337,23 @@ enum {
     C_FUNC = 1,  /* a built-in function or method */
     C_DESCR = 2, /* a method descriptor with its self */
 };
+
+/* PyCFunction_Check by the type, with the common callables that are not
+ * one answered without PyType_IsSubtype: a quarter of the CALL and
+ * C_RETURN events are of a class or a bound method. No class (a subclass
+ * of type) can also derive from builtin_function_or_method: their layouts
+ * conflict. */
+static inline int
+c_is_cfunction(PyTypeObject *tp)
+{
+    if (tp == &PyCFunction_Type || tp == &PyCMethod_Type) {
+        return 1;
+    }
+    if (tp == &PyMethod_Type || (tp->tp_flags & Py_TPFLAGS_TYPE_SUBCLASS)) {
+        return 0;
+    }
+    return PyType_IsSubtype(tp, &PyCFunction_Type);
+}
 
 /* The C_* kind of callable args[2]; for C_FUNC and C_DESCR, its identity
  * (fn, self) as ptk__c_identity names it (for a descriptor, that of the
@@ -351,7 +375,7 @@ c_target(PyObject *const *args, const void **fn, const void **cself)
         *cself = args[3];
         return C_DESCR;
     }
-    if (PyCFunction_Check(callable)) {
+    if (c_is_cfunction(Py_TYPE(callable))) {
         *fn = ((PyCFunctionObject *)callable)->m_ml;
         *cself = ((PyCFunctionObject *)callable)->m_self;
         return C_FUNC;
@@ -394,12 +418,14 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
             c_self = args[3];
         }
     }
-    ptk__event_at at;
-    ev_init(&at.ev, th, kind, (PyCodeObject *)args[0], arg, th->pub.depth);
-    at.ev.lasti_ = PTK__LASTI_AT;
-    at.offset = args[1];
-    at.ev.c_self = c_self;
-    ptk__deliver_clean(t, th, &at.ev);
+    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    at->ev.kind = (ptk_event_kind)kind;
+    at->ev.code = (PyCodeObject *)args[0];
+    at->ev.arg = arg;
+    at->ev.depth = th->pub.depth;
+    at->ev.c_self = c_self;
+    at->offset = args[1];
+    ptk__deliver_clean_as(t, th, &at->ev, kind);
     Py_XDECREF(own);
 }
 
@@ -416,7 +442,7 @@ mon_c_call_full(ptk__table *t, PyObject *const *args)
     if (target == C_NONE) {
         return none();
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL) {
         return none();
     }
@@ -472,7 +498,7 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (target == C_NONE) {
         return none();
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     int i = th ? ptk__cstack_find(th, fn, cself) : -1;
     if (i >= 0) { /* else: no matching C_CALL, dropped */
         int kind = ((mon_cb *)self)->what;
@@ -523,7 +549,7 @@ mon_line(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)self;
     (void)nargsf;
     (void)kw;
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(NULL);
     if (th == NULL) {
         return none();
     }
@@ -550,7 +576,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ptk__thread *th = NULL;
     int jump_off = 1;
     if (t->nsub[PTK_EV_JUMP]) {
-        if ((th = thread_here()) == NULL) {
+        if ((th = thread_here(&t)) == NULL) {
             return none();
         }
         ptk_event ev;
@@ -573,7 +599,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (to_line < 0) {
         return jump_off ? disable(1) : none();
     }
-    if (th == NULL && (th = thread_here()) == NULL) {
+    if (th == NULL && (th = thread_here(&t)) == NULL) {
         return none();
     }
     PyObject *r = line_at(t, th, code, to_line);
@@ -596,7 +622,7 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (ptk__code_dead(t, code)) {
         return disable(1);
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL || !t->nsub[PTK_EV_BRANCH]) {
         return none();
     }
@@ -625,7 +651,7 @@ mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL || !t->nsub[PTK_EV_EXCEPTION]) {
         return none();
     }
@@ -659,7 +685,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1);
     }
-    ptk__thread *th = thread_here();
+    ptk__thread *th = thread_here(&t);
     if (th == NULL || !t->nsub[PTK_EV_OPCODE]) {
         return none();
     }

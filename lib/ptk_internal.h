@@ -113,6 +113,36 @@ void ptk__options_free(ptk__options *o);
 
 /* ---- threads (thread.c) ---------------------------------------------- */
 
+/* ptk_event::lasti_ of an event made as a ptk__event_at: the offset is
+ * ptk__event_at::offset, decoded when asked for. */
+#define PTK__LASTI_AT (-2)
+
+/* An event whose instruction offset is an int object (sys.monitoring's
+ * argument), decoded only if someone asks: most events are never asked. */
+typedef struct ptk__event_at {
+    ptk_event ev;     /* first: plugins get &ev */
+    PyObject *offset; /* borrowed, for the event's lifetime */
+} ptk__event_at;
+
+/* An event as a backend starts it: the fields its kind does not set. */
+static inline void
+ptk__event_blank(ptk_event *ev, const ptk_thread *thread, int kind)
+{
+    ev->struct_size = sizeof *ev;
+    ev->kind = (ptk_event_kind)kind;
+    ev->origin = PTK_ORIGIN_UNKNOWN;
+    ev->code = NULL;
+    ev->arg = NULL;
+    ev->thread = thread;
+    ev->depth = -1;
+    ev->line = -1;
+    ev->time_ns = 0;
+    ev->frame_ = NULL;
+    ev->lasti_ = -1;
+    ev->target = -1;
+    ev->c_self = NULL;
+}
+
 typedef struct ptk__cframe {
     /* What identifies the C function: a bound builtin method is made anew
      * for each event on 3.12+, so (method def, self) and not the object. */
@@ -147,6 +177,10 @@ typedef struct ptk__thread {
      * calls next with the same event, skips it (legacy.c) */
     PyFrameObject *park_frame;
     int park_kind;
+    /* monitoring.c: slow, or tstate_watch NULL -- one test per event, not
+     * two. Whatever sets slow or clears the watch sets it too
+     * (ptk__thread_mark_slow); only monitoring.c clears it. */
+    int mon_check;
     char *name_storage;
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
@@ -159,7 +193,22 @@ typedef struct ptk__thread {
      * code condition selects on this thread's stack (for max_depth). */
     uint64_t thr_judged, thr_rejected;
     int32_t fdepth[PTK__MAX_SLOTS];
+    /* monitoring.c: the events of its PY_START / PY_RESUME / PY_THROW, of
+     * its PY_RETURN / PY_YIELD / PY_UNWIND and of its C calls, made once
+     * (ptk__event_blank) and reused: each event writes only the fields that
+     * change. The callbacks of a thread never nest (CPython runs none while
+     * one runs), so one of each is enough. */
+    ptk_event ev_call, ev_return;
+    ptk__event_at ev_c;
 } ptk__thread;
+
+/* The thread needs its slow path at its next event (both backends). */
+static inline void
+ptk__thread_mark_slow(ptk__thread *th)
+{
+    th->slow = 1;
+    th->mon_check = 1;
+}
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
  * which glibc reserves for libraries loaded with dlopen). */
@@ -270,17 +319,6 @@ ptk__exc_pending(PyThreadState *ts)
 #endif
 }
 
-/* ptk_event::lasti_ of an event made as a ptk__event_at: the offset is
- * ptk__event_at::offset, decoded when asked for. */
-#define PTK__LASTI_AT (-2)
-
-/* An event whose instruction offset is an int object (sys.monitoring's
- * argument), decoded only if someone asks: most events are never asked. */
-typedef struct ptk__event_at {
-    ptk_event ev;     /* first: plugins get &ev */
-    PyObject *offset; /* borrowed, for the event's lifetime */
-} ptk__event_at;
-
 /* The instruction offset of an event (bytes), -1 if it has none. */
 static inline int
 ptk__event_lasti(const ptk_event *ev)
@@ -333,6 +371,9 @@ typedef struct ptk__table {
                                  descriptors are delivered bound */
     int nsub[PTK_EV_COUNT];
     ptk__sub *subs[PTK_EV_COUNT];
+    /* The subscriber of a kind when it is the only one and takes every
+     * event of it (no filter, every thread): ptk__deliver_solo, no loop. */
+    ptk__sub *solo[PTK_EV_COUNT];
     /* Filters (filter.c), by subscriber slot. */
     int filtered;             /* some subscriber has a filter: every event
                                  takes the general dispatch path */
@@ -474,9 +515,8 @@ ptk__deliver_loop_judged(ptk__table *t, ptk__thread *th, ptk_event *ev,
                          const int general, uint64_t rejected)
 {
     int kind = ev->kind;
-    if (t->clock_mask & PTK_MASK(kind)) {
-        ev->time_ns = ptk__clock_ns();
-    }
+    /* (0 when not asked for: a reused event keeps its last reading) */
+    ev->time_ns = t->clock_mask & PTK_MASK(kind) ? ptk__clock_ns() : 0;
     ptk__sub *s = t->subs[kind];
     int n = t->nsub[kind], lines_off = 0;
     ptk__dispatch_depth++;
@@ -526,15 +566,50 @@ ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
         t->code_filtered ? ptk__code_rejected(t, ev->code) : 0);
 }
 
+/* ptk__deliver_loop for a kind with a single subscriber that takes every
+ * event (ptk__table::solo), on the hot path (!ptk__dispatch_slow): what
+ * the loop does for it, without the loop, the filter tests and the code
+ * verdict nobody asks for. Most runs have one plugin: each event saves
+ * some twenty instructions. */
+static inline __attribute__((always_inline)) int
+ptk__deliver_solo(ptk__table *t, ptk__thread *th, ptk_event *ev, ptk__sub *s,
+                  int kind)
+{
+    int lines_off = 0;
+    ev->time_ns = t->clock_mask & PTK_MASK(kind) ? ptk__clock_ns() : 0;
+    ptk__dispatch_depth++;
+    int rc = s->on_event(s->state, ev);
+    if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
+        lines_off = ptk__dispatch_result(s, th, ev, rc);
+    }
+    ptk__dispatch_depth--;
+    if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
+        ptk__after_dispatch();
+    }
+    return lines_off;
+}
+
+/* ptk__deliver_clean where the caller knows ev->kind: a constant there
+ * picks the subscriber and the clock bit without reading the event. */
+static inline __attribute__((always_inline)) int
+ptk__deliver_clean_as(ptk__table *t, ptk__thread *th, ptk_event *ev, int kind)
+{
+    if (ptk__dispatch_slow) {
+        return ptk__dispatch(t, th, ev);
+    }
+    ptk__sub *solo = t->solo[kind];
+    if (solo != NULL) {
+        return ptk__deliver_solo(t, th, ev, solo, kind);
+    }
+    return ptk__deliver_loop(t, th, ev, 0);
+}
+
 /* For a backend that is never entered with an exception pending
  * (sys.monitoring saves it around the events that have one). */
 static inline int
 ptk__deliver_clean(ptk__table *t, ptk__thread *th, ptk_event *ev)
 {
-    if (ptk__dispatch_slow) {
-        return ptk__dispatch(t, th, ev);
-    }
-    return ptk__deliver_loop(t, th, ev, 0);
+    return ptk__deliver_clean_as(t, th, ev, ev->kind);
 }
 
 static inline int

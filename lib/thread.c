@@ -33,7 +33,12 @@ ptk__thread_get_slow(void)
     t->pub.ident = (uint64_t)PyThread_get_thread_ident();
     t->pub.index = (uint32_t)nthreads;
     t->tstate = PyThreadState_Get();
-    t->slow = 1; /* the name is looked up at the first event */
+    ptk__thread_mark_slow(t); /* the name is looked up at the first event */
+    ptk__event_blank(&t->ev_call, &t->pub, PTK_EV_CALL);
+    t->ev_call.arg = Py_None;
+    ptk__event_blank(&t->ev_return, &t->pub, PTK_EV_RETURN);
+    ptk__event_blank(&t->ev_c.ev, &t->pub, PTK_EV_C_CALL);
+    t->ev_c.ev.lasti_ = PTK__LASTI_AT;
     threads[nthreads++] = t;
     ptk__tls = t;
     return t;
@@ -65,6 +70,7 @@ tswatch_dealloc(PyObject *self)
     ptk__thread *th = w->th;
     if (th != NULL && th->tstate_watch == self) {
         th->tstate_watch = NULL;
+        th->mon_check = 1;
         th->tstate = NULL;
         ptk__thread_end(th);
     }
@@ -122,7 +128,7 @@ ptk__thread_end(ptk__thread *th)
     th->skip_frame = NULL;
     th->thrown_frame = NULL;
     th->ended++;
-    th->slow = 1; /* a new watch at the next event, if one comes */
+    ptk__thread_mark_slow(th); /* a new watch at the next event, if one comes */
 }
 
 size_t
@@ -315,7 +321,7 @@ ptk__thread_reset(void)
         t->pub.depth = 0;
         t->cdepth = 0;
         t->skip_frame = t->thrown_frame = NULL;
-        t->slow = 1;
+        ptk__thread_mark_slow(t);
         free(t->name_storage);
         t->name_storage = NULL;
         t->pub.name = NULL;

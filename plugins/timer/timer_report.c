@@ -778,27 +778,33 @@ tm_ss_visit(void *arg, const tm_rtree *r, uint32_t node, int in, size_t depth)
     return rc < 0 ? -1 : 0;
 }
 
-/* Writes @p s as a JSON string. */
+/* Writes @p s as a JSON string: the runs that need no escape in one
+ * fwrite each (a report has thousands of file names; a call per
+ * character cost tens of millions of instructions). */
 static int
 tm_json_str(FILE *f, const char *s)
 {
     if (fputc('"', f) == EOF) {
         return -1;
     }
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        int rc;
-        if (*p == '"' || *p == '\\') {
-            rc = fprintf(f, "\\%c", *p);
+    const unsigned char *p = (const unsigned char *)s;
+    for (;;) {
+        const unsigned char *run = p;
+        while (*p >= 0x20 && *p != '"' && *p != '\\') {
+            p++;
         }
-        else if (*p < 0x20) {
-            rc = fprintf(f, "\\u%04x", *p);
+        if (p > run && fwrite(run, 1, (size_t)(p - run), f) != (size_t)(p - run)) {
+            return -1;
         }
-        else {
-            rc = fputc(*p, f) == EOF ? -1 : 0;
+        if (*p == 0) {
+            break;
         }
+        int rc = *p == '"' || *p == '\\' ? fprintf(f, "\\%c", *p)
+                                         : fprintf(f, "\\u%04x", *p);
         if (rc < 0) {
             return -1;
         }
+        p++;
     }
     return fputc('"', f) == EOF ? -1 : 0;
 }
@@ -887,16 +893,54 @@ tm_write_flame(tm_state *st, const tm_labels *L, long only, const char *prefix,
  * objects first: on a large program those took more memory than the
  * profile itself. */
 
-static int
-tm_json_acc(FILE *f, const tm_acc *a)
+/* Appends @p text at @p p; returns the end. */
+static char *
+tm_put(char *p, const char *text)
 {
-    return fprintf(f, "\"calls\":%llu,\"primitive_calls\":%llu,\"own_ns\":%llu,"
-                      "\"inclusive_ns\":%llu",
-                   (unsigned long long)a->calls,
-                   (unsigned long long)(a->calls - a->reccalls),
-                   (unsigned long long)a->it, (unsigned long long)a->tt) < 0
-               ? -1
-               : 0;
+    size_t n = strlen(text);
+    memcpy(p, text, n);
+    return p + n;
+}
+
+/* Appends @p v in decimal at @p p; returns the end. (fprintf's %llu,
+ * without its format parsing: the figures of every function and edge.) */
+static char *
+tm_put_u64(char *p, uint64_t v)
+{
+    char digits[20];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0) {
+        *p++ = digits[--n];
+    }
+    return p;
+}
+
+/* Room for tm_put_acc: its text and four 20-digit numbers. */
+#define TM_ACC_MAX 160
+
+/* "calls":…,"primitive_calls":…,"own_ns":…,"inclusive_ns":… at @p p. */
+static char *
+tm_put_acc(char *p, const tm_acc *a)
+{
+    p = tm_put(p, "\"calls\":");
+    p = tm_put_u64(p, a->calls);
+    p = tm_put(p, ",\"primitive_calls\":");
+    p = tm_put_u64(p, a->calls - a->reccalls);
+    p = tm_put(p, ",\"own_ns\":");
+    p = tm_put_u64(p, a->it);
+    p = tm_put(p, ",\"inclusive_ns\":");
+    return tm_put_u64(p, a->tt);
+}
+
+static int
+tm_write_buf(FILE *f, const char *buf, const char *end)
+{
+    size_t n = (size_t)(end - buf);
+    return fwrite(buf, 1, n, f) == n ? 0 : -1;
 }
 
 static int
@@ -931,9 +975,13 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
             return -1;
         }
         int is_c = strcmp(file, "~") == 0 && line == 0;
-        if (fprintf(f, "%s\n{", first ? "" : ",") < 0 ||
-            tm_json_acc(f, &v->fn[i]) < 0 ||
-            fprintf(f, ",\"id\":%zu,\"file\":", i) < 0 || tm_json_str(f, file) < 0 ||
+        char buf[TM_ACC_MAX + 64], *p = buf;
+        p = tm_put(p, first ? "\n{" : ",\n{");
+        p = tm_put_acc(p, &v->fn[i]);
+        p = tm_put(p, ",\"id\":");
+        p = tm_put_u64(p, i);
+        p = tm_put(p, ",\"file\":");
+        if (tm_write_buf(f, buf, p) < 0 || tm_json_str(f, file) < 0 ||
             fprintf(f, ",\"line\":%ld,\"name\":", line) < 0 ||
             tm_json_pystr(f, PyTuple_GET_ITEM(key, 2)) < 0 ||
             fputs(",\"display\":", f) == EOF ||
@@ -950,8 +998,15 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
     }
     for (size_t i = 0; i < v->nedges; i++) {
         const tm_vedge *e = &v->edges[i];
-        if (fprintf(f, "%s\n{", i ? "," : "") < 0 || tm_json_acc(f, &e->acc) < 0 ||
-            fprintf(f, ",\"caller\":%u,\"callee\":%u}", e->caller, e->callee) < 0) {
+        char buf[TM_ACC_MAX + 64], *p = buf;
+        p = tm_put(p, i ? ",\n{" : "\n{");
+        p = tm_put_acc(p, &e->acc);
+        p = tm_put(p, ",\"caller\":");
+        p = tm_put_u64(p, e->caller);
+        p = tm_put(p, ",\"callee\":");
+        p = tm_put_u64(p, e->callee);
+        p = tm_put(p, "}");
+        if (tm_write_buf(f, buf, p) < 0) {
             return -1;
         }
     }

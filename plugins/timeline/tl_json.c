@@ -11,29 +11,16 @@
 
 #include <string.h>
 
-static char *
-tl_u64(char *p, uint64_t v)
-{
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n) {
-        *p++ = tmp[--n];
-    }
-    return p;
-}
+#include "../common/put_decimal.h"
 
 static char *
 tl_i64(char *p, int64_t v)
 {
     if (v < 0) {
         *p++ = '-';
-        return tl_u64(p, (uint64_t)0 - (uint64_t)v);
+        return ptk_put_u64(p, (uint64_t)0 - (uint64_t)v);
     }
-    return tl_u64(p, (uint64_t)v);
+    return ptk_put_u64(p, (uint64_t)v);
 }
 
 static char *
@@ -51,7 +38,7 @@ static char *
 tl_ts(char *p, const tl_state *st, uint64_t ts)
 {
     uint64_t rel = ts > st->t_origin ? ts - st->t_origin : 0;
-    p = tl_u64(p, rel / 1000);
+    p = ptk_put_u64(p, rel / 1000);
     unsigned frac = (unsigned)(rel % 1000);
     *p++ = '.';
     *p++ = (char)('0' + frac / 100);

@@ -8,6 +8,8 @@
  */
 #include "timer.h"
 
+#include "../common/put_decimal.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -902,23 +904,6 @@ tm_put(char *p, const char *text)
     return p + n;
 }
 
-/* Appends @p v in decimal at @p p; returns the end. (fprintf's %llu,
- * without its format parsing: the figures of every function and edge.) */
-static char *
-tm_put_u64(char *p, uint64_t v)
-{
-    char digits[20];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    while (n > 0) {
-        *p++ = digits[--n];
-    }
-    return p;
-}
-
 /* Room for tm_put_acc: its text and four 20-digit numbers. */
 #define TM_ACC_MAX 160
 
@@ -927,13 +912,13 @@ static char *
 tm_put_acc(char *p, const tm_acc *a)
 {
     p = tm_put(p, "\"calls\":");
-    p = tm_put_u64(p, a->calls);
+    p = ptk_put_u64(p, a->calls);
     p = tm_put(p, ",\"primitive_calls\":");
-    p = tm_put_u64(p, a->calls - a->reccalls);
+    p = ptk_put_u64(p, a->calls - a->reccalls);
     p = tm_put(p, ",\"own_ns\":");
-    p = tm_put_u64(p, a->it);
+    p = ptk_put_u64(p, a->it);
     p = tm_put(p, ",\"inclusive_ns\":");
-    return tm_put_u64(p, a->tt);
+    return ptk_put_u64(p, a->tt);
 }
 
 static int
@@ -979,7 +964,7 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
         p = tm_put(p, first ? "\n{" : ",\n{");
         p = tm_put_acc(p, &v->fn[i]);
         p = tm_put(p, ",\"id\":");
-        p = tm_put_u64(p, i);
+        p = ptk_put_u64(p, i);
         p = tm_put(p, ",\"file\":");
         if (tm_write_buf(f, buf, p) < 0 || tm_json_str(f, file) < 0 ||
             fprintf(f, ",\"line\":%ld,\"name\":", line) < 0 ||
@@ -1002,9 +987,9 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
         p = tm_put(p, i ? ",\n{" : "\n{");
         p = tm_put_acc(p, &e->acc);
         p = tm_put(p, ",\"caller\":");
-        p = tm_put_u64(p, e->caller);
+        p = ptk_put_u64(p, e->caller);
         p = tm_put(p, ",\"callee\":");
-        p = tm_put_u64(p, e->callee);
+        p = ptk_put_u64(p, e->callee);
         p = tm_put(p, "}");
         if (tm_write_buf(f, buf, p) < 0) {
             return -1;

@@ -101,6 +101,17 @@ trace_is_ours(PyThreadState *ts)
 }
 
 #if PTK_PARK
+/* Can the trace function of ts be parked now? The table parks, and the
+ * slots hold the hub's trace function alone: no profile function (the
+ * parked one takes that slot), and nobody replaced the trace function
+ * (Python code a callback ran may have). */
+static inline int
+may_park(const ptk__table *t, PyThreadState *ts)
+{
+    return park_on(t) && ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL &&
+           ts->c_traceobj == ptk__hub_object;
+}
+
 /* The profile function keeps cframe->use_tracing set; CPython re-reads
  * both slots after each callback and at every instruction. */
 static inline void
@@ -251,6 +262,19 @@ want_opcodes(PyFrameObject *frame)
     PyErr_Restore(et, ev, tb);
 }
 
+/* The code object frame runs: the shadow stack's innermost entry when it
+ * is frame's (no call), else the frame's. Borrowed: the frame keeps it. */
+static inline PyCodeObject *
+frame_code(const ptk__thread *th, PyFrameObject *frame)
+{
+    if (th->pub.depth > 0 && th->stack[th->pub.depth - 1].frame == frame) {
+        return th->stack[th->pub.depth - 1].code;
+    }
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    Py_DECREF(code);
+    return code;
+}
+
 /* Inlined into each hook: one call level less per event. */
 static inline __attribute__((always_inline)) int
 handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
@@ -275,17 +299,10 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
          * table and free the one the caller read. */
         t = ptk__current;
     }
-    PyCodeObject *code;
-    if (th->pub.depth > 0 && th->stack[th->pub.depth - 1].frame == frame) {
-        code = th->stack[th->pub.depth - 1].code; /* the innermost frame */
-    }
-    else {
-        code = PyFrame_GetCode(frame);
-        Py_DECREF(code); /* the frame keeps it alive */
-    }
+    PyCodeObject *code = frame_code(th, frame);
     /* looked up once, for ptk__code_dead and the delivery */
     uint64_t rejected = t->code_filtered ? ptk__code_rejected(t, code) : 0;
-    if (t->dead_possible && (rejected & t->slots) == t->slots) {
+    if (ptk__rejected_by_all(t, rejected)) {
         /* No subscriber's filter selects this code (ptk__code_dead):
          * nothing to deliver, nothing pushed (its RETURN finds no entry),
          * no lines. */
@@ -572,14 +589,7 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE))) {
         /* The most frequent event under line coverage: a line every LINE
          * subscriber has disabled. Answered before any event is made. */
-        PyCodeObject *code;
-        if (th->pub.depth > 0 && th->stack[th->pub.depth - 1].frame == frame) {
-            code = th->stack[th->pub.depth - 1].code;
-        }
-        else {
-            code = PyFrame_GetCode(frame);
-            Py_DECREF(code); /* the frame keeps it */
-        }
+        PyCodeObject *code = frame_code(th, frame);
         int st = ptk__code_line_state(code, PyFrame_GetLineNumber(frame));
         if (st == PTK__LINE_SKIP) {
             return 0;
@@ -588,10 +598,8 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             frame_lines_off(frame);
 #if PTK_PARK
             /* the rest of this frame needs no trace function either */
-            PyThreadState *ts = th->tstate;
-            if (park_on(t) && lines_done(t, code) && ts->c_profilefunc == NULL &&
-                ts->c_traceobj == ptk__hub_object) {
-                park(ts);
+            if (may_park(t, th->tstate) && lines_done(t, code)) {
+                park(th->tstate);
             }
 #endif
             return 0;
@@ -604,8 +612,7 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             if (ptk__code_dead(t, code)) {
                 frame_lines_off(frame);
 #if PTK_PARK
-                if (park_on(t) && th->tstate->c_profilefunc == NULL &&
-                    th->tstate->c_traceobj == ptk__hub_object) {
+                if (may_park(t, th->tstate)) {
                     park(th->tstate); /* CPython then calls parked_fn
                                          with this CALL: it ignores it */
                 }
@@ -624,8 +631,7 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     if (what == PyTrace_CALL || what == PyTrace_RETURN) {
         t = ptk__current; /* a plugin that failed may have retired t */
         PyThreadState *ts = th->tstate;
-        if (park_on(t) && ts->c_profilefunc == NULL &&
-            ts->c_tracefunc == trace_fn && ts->c_traceobj == ptk__hub_object) {
+        if (may_park(t, ts)) {
             PyCodeObject *next;
             if (what == PyTrace_CALL) {
                 next = PyFrame_GetCode(frame);
@@ -1004,14 +1010,14 @@ audit_hook(const char *event, PyObject *args, void *data)
     (void)data;
     if (event[0] == 's' && strncmp(event, "sys.set", 7) == 0) {
         int profile = strcmp(event + 7, "profile") == 0;
-        if (profile || strcmp(event + 7, "trace") == 0) {
-            /* the slots are about to change: the hub's state must be
-             * the plain one (the trace function set) for whoever reads
-             * or replaces them */
-            unpark(PyThreadState_Get());
+        if (!profile && strcmp(event + 7, "trace") != 0) {
+            return 0;
         }
-        if ((profile || strcmp(event + 7, "trace") == 0) &&
-            PyThreadState_Get()->tracing == 0) {
+        /* the slots are about to change: the hub's state must be the
+         * plain one (the trace function set) for whoever reads or
+         * replaces them */
+        unpark(PyThreadState_Get());
+        if (PyThreadState_Get()->tracing == 0) {
             uint64_t now = ptk__clock_ns();
             last_set_ns[profile] = now;
             if (ptk__tls != NULL) {

@@ -439,13 +439,21 @@ ptk__code_rejected(const ptk__table *t, PyCodeObject *code)
     return r;
 }
 
+/* ptk__code_dead for a code object whose verdicts (rejected, as
+ * ptk__code_rejected gives them) the caller has looked up already. */
+static inline int
+ptk__rejected_by_all(const ptk__table *t, uint64_t rejected)
+{
+    return t->dead_possible && (rejected & t->slots) == t->slots;
+}
+
 /* Does no subscriber of t want anything of code? Then every event location
  * in it can be switched off (monitoring) or skipped (legacy). */
 static inline int
 ptk__code_dead(const ptk__table *t, PyCodeObject *code)
 {
     return t->dead_possible &&
-           (ptk__code_rejected(t, code) & t->slots) == t->slots;
+           ptk__rejected_by_all(t, ptk__code_rejected(t, code));
 }
 
 /* Should subscriber s skip ev (its filter)? Counts max_depth frames. */

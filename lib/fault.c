@@ -4,8 +4,10 @@
  * ptk_fault.h). PYTRACEKIT_FAIL_ALLOC=N makes the Nth one fail (N >= 1;
  * 0 or unset: none fails). PYTRACEKIT_FAIL_ALLOC_LOG=FILE appends a line
  * "fail N FILE:LINE" when the failure is injected, and "total N" at exit:
- * how many allocations the run made (tests/core/faults drives every N up
- * to that total).
+ * how many allocations the run made. A run with N = 0 (the reference run)
+ * also writes, at exit, one line "site FILE:LINE N1 N2 ..." per allocation
+ * site: the allocations made there, in order (tests/core/faults picks the
+ * Ns to fail from them).
  *
  * Each shipped plugin links its own copy, built with PTK_FAULT_PLUGIN set
  * to its name: PYTRACEKIT_FAIL_ALLOC_PLUGIN=NAME:N fails plugin NAME's Nth
@@ -31,12 +33,82 @@ static long fail_at = -1; /* -1: not read yet */
 static long count;
 static const char *log_path;
 
+/* The reference run's sites, in the order first seen, each with the
+ * allocation numbers made there. Kept with the real allocator; a site
+ * that cannot be recorded (out of memory) is left out of the log, and
+ * "sites-incomplete" says so. */
+typedef struct {
+    const char *file;
+    int line;
+    long *at;
+    size_t n, cap;
+} site;
+static site *sites;
+static size_t nsites, capsites;
+static int sites_incomplete;
+
+static const char *
+base_name(const char *file)
+{
+    const char *base = strrchr(file, '/');
+    return base ? base + 1 : file;
+}
+
+static void
+record_site(const char *file, int line)
+{
+    site *s = NULL;
+    for (size_t i = nsites; i-- > 0;) {
+        if (sites[i].line == line && strcmp(sites[i].file, file) == 0) {
+            s = &sites[i];
+            break;
+        }
+    }
+    if (s == NULL) {
+        if (nsites == capsites) {
+            size_t cap = capsites ? capsites * 2 : 64;
+            site *t = realloc(sites, cap * sizeof *t);
+            if (t == NULL) {
+                sites_incomplete = 1;
+                return;
+            }
+            sites = t;
+            capsites = cap;
+        }
+        s = &sites[nsites++];
+        memset(s, 0, sizeof *s);
+        s->file = file;
+        s->line = line;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        long *t = realloc(s->at, cap * sizeof *t);
+        if (t == NULL) {
+            sites_incomplete = 1;
+            return;
+        }
+        s->at = t;
+        s->cap = cap;
+    }
+    s->at[s->n++] = count;
+}
+
 static void
 write_total(void)
 {
     FILE *f = fopen(log_path, "a");
     if (f != NULL) {
         fprintf(f, LOG_PREFIX "total %ld\n", count);
+        for (size_t i = 0; i < nsites; i++) {
+            fprintf(f, LOG_PREFIX "site %s:%d", base_name(sites[i].file), sites[i].line);
+            for (size_t j = 0; j < sites[i].n; j++) {
+                fprintf(f, " %ld", sites[i].at[j]);
+            }
+            fputc('\n', f);
+        }
+        if (sites_incomplete) {
+            fprintf(f, LOG_PREFIX "sites-incomplete\n");
+        }
         fclose(f);
     }
 }
@@ -75,15 +147,17 @@ inject(const char *file, int line)
             log_path = NULL;
         }
     }
-    if (++count != fail_at) {
+    ++count;
+    if (fail_at == 0 && log_path != NULL) {
+        record_site(file, line);
+    }
+    if (count != fail_at) {
         return 0;
     }
     if (log_path != NULL) {
         FILE *f = fopen(log_path, "a");
         if (f != NULL) {
-            const char *base = strrchr(file, '/');
-            fprintf(f, LOG_PREFIX "fail %ld %s:%d\n", count,
-                    base ? base + 1 : file, line);
+            fprintf(f, LOG_PREFIX "fail %ld %s:%d\n", count, base_name(file), line);
             fclose(f);
         }
     }

@@ -13,46 +13,14 @@ three highlight colours. Skips (77), saying why, when Chromium is absent
 """
 import html.parser
 import os
-import shutil
 import struct
 import subprocess
 import zlib
 
 import ptk_coverage_util as u
+from ptk_browser import browser_env, chromium, chromium_args, dump_dom
 
 COLOURS = {"run": (0xdd, 0xff, 0xdd), "mis": (0xff, 0xdd, 0xdd), "par": (0xff, 0xff, 0xaa)}
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    u.skip("headless Chromium is not installed (apt-get install chromium; "
-           "tools/setup-machine installs it)")
-
-
-def chromium_args(browser, wd):
-    return [browser, "--headless", "--no-sandbox", "--disable-gpu",
-            "--force-color-profile=srgb", "--hide-scrollbars",
-            "--user-data-dir=" + os.path.join(wd, "chromium-profile")]
-
-
-def browser_env():
-    """The environment without the sanitizer runtimes the ASan build preloads
-    into Python: the browser is not instrumented, and hangs with them."""
-    return {k: v for k, v in os.environ.items()
-            if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "PYTHONMALLOC")}
-
-
-def dump_dom(browser, wd, page):
-    p = subprocess.run(chromium_args(browser, wd) + ["--dump-dom", "file://" + page],
-                       env=browser_env(),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True, timeout=120)
-    if p.returncode != 0 or "<html" not in p.stdout:
-        u.fail("chromium --dump-dom %s failed (%d):\n%s" % (page, p.returncode, p.stderr))
-    return p.stdout
 
 
 class Dom(html.parser.HTMLParser):

@@ -236,6 +236,11 @@ build(ptk__table **out, char **errmsg)
             t->solo[k] = only;
         }
     }
+    ptk__sub *line = t->nsub[PTK_EV_LINE] == 1 ? &t->subs[PTK_EV_LINE][0] : NULL;
+    if (line != NULL && line->only_thread == NULL && !line->filter_call &&
+        line->on_event != NULL && !(t->clock_mask & PTK_MASK(PTK_EV_LINE))) {
+        t->line_one = line;
+    }
     /* CALL and RETURN reach both hooks: take them from the trace function
      * when it is needed anyway and nobody wants C events, so that a Python
      * call costs two callbacks, not four. */

@@ -441,6 +441,38 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
     return 0;
 }
 
+/* A LINE for t->line_one, the only LINE subscriber (the hot path: no
+ * DISABLE records, no failure, no exception pending): what handle() and
+ * the dispatch loop do for it, with the thread's reused event and the
+ * code object's verdict the only filter test. */
+static inline __attribute__((always_inline)) void
+line_lane(ptk__table *t, ptk__thread *th, ptk__sub *s, PyFrameObject *frame,
+          PyCodeObject *code, int line)
+{
+    if (s->filter != NULL && t->code_filtered &&
+        (ptk__code_rejected(t, code) & ((uint64_t)1 << s->slot))) {
+        return; /* its filter does not select this code */
+    }
+    ptk_event *ev = &th->ev_line; /* kind, arg and the rest set once */
+    ev->code = code;
+    ev->depth = th->pub.depth;
+    ev->line = line;
+    ev->frame_ = frame;
+    int lines_off = 0;
+    ptk__dispatch_depth++;
+    int rc = s->on_event(s->state, ev);
+    if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
+        lines_off = ptk__dispatch_result(s, th, ev, rc);
+    }
+    ptk__dispatch_depth--;
+    if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
+        ptk__after_dispatch();
+    }
+    if (lines_off) {
+        frame_lines_off(frame);
+    }
+}
+
 /* ---- the two CPython hooks ------------------------------------------- */
 
 static void
@@ -586,22 +618,31 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     }
     th->tstate = PyThreadState_Get();
     if (what == PyTrace_LINE && !th->slow &&
-        (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE))) {
-        /* The most frequent event under line coverage: a line every LINE
-         * subscriber has disabled. Answered before any event is made. */
+        (t->line_one != NULL || (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)))) {
         PyCodeObject *code = frame_code(th, frame);
-        int st = ptk__code_line_state(code, PyFrame_GetLineNumber(frame));
-        if (st == PTK__LINE_SKIP) {
-            return 0;
-        }
-        if (st == PTK__LINE_OFF) {
-            frame_lines_off(frame);
-#if PTK_PARK
-            /* the rest of this frame needs no trace function either */
-            if (may_park(t, th->tstate) && lines_done(t, code)) {
-                park(th->tstate);
+        int line = PyFrame_GetLineNumber(frame);
+        if (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) {
+            /* The most frequent event under line coverage: a line every
+             * LINE subscriber has disabled. Answered before any event is
+             * made. */
+            int st = ptk__code_line_state(code, line);
+            if (st == PTK__LINE_SKIP) {
+                return 0;
             }
+            if (st == PTK__LINE_OFF) {
+                frame_lines_off(frame);
+#if PTK_PARK
+                /* the rest of this frame needs no trace function either */
+                if (may_park(t, th->tstate) && lines_done(t, code)) {
+                    park(th->tstate);
+                }
 #endif
+                return 0;
+            }
+        }
+        if (t->line_one != NULL && !ptk__dispatch_slow &&
+            !ptk__exc_pending(th->tstate)) {
+            line_lane(t, th, t->line_one, frame, code, line);
             return 0;
         }
     }

@@ -200,6 +200,9 @@ typedef struct ptk__thread {
      * one runs), so one of each is enough. */
     ptk_event ev_call, ev_return;
     ptk__event_at ev_c;
+    /* legacy.c: the event of its LINE lane (ptk__table::line_one), the
+     * same way: code, line, depth and frame written per event. */
+    ptk_event ev_line;
 } ptk__thread;
 
 /* The thread needs its slow path at its next event (both backends). */
@@ -374,6 +377,12 @@ typedef struct ptk__table {
     /* The subscriber of a kind when it is the only one and takes every
      * event of it (no filter, every thread): ptk__deliver_solo, no loop. */
     ptk__sub *solo[PTK_EV_COUNT];
+    /* LINE's subscriber when it is the only one, on every thread, with no
+     * filter beyond the code object's verdict and no clock: the legacy
+     * trace function hands it a LINE with no dispatch loop (its LINE lane),
+     * the verdict its only test. Under line coverage with branches, LINE
+     * is nearly every event, and one plugin takes it. */
+    ptk__sub *line_one;
     /* Filters (filter.c), by subscriber slot. */
     int filtered;             /* some subscriber has a filter: every event
                                  takes the general dispatch path */

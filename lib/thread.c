@@ -39,6 +39,8 @@ ptk__thread_get_slow(void)
     ptk__event_blank(&t->ev_return, &t->pub, PTK_EV_RETURN);
     ptk__event_blank(&t->ev_c.ev, &t->pub, PTK_EV_C_CALL);
     t->ev_c.ev.lasti_ = PTK__LASTI_AT;
+    ptk__event_blank(&t->ev_line, &t->pub, PTK_EV_LINE);
+    t->ev_line.arg = Py_None;
     threads[nthreads++] = t;
     ptk__tls = t;
     return t;

@@ -238,7 +238,7 @@ build(ptk__table **out, char **errmsg)
     }
     ptk__sub *line = t->nsub[PTK_EV_LINE] == 1 ? &t->subs[PTK_EV_LINE][0] : NULL;
     if (line != NULL && line->only_thread == NULL && !line->filter_call &&
-        line->on_event != NULL && !(t->clock_mask & PTK_MASK(PTK_EV_LINE))) {
+        line->on_event != NULL) {
         t->line_one = line;
     }
     /* CALL and RETURN reach both hooks: take them from the trace function

@@ -444,7 +444,7 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
 /* A LINE for t->line_one, the only LINE subscriber (the hot path: no
  * DISABLE records, no failure, no exception pending): what handle() and
  * the dispatch loop do for it, with the thread's reused event and the
- * code object's verdict the only filter test. */
+ * code object's verdict the only filter test; then ptk__deliver_solo. */
 static inline __attribute__((always_inline)) void
 line_lane(ptk__table *t, ptk__thread *th, ptk__sub *s, PyFrameObject *frame,
           PyCodeObject *code, int line)
@@ -458,17 +458,7 @@ line_lane(ptk__table *t, ptk__thread *th, ptk__sub *s, PyFrameObject *frame,
     ev->depth = th->pub.depth;
     ev->line = line;
     ev->frame_ = frame;
-    int lines_off = 0;
-    ptk__dispatch_depth++;
-    int rc = s->on_event(s->state, ev);
-    if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
-        lines_off = ptk__dispatch_result(s, th, ev, rc);
-    }
-    ptk__dispatch_depth--;
-    if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
-        ptk__after_dispatch();
-    }
-    if (lines_off) {
+    if (ptk__deliver_solo(t, th, ev, s, PTK_EV_LINE)) {
         frame_lines_off(frame);
     }
 }

@@ -378,10 +378,10 @@ typedef struct ptk__table {
      * event of it (no filter, every thread): ptk__deliver_solo, no loop. */
     ptk__sub *solo[PTK_EV_COUNT];
     /* LINE's subscriber when it is the only one, on every thread, with no
-     * filter beyond the code object's verdict and no clock: the legacy
-     * trace function hands it a LINE with no dispatch loop (its LINE lane),
-     * the verdict its only test. Under line coverage with branches, LINE
-     * is nearly every event, and one plugin takes it. */
+     * filter beyond the code object's verdict: the legacy trace function
+     * hands it a LINE with no dispatch loop (its LINE lane: the verdict
+     * tested, then ptk__deliver_solo). Under line coverage with branches,
+     * LINE is nearly every event, and one plugin takes it. */
     ptk__sub *line_one;
     /* Filters (filter.c), by subscriber slot. */
     int filtered;             /* some subscriber has a filter: every event

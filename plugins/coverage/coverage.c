@@ -41,7 +41,7 @@ typedef struct cov_func {
 } cov_func;
 
 typedef struct cov_arc {
-    uint64_t key;   /* (from << 32) | to, as uint32 each; 0 = empty */
+    uint64_t key;   /* (from << 32) | to, as uint32 each */
     uint64_t count;
 } cov_arc;
 
@@ -58,8 +58,11 @@ typedef struct cov_file {
     uint64_t *hits;      /* times the line ran (1 at most without branch=) */
     cov_func *funcs;
     size_t nfuncs, capfuncs;
-    cov_arc *arcs;       /* open addressing, capacity a power of two */
+    cov_arc *arcs;       /* in the order first seen */
     size_t narcs, caparcs;
+    uint32_t *arcidx;    /* open addressing on the key: 1 + index in arcs,
+                            0 = empty; capacity a power of two */
+    size_t capidx;
     cov_branch *branches;
     size_t nbranches;
     int seen;            /* some of its code ran (else: found under source=) */
@@ -87,6 +90,13 @@ typedef struct cov_code {
     int32_t *bridx;      /* branch events: per code unit, 1 + index in brs, or 0 */
     cov_br *brs;
     int32_t nbrs, capbrs;
+    /* Arcs from LINE events: per line of the code (its index x: line -
+     * firstline + 1, 0 for the entry), in succ[2x] and succ[2x + 1], 1 +
+     * the index in the file's arcs of two arcs taken from it, or 0. Nearly
+     * every line leads to one or two lines: their arcs are counted without
+     * a hash lookup. nsucc counts lines. */
+    uint32_t *succ;
+    int32_t nsucc;
 } cov_code;
 
 /* Branch mode: what each frame on a thread's stack last ran. */
@@ -246,53 +256,116 @@ arc_key(int32_t from, int32_t to)
     return ((uint64_t)(uint32_t)from << 32) | (uint64_t)(uint32_t)to;
 }
 
+/* Makes room for one more arc (the index at most half full). */
 static int
-arc_grow(cov_file *f)
+arc_reserve(cov_file *f)
 {
-    size_t cap = f->caparcs ? f->caparcs * 2 : 64;
-    cov_arc *t = calloc(cap, sizeof(*t));
-    if (!t) {
-        return -1;
+    if (f->narcs == f->caparcs) {
+        size_t cap = f->caparcs ? f->caparcs * 2 : 32;
+        cov_arc *a = realloc(f->arcs, cap * sizeof(*a));
+        if (!a) {
+            return -1;
+        }
+        f->arcs = a;
+        f->caparcs = cap;
     }
-    for (size_t j = 0; j < f->caparcs; j++) {
-        if (f->arcs[j].key) {
+    if ((f->narcs + 1) * 2 > f->capidx) {
+        size_t cap = f->capidx ? f->capidx * 2 : 64;
+        uint32_t *t = calloc(cap, sizeof(*t));
+        if (!t) {
+            return -1;
+        }
+        for (size_t j = 0; j < f->narcs; j++) {
             size_t i = ptr_hash((void *)(uintptr_t)f->arcs[j].key, cap - 1);
-            while (t[i].key) {
+            while (t[i]) {
                 i = (i + 1) & (cap - 1);
             }
-            t[i] = f->arcs[j];
+            t[i] = (uint32_t)j + 1;
         }
+        free(f->arcidx);
+        f->arcidx = t;
+        f->capidx = cap;
     }
-    free(f->arcs);
-    f->arcs = t;
-    f->caparcs = cap;
     return 0;
 }
 
-static inline int
+/* Counts the arc @p from -> @p to of @p f; returns its index in f->arcs,
+ * or -1 when out of memory. */
+static int64_t
 arc_add(cov_file *f, int32_t from, int32_t to)
 {
     uint64_t key = arc_key(from, to);
-    if ((f->narcs + 1) * 2 > f->caparcs && arc_grow(f) < 0) {
+    if (f->narcs >= UINT32_MAX - 1 || arc_reserve(f) < 0) {
         return -1;
     }
-    size_t mask = f->caparcs - 1;
+    size_t mask = f->capidx - 1;
     for (size_t i = ptr_hash((void *)(uintptr_t)key, mask);; i = (i + 1) & mask) {
-        cov_arc *a = &f->arcs[i];
-        if (a->key == key) {
-            a->count++;
-            return 0;
+        uint32_t k = f->arcidx[i];
+        if (k == 0) {
+            f->arcidx[i] = (uint32_t)f->narcs + 1;
+            f->arcs[f->narcs] = (cov_arc){key, 1};
+            return (int64_t)f->narcs++;
         }
-        if (a->key == 0) {
-            a->key = key;
-            a->count = 1;
-            f->narcs++;
-            return 0;
+        if (f->arcs[k - 1].key == key) {
+            f->arcs[k - 1].count++;
+            return (int64_t)k - 1;
         }
     }
 }
 
-static int
+/* Lines of one code object the successor cache (cov_code::succ) covers. */
+#define SUCC_MAX 65536
+
+/* arc_add for an arc of @p c's frame, through and into its successor cache
+ * (the second entry of the line, when the first is another arc's). */
+static __attribute__((noinline)) int
+arc_step_slow(cov_file *f, cov_code *c, int32_t from, int32_t to, int64_t x)
+{
+    int64_t i = arc_add(f, from, to);
+    if (i < 0) {
+        return -1;
+    }
+    if (x < 0 || x >= SUCC_MAX) {
+        return 0; /* outside the code's lines: not cached */
+    }
+    if (x >= c->nsucc) {
+        int32_t n = c->nsucc ? c->nsucc : 16;
+        while (n <= x) {
+            n *= 2;
+        }
+        uint32_t *t = realloc(c->succ, (size_t)n * 2 * sizeof(*t));
+        if (!t) {
+            return 0; /* counted; only not cached */
+        }
+        memset(t + 2 * (size_t)c->nsucc, 0, (size_t)(n - c->nsucc) * 2 * sizeof(*t));
+        c->succ = t;
+        c->nsucc = n;
+    }
+    uint32_t *e = &c->succ[2 * x];
+    e[e[0] != 0] = (uint32_t)i + 1;
+    return 0;
+}
+
+/* Counts the arc @p from -> @p to of a frame of @p c (file @p f); 0, or
+ * -1 when out of memory. The frame's entry (from = -firstline) has index 0. */
+static inline int
+arc_step(cov_file *f, cov_code *c, int32_t from, int32_t to)
+{
+    int64_t x = from < 0 ? 0 : (int64_t)from - c->firstline + 1;
+    if (x >= 0 && x < c->nsucc) {
+        uint64_t key = arc_key(from, to);
+        const uint32_t *e = &c->succ[2 * x];
+        for (int k = 0; k < 2; k++) {
+            if (e[k] != 0 && f->arcs[e[k] - 1].key == key) {
+                f->arcs[e[k] - 1].count++;
+                return 0;
+            }
+        }
+    }
+    return arc_step_slow(f, c, from, to, x);
+}
+
+static __attribute__((noinline)) int
 file_reserve(cov_file *f, int32_t line)
 {
     if (line <= f->maxline) {
@@ -330,6 +403,7 @@ file_free(cov_file *f)
     }
     free(f->funcs);
     free(f->arcs);
+    free(f->arcidx);
     for (size_t i = 0; i < f->nbranches; i++) {
         free(f->branches[i].dest);
     }
@@ -764,6 +838,18 @@ code_first_sight(cov_state *st, PyCodeObject *code)
     return c;
 }
 
+/* code_get for another code object than the last event's. */
+static __attribute__((noinline)) cov_code *
+code_get_other(cov_state *st, PyCodeObject *code)
+{
+    cov_code *c = code_find(st, code);
+    if (!c) {
+        c = code_first_sight(st, code);
+    }
+    st->last = c;
+    return c;
+}
+
 static inline cov_code *
 code_get(cov_state *st, PyCodeObject *code)
 {
@@ -771,12 +857,7 @@ code_get(cov_state *st, PyCodeObject *code)
     if (c && c->code == code) {
         return c;
     }
-    c = code_find(st, code);
-    if (!c) {
-        c = code_first_sight(st, code);
-    }
-    st->last = c;
-    return c;
+    return code_get_other(st, code);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -1023,6 +1104,46 @@ on_branch(cov_state *st, cov_code *c, const ptk_event *ev)
     return b->n == 2 ? PTK_DISABLE : PTK_OK;
 }
 
+/* A LINE event of measured code: the hot path. */
+static inline __attribute__((always_inline)) int
+on_line(cov_state *st, cov_code *c, cov_file *f, const ptk_event *ev)
+{
+    int32_t line = ev->line;
+    st->line_events++;
+    int lines_only = !st->branch || !arcs_from_lines(st);
+    if (line <= 0) {
+        return lines_only && !st->counts ? PTK_DISABLE : PTK_OK;
+    }
+    if (line > f->maxline && file_reserve(f, line) < 0) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
+    f->possible[line] = 1;
+    if (lines_only) {
+        if (st->counts) {
+            f->hits[line]++;
+            return PTK_OK;
+        }
+        f->hits[line] = 1;
+        return PTK_DISABLE;
+    }
+    f->hits[line]++;
+    cov_slot *s = thread_slot(st, ev);
+    if (!s) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
+    if (s->code != ev->code) {
+        /* A frame that was running before measuring started. */
+        s->code = ev->code;
+        s->last = -c->firstline;
+    }
+    int32_t last = s->last;
+    s->last = line;
+    if (arc_step(f, c, last, line) < 0) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
+    return PTK_OK;
+}
+
 static int
 cov_on_event(void *state, const ptk_event *ev)
 {
@@ -1036,41 +1157,8 @@ cov_on_event(void *state, const ptk_event *ev)
         return PTK_DISABLE;
     }
     switch (ev->kind) {
-    case PTK_EV_LINE: {
-        int32_t line = ev->line;
-        st->line_events++;
-        int lines_only = !st->branch || !arcs_from_lines(st);
-        if (line <= 0) {
-            return lines_only && !st->counts ? PTK_DISABLE : PTK_OK;
-        }
-        if (line > f->maxline && file_reserve(f, line) < 0) {
-            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
-        }
-        f->possible[line] = 1;
-        if (lines_only) {
-            if (st->counts) {
-                f->hits[line]++;
-                return PTK_OK;
-            }
-            f->hits[line] = 1;
-            return PTK_DISABLE;
-        }
-        f->hits[line]++;
-        cov_slot *s = thread_slot(st, ev);
-        if (!s) {
-            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
-        }
-        if (s->code != ev->code) {
-            /* A frame that was running before measuring started. */
-            s->code = ev->code;
-            s->last = -c->firstline;
-        }
-        if (arc_add(f, s->last, line) < 0) {
-            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
-        }
-        s->last = line;
-        return PTK_OK;
-    }
+    case PTK_EV_LINE:
+        return on_line(st, c, f, ev);
     case PTK_EV_CALL: {
         int start = call_is_start(st, c, ev);
         st->call_events++;
@@ -1105,7 +1193,7 @@ cov_on_event(void *state, const ptk_event *ev)
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
         if (s->code == ev->code && !return_is_yield(st, c, ev)
-            && arc_add(f, s->last, -c->firstline) < 0) {
+            && arc_step(f, c, s->last, -c->firstline) < 0) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
         s->code = NULL;
@@ -1367,6 +1455,15 @@ fail:
     return rc;
 }
 
+/* Frees what an entry of the code table owns besides its references. */
+static void
+code_free(cov_code *c)
+{
+    free(c->bridx);
+    free(c->brs);
+    free(c->succ);
+}
+
 /* Drops every Python reference; needs the GIL. */
 static void
 cov_release_python(cov_state *st)
@@ -1375,8 +1472,7 @@ cov_release_python(cov_state *st)
         if (st->codes[i].code) {
             Py_CLEAR(st->codes[i].bytecode);
             Py_CLEAR(st->codes[i].code);
-            free(st->codes[i].bridx);
-            free(st->codes[i].brs);
+            code_free(&st->codes[i]);
         }
     }
     free(st->codes);
@@ -1403,8 +1499,7 @@ cov_fini(void *state)
         }
         else {
             for (size_t i = 0; i < st->capcodes; i++) {
-                free(st->codes[i].bridx);
-                free(st->codes[i].brs);
+                code_free(&st->codes[i]);
             }
             free(st->codes); /* the interpreter and its objects are gone */
         }
@@ -1630,9 +1725,9 @@ file_data(const cov_state *st, const cov_file *f)
             goto fail;
         }
     }
-    for (size_t i = 0; i < f->caparcs; i++) {
+    for (size_t i = 0; i < f->narcs; i++) {
         const cov_arc *a = &f->arcs[i];
-        if (a->key && list_append_new(arcs, Py_BuildValue(
+        if (list_append_new(arcs, Py_BuildValue(
                               "[iiK]", (int)(int32_t)(uint32_t)(a->key >> 32),
                               (int)(int32_t)(uint32_t)(a->key & 0xffffffffu),
                               (unsigned long long)a->count)) < 0) {
@@ -1799,6 +1894,11 @@ cov_report(void *state, const ptk_report_args *args)
 {
     cov_state *st = state;
     int rc = PTK_OK;
+    /* The report makes tens of thousands of lists and tuples, none of them
+     * garbage until it ends: collections over the traced program's heap
+     * that they would trigger find nothing (on test_enum they were a third
+     * of the report step). */
+    int gc_was_on = PyGC_Disable();
     PyObject *data = NULL, *warnings = PyList_New(0);
     FILE *out = args->summary ? args->summary : stderr;
     if (!warnings || ensure_python(st) < 0 || add_unexecuted(st) < 0
@@ -1850,6 +1950,9 @@ done:
     Py_XDECREF(data);
     Py_XDECREF(warnings);
     cov_release_python(st);
+    if (gc_was_on) {
+        PyGC_Enable();
+    }
     return rc;
 }
 

@@ -20,11 +20,9 @@ typedef struct loc {
 } loc;
 
 typedef struct coderec {
-    int first, span;     /* line range seen in co_lines() */
+    ptk__coderec_head h; /* first, span, lines_off, all_off: see there */
     int nlines;          /* lines that can produce LINE events */
     uint8_t *counted;    /* bit per line: can produce LINE */
-    int lines_off;       /* every LINE subscriber disabled every line */
-    uint8_t *all_off;    /* bit per line: every LINE subscriber disabled it */
     uint64_t whole[PTK_EV_COUNT]; /* slots that disabled a kind code-wide */
     uint64_t line_slots; /* slots with per-line records */
     uint64_t loc_slots;  /* slots with per-instruction records */
@@ -67,8 +65,8 @@ static coderec *all_records;
 /* rec_get's one-entry cache: consecutive events mostly come from one code
  * object (its LINE events). Cleared when its record is freed; a record made
  * for the cached code object replaces the entry. */
-static PyCodeObject *last_code;
-static coderec *last_rec;
+PyCodeObject *ptk__last_code;
+ptk__coderec_head *ptk__last_rec;
 static int skip_ops[256]; /* prologue opcodes that produce no LINE event */
 static int resume_op = -1, cache_op = -1, extended_op = -1;
 
@@ -79,9 +77,9 @@ rec_free(void *p)
     if (r == NULL) {
         return;
     }
-    if (last_rec == r || last_code == r->code) {
-        last_code = NULL;
-        last_rec = NULL;
+    if (ptk__last_rec == &r->h || ptk__last_code == r->code) {
+        ptk__last_code = NULL;
+        ptk__last_rec = NULL;
     }
     ptk__verdict *v = ptk__verdict_slot(r->code);
     if (v->code == r->code) {
@@ -103,7 +101,7 @@ rec_free(void *p)
     free(r->cs);
     free(r->locs);
     free(r->counted);
-    free(r->all_off);
+    free(r->h.all_off);
     free(r);
 }
 
@@ -150,8 +148,8 @@ init_extra(void)
 static coderec *
 rec_get(PyCodeObject *code)
 {
-    if (code == last_code && code != NULL) {
-        return last_rec;
+    if (code == ptk__last_code && code != NULL) {
+        return (coderec *)ptk__last_rec;
     }
     void *p = NULL;
     if (extra_index < 0 ||
@@ -160,8 +158,8 @@ rec_get(PyCodeObject *code)
         return NULL;
     }
     if (p != NULL) {
-        last_code = code;
-        last_rec = p;
+        ptk__last_code = code;
+        ptk__last_rec = &((coderec *)p)->h;
     }
     return p;
 }
@@ -216,7 +214,7 @@ rec_lines(coderec *r, PyCodeObject *code)
                 hi = line > hi ? line : hi;
             }
             else {
-                int b = line - r->first;
+                int b = line - r->h.first;
                 if (!(r->counted[b >> 3] & (1u << (b & 7)))) {
                     r->counted[b >> 3] |= (uint8_t)(1u << (b & 7));
                     r->nlines++;
@@ -224,9 +222,9 @@ rec_lines(coderec *r, PyCodeObject *code)
             }
         }
         if (pass == 0) {
-            r->first = hi < lo ? 0 : lo;
-            r->span = hi < lo ? 0 : hi - lo + 1;
-            r->counted = calloc((size_t)r->span / 8 + 1, 1);
+            r->h.first = hi < lo ? 0 : lo;
+            r->h.span = hi < lo ? 0 : hi - lo + 1;
+            r->counted = calloc((size_t)r->h.span / 8 + 1, 1);
             if (r->counted == NULL) {
                 break;
             }
@@ -267,8 +265,8 @@ rec_make(PyCodeObject *code)
         all_records->prev = r;
     }
     all_records = r;
-    last_code = code;
-    last_rec = r;
+    ptk__last_code = code;
+    ptk__last_rec = &r->h;
     return r;
 }
 
@@ -291,7 +289,7 @@ rec_slot(coderec *r, uint32_t slot, int create)
     slotlines *e = &r->sl[r->nsl];
     e->slot = slot;
     e->ndisabled = 0;
-    e->bits = calloc((size_t)r->span / 8 + 1, 1);
+    e->bits = calloc((size_t)r->h.span / 8 + 1, 1);
     if (e->bits == NULL) {
         return NULL;
     }
@@ -348,8 +346,8 @@ ptk__code_is_disabled(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
             return 0;
         }
         slotlines *e = rec_slot(r, slot, 0);
-        int b = line - r->first;
-        return e && b >= 0 && b < r->span && (e->bits[b >> 3] & (1u << (b & 7)));
+        int b = line - r->h.first;
+        return e && b >= 0 && b < r->h.span && (e->bits[b >> 3] & (1u << (b & 7)));
     }
     if (!(r->loc_slots & bit)) {
         return 0;
@@ -416,33 +414,22 @@ line_off_for_all(coderec *r, int b)
 static void
 refresh_all_off(coderec *r)
 {
-    if (r->all_off == NULL) {
+    if (r->h.all_off == NULL) {
         return;
     }
-    memset(r->all_off, 0, (size_t)r->span / 8 + 1);
-    for (int b = 0; b < r->span; b++) {
+    memset(r->h.all_off, 0, (size_t)r->h.span / 8 + 1);
+    for (int b = 0; b < r->h.span; b++) {
         if (line_off_for_all(r, b)) {
-            r->all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
+            r->h.all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
         }
     }
 }
 
 int
-ptk__code_line_state(PyCodeObject *code, int line)
+ptk__code_line_state_slow(PyCodeObject *code, int line)
 {
     coderec *r = rec_get(code);
-    if (r == NULL) {
-        return PTK__LINE_DELIVER;
-    }
-    if (r->lines_off) {
-        return PTK__LINE_OFF;
-    }
-    int b = line - r->first;
-    if (r->all_off && b >= 0 && b < r->span &&
-        (r->all_off[b >> 3] & (1u << (b & 7)))) {
-        return PTK__LINE_SKIP;
-    }
-    return PTK__LINE_DELIVER;
+    return r == NULL ? PTK__LINE_DELIVER : ptk__rec_line_state(&r->h, line);
 }
 
 int
@@ -472,11 +459,11 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
         if (failed) {
             free(r->counted);
             r->counted = NULL;
-            r->first = r->span = r->nlines = 0;
+            r->h.first = r->h.span = r->nlines = 0;
             return 0;
         }
-        int b = line - r->first;
-        if (b < 0 || b >= r->span) {
+        int b = line - r->h.first;
+        if (b < 0 || b >= r->h.span) {
             /* A line co_lines() does not know: disable LINE code-wide for
              * this slot would be wrong; keep it per line in a wider map. */
             return 0;
@@ -492,16 +479,16 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
                 e->ndisabled++;
             }
         }
-        if (r->all_off == NULL) {
-            r->all_off = calloc((size_t)r->span / 8 + 1, 1);
+        if (r->h.all_off == NULL) {
+            r->h.all_off = calloc((size_t)r->h.span / 8 + 1, 1);
         }
-        if (r->all_off != NULL && line_off_for_all(r, b)) {
-            r->all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
+        if (r->h.all_off != NULL && line_off_for_all(r, b)) {
+            r->h.all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
         }
-        if (!r->lines_off && all_lines_off(r)) {
-            r->lines_off = 1;
+        if (!r->h.lines_off && all_lines_off(r)) {
+            r->h.lines_off = 1;
         }
-        return r->lines_off;
+        return r->h.lines_off;
     }
     int at = loc_find(r, slot, (int32_t)kind, (int32_t)lasti);
     if (at < r->nlocs && loc_cmp(&r->locs[at], slot, (int32_t)kind, (int32_t)lasti) == 0) {
@@ -562,7 +549,7 @@ void
 ptk__code_reset_lines_off(void)
 {
     for (coderec *r = all_records; r; r = r->next) {
-        r->lines_off = all_lines_off(r);
+        r->h.lines_off = all_lines_off(r);
         refresh_all_off(r);
     }
 }
@@ -575,8 +562,8 @@ ptk__code_reset(void)
      * and ask the next interpreter for an index of its own. */
     extra_index = -1;
     all_records = NULL;
-    last_code = NULL;
-    last_rec = NULL;
+    ptk__last_code = NULL;
+    ptk__last_rec = NULL;
     ptk__disable_records = 0;
 }
 

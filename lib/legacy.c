@@ -593,8 +593,8 @@ profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return handle(t, th, frame, what, arg);
 }
 
-static int
-trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static __attribute__((noinline)) int
+trace_full(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     (void)obj;
     ptk__table *t = ptk__current;
@@ -606,29 +606,30 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     if (th == NULL || frame == NULL) {
         return 0;
     }
-    th->tstate = PyThreadState_Get();
     if (what == PyTrace_LINE && !th->slow &&
         (t->line_one != NULL || (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)))) {
         PyCodeObject *code = frame_code(th, frame);
         int line = PyFrame_GetLineNumber(frame);
-        if (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) {
-            /* The most frequent event under line coverage: a line every
-             * LINE subscriber has disabled. Answered before any event is
-             * made. */
-            int st = ptk__code_line_state(code, line);
-            if (st == PTK__LINE_SKIP) {
-                return 0;
-            }
-            if (st == PTK__LINE_OFF) {
-                frame_lines_off(frame);
+        /* The most frequent event under line coverage: a line every LINE
+         * subscriber has disabled. Answered before any event is made, and
+         * before the thread state is read (th->tstate, set at the thread's
+         * earlier events, is not used here). */
+        int st = ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)
+                     ? ptk__code_line_state(code, line)
+                     : PTK__LINE_DELIVER;
+        if (st == PTK__LINE_SKIP) {
+            return 0;
+        }
+        th->tstate = PyThreadState_Get();
+        if (st == PTK__LINE_OFF) {
+            frame_lines_off(frame);
 #if PTK_PARK
-                /* the rest of this frame needs no trace function either */
-                if (may_park(t, th->tstate) && lines_done(t, code)) {
-                    park(th->tstate);
-                }
-#endif
-                return 0;
+            /* the rest of this frame needs no trace function either */
+            if (may_park(t, th->tstate) && lines_done(t, code)) {
+                park(th->tstate);
             }
+#endif
+            return 0;
         }
         if (t->line_one != NULL && !ptk__dispatch_slow &&
             !ptk__exc_pending(th->tstate)) {
@@ -636,6 +637,7 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
             return 0;
         }
     }
+    th->tstate = PyThreadState_Get();
     if (what == PyTrace_CALL) {
         if (t->dead_possible) {
             PyCodeObject *code = PyFrame_GetCode(frame);
@@ -683,6 +685,28 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     }
 #endif
     return rc;
+}
+
+/* The trace function. The most frequent event under line coverage, a line
+ * every LINE subscriber has disabled in the code object of the thread's
+ * last question (ptk__code_line_state's cache), is answered here, in a
+ * function small enough to save almost no registers; trace_full does the
+ * rest, and asks again where this could not answer. */
+static int
+trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (what == PyTrace_LINE && (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
+        frame != NULL) {
+        ptk__thread *th = ptk__tls;
+        if (ptk__current->need_trace && th != NULL && !th->slow && th->pub.depth > 0 &&
+            th->stack[th->pub.depth - 1].frame == frame &&
+            th->stack[th->pub.depth - 1].code == ptk__last_code && ptk__last_code != NULL &&
+            ptk__rec_line_state(ptk__last_rec, PyFrame_GetLineNumber(frame)) ==
+                PTK__LINE_SKIP) {
+            return 0;
+        }
+    }
+    return trace_full(obj, frame, what, arg);
 }
 
 /* ---- installing --------------------------------------------------------- */

@@ -520,7 +520,39 @@ int ptk__code_all_disabled(const ptk__table *t, const ptk_event *ev);
 /* For a LINE event: PTK__LINE_DELIVER, PTK__LINE_SKIP (every LINE
  * subscriber disabled this line) or PTK__LINE_OFF (... every line). */
 enum { PTK__LINE_DELIVER = 0, PTK__LINE_SKIP = 1, PTK__LINE_OFF = 2 };
-int ptk__code_line_state(PyCodeObject *code, int line);
+/* The head of code.c's record of a code object: what the answer needs. */
+typedef struct ptk__coderec_head {
+    int first, span;  /* line range seen in co_lines() */
+    int lines_off;    /* every LINE subscriber disabled every line */
+    uint8_t *all_off; /* bit per line: every LINE subscriber disabled it */
+} ptk__coderec_head;
+/* code.c's one-entry cache of records (the last code object asked for). */
+extern PyCodeObject *ptk__last_code;
+extern ptk__coderec_head *ptk__last_rec;
+int ptk__code_line_state_slow(PyCodeObject *code, int line);
+static inline int
+ptk__rec_line_state(const ptk__coderec_head *r, int line)
+{
+    if (r->lines_off) {
+        return PTK__LINE_OFF;
+    }
+    int b = line - r->first;
+    if (r->all_off && b >= 0 && b < r->span &&
+        (r->all_off[b >> 3] & (1u << (b & 7)))) {
+        return PTK__LINE_SKIP;
+    }
+    return PTK__LINE_DELIVER;
+}
+/* Inline: the legacy backend asks at every LINE under line coverage, and
+ * nearly always of the code object it asked of last. */
+static inline int
+ptk__code_line_state(PyCodeObject *code, int line)
+{
+    if (code == ptk__last_code && code != NULL) {
+        return ptk__rec_line_state(ptk__last_rec, line);
+    }
+    return ptk__code_line_state_slow(code, line);
+}
 
 /* The dispatch loop. `general` is a constant at each use: 0 for the hot
  * path, 1 (ptk__dispatch) to also skip failed instances and locations a

@@ -132,6 +132,8 @@ typedef struct cov_state {
     size_t nfiles, capfiles;
     PyObject *file_index; /* dict: co_filename -> index in files, or -1 */
 
+    int arcs_fast;       /* branch && arcs_from_lines(): cov_on_event's
+                            short way is open (set by cov_on_event_full) */
     cov_tstack *threads;
     size_t nthreads;
 
@@ -1144,10 +1146,11 @@ on_line(cov_state *st, cov_code *c, cov_file *f, const ptk_event *ev)
     return PTK_OK;
 }
 
-static int
-cov_on_event(void *state, const ptk_event *ev)
+static __attribute__((noinline)) int
+cov_on_event_full(void *state, const ptk_event *ev)
 {
     cov_state *st = state;
+    st->arcs_fast = st->branch && arcs_from_lines(st);
     cov_code *c = code_get(st, ev->code);
     if (!c) {
         return cov_fail_python(st, "analysing a code object");
@@ -1204,6 +1207,58 @@ cov_on_event(void *state, const ptk_event *ev)
     default:
         return PTK_OK;
     }
+}
+
+/*
+ * The plugin's event handler. The most frequent event of branch coverage
+ * from LINE events, a line of the last event's code object, in a frame
+ * already on the thread's slots, leaving a line by one of the two arcs its
+ * successor cache holds, is counted here, with no call: nothing to save.
+ * Whatever else (a first sight, a miss, another kind) goes to
+ * cov_on_event_full, which does it all from the start (nothing is changed
+ * here before the answer is known).
+ */
+static int
+cov_on_event(void *state, const ptk_event *ev)
+{
+    cov_state *st = state;
+    const cov_code *c = st->last;
+    if (ev->kind != PTK_EV_LINE || !st->arcs_fast || c == NULL || c->code != ev->code
+        || c->file == NULL || ev->thread == NULL) {
+        return cov_on_event_full(state, ev);
+    }
+    cov_file *f = c->file;
+    int32_t line = ev->line;
+    size_t t = ev->thread->index;
+    /* (negative line and depth: unsigned, too large) */
+    if ((uint32_t)line - 1 >= (uint32_t)f->maxline || t >= st->nthreads
+        || (uint32_t)ev->depth >= (uint32_t)st->threads[t].cap) {
+        return cov_on_event_full(state, ev);
+    }
+    cov_slot *s = &st->threads[t].slots[ev->depth];
+    int32_t last = s->last;
+    int64_t x = last < 0 ? 0 : (int64_t)last - c->firstline + 1;
+    if (s->code != ev->code || x < 0 || x >= c->nsucc) {
+        return cov_on_event_full(state, ev);
+    }
+    uint64_t key = arc_key(last, line);
+    const uint32_t *e = &c->succ[2 * x];
+    cov_arc *a;
+    if (e[0] != 0 && f->arcs[e[0] - 1].key == key) {
+        a = &f->arcs[e[0] - 1];
+    }
+    else if (e[1] != 0 && f->arcs[e[1] - 1].key == key) {
+        a = &f->arcs[e[1] - 1];
+    }
+    else {
+        return cov_on_event_full(state, ev);
+    }
+    a->count++;
+    st->line_events++;
+    f->possible[line] = 1;
+    f->hits[line]++;
+    s->last = line;
+    return PTK_OK;
 }
 
 /* ---- init / fini ----------------------------------------------------- */

@@ -18,6 +18,7 @@ import subprocess
 import zlib
 
 import ptk_coverage_util as u
+import ptk_sanitize  # noqa: F401 (a PLAIN_DRIVER: the command gets PYTHONMALLOC back)
 from ptk_browser import browser_env, chromium, chromium_args, dump_dom
 
 COLOURS = {"run": (0xdd, 0xff, 0xdd), "mis": (0xff, 0xdd, 0xdd), "par": (0xff, 0xff, 0xaa)}

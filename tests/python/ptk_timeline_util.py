@@ -23,6 +23,8 @@ PLUGIN_DIR = os.environ.get("PTK_PLUGIN_DIR")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(os.path.dirname(HERE), "timeline", "programs")
 FILES = {"json": "timeline.json", "perfetto": "timeline.perfetto-trace"}
+# the timeline tests are PLAIN_DRIVERs (tests/CMakeLists.txt)
+from ptk_sanitize import ORACLE_ENV  # noqa: E402
 
 _made = []
 

@@ -22,7 +22,8 @@ LOOPS = 5
 def oracle():
     out = os.path.join(U.tempdir(), "oracle.json")
     p = subprocess.run([U.PYTHON, os.path.join(os.path.dirname(__file__), "oracle.py"),
-                        out, script, str(LOOPS)], capture_output=True, text=True, timeout=300)
+                        out, script, str(LOOPS)], capture_output=True, text=True, timeout=300,
+                       env=U.ORACLE_ENV)
     U.check(p.returncode == 0, "oracle failed: %s" % p.stderr)
     with open(out) as f:
         return json.load(f)

@@ -30,6 +30,7 @@ import re
 import subprocess
 
 import ptk_timer_util as U
+import ptk_sanitize  # noqa: F401 (a PLAIN_DRIVER: the command gets PYTHONMALLOC back)
 from ptk_browser import chromium, dump_dom
 
 VERSION = "1.25.0"

@@ -52,6 +52,7 @@ static int mon_disabled;          /* DISABLE returned for a subscriber since
                                      the last restart_events() */
 static uint64_t seen_serial;      /* newest subscriber the last sync saw */
 static int prev_track;
+static int prev_shadow;           /* the last sync's table kept the stacks */
 static unsigned long prev_events;
 /* CPython 3.13.0 reports no LINE for a line whose first instruction is the
  * RESUME of its code object (a one-line function, a class body, a
@@ -260,7 +261,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return what == PTK_ORIGIN_THROW ? none() : disable(1);
     }
     int32_t depth = -1;
-    if (t->track_stack) {
+    if (t->shadow) {
         if (ptk__stack_push(th, code, NULL) < 0) {
             ptk__hub_out_of_memory("the shadow stack");
             return none();
@@ -307,12 +308,14 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     /* Frames nest, so the returning frame is the innermost one of its code
      * that the stack knows; a frame that started before tracing is not on
-     * it (depth -1, nothing popped). */
-    int32_t d = th->pub.depth, pos = -1;
-    for (int32_t i = d - 1; i >= 0; i--) {
-        if (th->stack[i].code == code) {
-            pos = i;
-            break;
+     * it (depth -1, nothing popped). No stack (!shadow): depth -1. */
+    int32_t pos = -1;
+    if (t->shadow) {
+        for (int32_t i = th->pub.depth - 1; i >= 0; i--) {
+            if (th->stack[i].code == code) {
+                pos = i;
+                break;
+            }
         }
     }
     if (t->nsub[PTK_EV_RETURN]) {
@@ -422,7 +425,7 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = arg;
-    at->ev.depth = th->pub.depth;
+    at->ev.depth = t->shadow ? th->pub.depth : -1;
     at->ev.c_self = c_self;
     at->offset = args[1];
     ptk__deliver_clean_as(t, th, &at->ev, kind);
@@ -444,6 +447,12 @@ mon_c_call_full(ptk__table *t, PyObject *const *args)
     }
     ptk__thread *th = thread_here(&t);
     if (th == NULL) {
+        return none();
+    }
+    if (!t->shadow) { /* (then !c_bind) the subscribers pair C calls */
+        if (t->nsub[PTK_EV_C_CALL]) {
+            c_deliver(t, th, PTK_EV_C_CALL, args, target, NULL);
+        }
         return none();
     }
     if (ptk__cstack_push(th, fn, cself) < 0) {
@@ -499,6 +508,14 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     ptk__thread *th = thread_here(&t);
+    if (th != NULL && !t->shadow) {
+        /* every end, paired by the subscribers (PTK_FLAG_OWN_STACK) */
+        int kind = ((mon_cb *)self)->what;
+        if (t->nsub[kind]) {
+            c_deliver(t, th, kind, args, target, NULL);
+        }
+        return none();
+    }
     int i = th ? ptk__cstack_find(th, fn, cself) : -1;
     if (i >= 0) { /* else: no matching C_CALL, dropped */
         int kind = ((mon_cb *)self)->what;
@@ -531,7 +548,7 @@ line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
     if (t->nsub[PTK_EV_LINE]) {
         ptk_event ev;
         ev_init(&ev, th, PTK_EV_LINE, code, Py_None,
-                t->track_stack ? th->pub.depth : -1);
+                t->shadow ? th->pub.depth : -1);
         ev.line = line;
         ptk__deliver_clean(t, th, &ev);
         if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
@@ -581,7 +598,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         }
         ptk_event ev;
         ev_init(&ev, th, PTK_EV_JUMP, code, Py_None,
-                t->track_stack ? th->pub.depth : -1);
+                t->shadow ? th->pub.depth : -1);
         ev.lasti_ = (int32_t)from;
         ev.target = (int32_t)to;
         ptk__deliver_clean(t, th, &ev);
@@ -628,7 +645,7 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_BRANCH, code, Py_None,
-            t->track_stack ? th->pub.depth : -1);
+            t->shadow ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
     ev.target = (int32_t)small_int(args[2]);
     uint64_t marks = ptk__disable_marks;
@@ -667,7 +684,7 @@ mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_EXCEPTION, (PyCodeObject *)args[0], tuple,
-            t->track_stack ? th->pub.depth : -1);
+            t->shadow ? th->pub.depth : -1);
     ptk__deliver_clean(t, th, &ev);
     Py_DECREF(tuple);
     return none();
@@ -691,7 +708,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_OPCODE, (PyCodeObject *)args[0], Py_None,
-            t->track_stack ? th->pub.depth : -1);
+            t->shadow ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
     ptk__deliver_clean(t, th, &ev);
     t = ptk__current; /* a plugin that failed may have retired t */
@@ -888,6 +905,7 @@ ptk__mon_claim(char **errmsg)
     }
     prev_events = 0;
     prev_track = 0;
+    prev_shadow = 0;
     PyErr_Restore(et, ev, tb);
     return rc;
 }
@@ -992,6 +1010,21 @@ needs_restart(const ptk__table *t)
     return restart;
 }
 
+/* Empties every thread's shadow stack and stack of C calls (with the
+ * bound methods kept for them): the table no longer keeps them, and a
+ * later one that does starts from nothing, as at a session's start. */
+static void
+stacks_drop(void)
+{
+    for (size_t i = 0; i < ptk__thread_count(); i++) {
+        ptk__thread *th = ptk__thread_at(i);
+        if (th != NULL) {
+            ptk__cstack_truncate(th, 0);
+            th->pub.depth = 0;
+        }
+    }
+}
+
 int
 ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
 {
@@ -1034,7 +1067,10 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (local) {
         want = (want & ~per_code) | ev_bit[M_PY_START] | ev_bit[M_PY_RESUME];
     }
-    if (install_here && t->track_stack) {
+    if (t->track_stack && !t->shadow && prev_shadow) {
+        stacks_drop(); /* not kept from here on: no stale frames later */
+    }
+    if (install_here && t->shadow) {
         ptk__seed_stack(0);
     }
     PyObject *et, *ev, *tb;
@@ -1056,6 +1092,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
         PyErr_Clear();
     }
     prev_track = t->track_stack;
+    prev_shadow = t->shadow;
     if (want != prev_events) {
         if (mon_call_method("set_events", "(ik)", tool, want) < 0) {
             char *why = ptk__format_exception();
@@ -1089,6 +1126,7 @@ ptk__mon_reset(void)
     mon_disabled = 0;
     seen_serial = 0;
     prev_track = 0;
+    prev_shadow = 0;
     prev_events = 0;
 }
 

@@ -369,6 +369,12 @@ typedef struct ptk__table {
     int all_threads;          /* some session observes every thread */
     int track_stack;          /* monitoring: keep the shadow stack (someone
                                  wants RETURN, C events or the stack) */
+    int shadow;               /* monitoring: with track_stack, keep the
+                                 shadow stack and the C-call stack too;
+                                 0 when every subscriber is
+                                 PTK_FLAG_OWN_STACK (none PTK_FLAG_STACK,
+                                 no descriptor to bind): then depth is -1
+                                 and C returns are not paired */
     int c_bind;               /* monitoring: some subscriber of a C event
                                  lacks PTK_FLAG_UNBOUND_C: method
                                  descriptors are delivered bound */

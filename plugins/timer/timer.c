@@ -1003,7 +1003,9 @@ static const ptk_plugin_desc tm_desc = {
     .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
               PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
               PTK_MASK(PTK_EV_C_EXCEPTION),
-    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C,
+    /* its own stack pairs every return (tm_leave_key): the hub's is not
+     * needed (PTK_FLAG_OWN_STACK) */
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_OWN_STACK,
     .options = tm_options,
     .init = tm_init,
     .on_event = tm_on_event,

@@ -259,6 +259,12 @@ build(ptk__table **out, char **errmsg)
      * nobody reads depth or needs the hub to pair C events: the timer
      * keeps its own stack of the same frames. */
     t->shadow = t->track_stack && !(all_own && !t->need_stack && !t->c_bind);
+    if (t->track_stack && !t->shadow && !t->dead_possible) {
+        unsigned lean = py_events | c_events;
+        for (int k = 0; k < PTK_EV_COUNT; k++) {
+            t->lean[k] = (PTK_MASK(k) & lean) ? t->solo[k] : NULL;
+        }
+    }
     t->need_profile = (t->mask & c_events) != 0 ||
                       (!t->need_trace && ((t->mask & py_events) || t->need_stack));
     *out = t;

@@ -171,6 +171,23 @@ ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
     ev->depth = depth;
 }
 
+/* The lean path (ptk__table::lean): the calling thread's record when
+ * kind's only subscriber takes the event with nothing else to do first (no
+ * stacks, no code to judge, the thread needs no check, no dispatch is
+ * slow); else NULL, and the callback takes its full path. Each callback
+ * tests it first and keeps the rest out of line, so that this path saves
+ * no more registers than it uses. */
+static inline __attribute__((always_inline)) ptk__thread *
+lean_thread(const ptk__table *t, int kind)
+{
+    ptk__thread *th = ptk__tls;
+    if (t->lean[kind] == NULL || th == NULL || th->mon_check ||
+        ptk__dispatch_slow || local_want) {
+        return NULL;
+    }
+    return th;
+}
+
 /* Sets the per-code events on code and records their generation; 0 or -1
  * (it was not possible: the events go global from here on, correct and
  * slower). The traced program's exception, if any, is kept. */
@@ -225,12 +242,11 @@ resume_line_on(PyCodeObject *code, PyObject *offset)
  * every location that can be disabled, the first time it fires; a later
  * subscriber gets it back through restart_events(). */
 
-/* PY_START, PY_RESUME, PY_THROW (code, offset[, exception]). */
-static PyObject *
-mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* PY_START, PY_RESUME, PY_THROW (code, offset[, exception]): mon_call
+ * when it is not on the lean path. */
+static __attribute__((noinline)) PyObject *
+mon_call_full(PyObject *self, PyObject *const *args)
 {
-    (void)nargsf;
-    (void)kw;
     ptk__table *t = ptk__current;
     PyCodeObject *code = (PyCodeObject *)args[0];
     int what = ((mon_cb *)self)->what;
@@ -287,13 +303,31 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     return none();
 }
 
-/* PY_RETURN, PY_YIELD (code, offset, value), PY_UNWIND (code, offset,
- * exception). Only enabled while the stack is kept. */
+/* PY_START, PY_RESUME, PY_THROW: the lean path, else mon_call_full. */
 static PyObject *
-mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
     (void)nargsf;
     (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = lean_thread(t, PTK_EV_CALL);
+    if (th == NULL) {
+        return mon_call_full(self, args);
+    }
+    ptk_event *ev = &th->ev_call;
+    ev->origin = (ptk_event_origin)((mon_cb *)self)->what;
+    ev->code = (PyCodeObject *)args[0];
+    ev->depth = -1;
+    ptk__deliver_solo(t, th, ev, t->lean[PTK_EV_CALL], PTK_EV_CALL);
+    return none();
+}
+
+/* PY_RETURN, PY_YIELD (code, offset, value), PY_UNWIND (code, offset,
+ * exception). Only enabled while the stack is kept. mon_return when it is
+ * not on the lean path. */
+static __attribute__((noinline)) PyObject *
+mon_return_full(PyObject *self, PyObject *const *args)
+{
     ptk__table *t = ptk__current;
     ptk__thread *th = thread_here(&t);
     if (th == NULL) {
@@ -330,6 +364,27 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         th->pub.depth = pos;
         ptk__cstack_pop_stale(th, pos + 1);
     }
+    return none();
+}
+
+/* PY_RETURN, PY_YIELD, PY_UNWIND: the lean path, else mon_return_full. */
+static PyObject *
+mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = lean_thread(t, PTK_EV_RETURN);
+    if (th == NULL) {
+        return mon_return_full(self, args);
+    }
+    int origin = ((mon_cb *)self)->what;
+    ptk_event *ev = &th->ev_return;
+    ev->origin = (ptk_event_origin)origin;
+    ev->code = (PyCodeObject *)args[0];
+    ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
+    ev->depth = -1;
+    ptk__deliver_solo(t, th, ev, t->lean[PTK_EV_RETURN], PTK_EV_RETURN);
     return none();
 }
 
@@ -432,10 +487,30 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
     Py_XDECREF(own);
 }
 
-/* mon_c_call in full: out of line, so that the calls of Python functions,
- * which mon_c_call turns away, save no registers. */
+/* c_deliver on the lean path (ptk__table::lean, with th from lean_thread):
+ * no stacks, no bound method; nothing for a callable that is no C
+ * function. */
+static inline __attribute__((always_inline)) void
+c_deliver_lean(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args)
+{
+    const void *fn, *cself;
+    int target = c_target(args, &fn, &cself);
+    if (target == C_NONE) {
+        return;
+    }
+    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    at->ev.kind = (ptk_event_kind)kind;
+    at->ev.code = (PyCodeObject *)args[0];
+    at->ev.arg = args[2];
+    at->ev.depth = -1;
+    at->ev.c_self = target == C_DESCR ? args[3] : NULL;
+    at->offset = args[1];
+    ptk__deliver_solo(t, th, &at->ev, t->lean[kind], kind);
+}
+
+/* mon_c_call_full when it is not on the lean path. */
 static __attribute__((noinline)) PyObject *
-mon_c_call_full(ptk__table *t, PyObject *const *args)
+mon_c_call_slow(ptk__table *t, PyObject *const *args)
 {
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1); /* judged by the calling code */
@@ -475,6 +550,19 @@ mon_c_call_full(ptk__table *t, PyObject *const *args)
     return none();
 }
 
+/* mon_c_call in full: out of line, so that the calls of Python functions,
+ * which mon_c_call turns away, save no registers. */
+static __attribute__((noinline)) PyObject *
+mon_c_call_full(ptk__table *t, PyObject *const *args)
+{
+    ptk__thread *th = lean_thread(t, PTK_EV_C_CALL);
+    if (th == NULL) {
+        return mon_c_call_slow(t, args);
+    }
+    c_deliver_lean(t, th, PTK_EV_C_CALL, args);
+    return none();
+}
+
 /* CALL (code, offset, callable, arg0). A call of a Python function is
  * nothing to us (its PY_START is the event) unless its caller's code is
  * to be judged dead: that case returns at once, the rest is
@@ -492,12 +580,11 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     return mon_c_call_full(t, args);
 }
 
-/* C_RETURN, C_RAISE (code, offset, callable, arg0). */
-static PyObject *
-mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* C_RETURN, C_RAISE (code, offset, callable, arg0): mon_c_end when it is
+ * not on the lean path. */
+static __attribute__((noinline)) PyObject *
+mon_c_end_full(PyObject *self, PyObject *const *args)
 {
-    (void)nargsf;
-    (void)kw;
     ptk__table *t = ptk__current;
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return none(); /* C_RETURN and C_RAISE follow CALL: it is disabled */
@@ -532,6 +619,22 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         }
         Py_XDECREF(made);
     }
+    return none();
+}
+
+/* C_RETURN, C_RAISE: the lean path, else mon_c_end_full. */
+static PyObject *
+mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    int kind = ((mon_cb *)self)->what;
+    ptk__thread *th = lean_thread(t, kind);
+    if (th == NULL) {
+        return mon_c_end_full(self, args);
+    }
+    c_deliver_lean(t, th, kind, args);
     return none();
 }
 

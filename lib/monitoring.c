@@ -441,6 +441,17 @@ c_target(PyObject *const *args, const void **fn, const void **cself)
     return C_NONE;
 }
 
+/* c_target's C_NONE for the commonest callables that are no C function
+ * (a Python function, a bound method, a class), read from the type alone:
+ * the callbacks turn these away before anything else. */
+static inline int
+c_none_quick(PyObject *callable)
+{
+    PyTypeObject *tp = Py_TYPE(callable);
+    return tp == &PyFunction_Type || tp == &PyMethod_Type ||
+           (tp->tp_flags & Py_TPFLAGS_TYPE_SUBCLASS);
+}
+
 /* A method descriptor bound to its self, as the legacy layer reports it
  * (a new reference), or NULL (the error cleared). */
 static PyObject *
@@ -564,9 +575,9 @@ mon_c_call_full(ptk__table *t, PyObject *const *args)
 }
 
 /* CALL (code, offset, callable, arg0). A call of a Python function is
- * nothing to us (its PY_START is the event) unless its caller's code is
- * to be judged dead: that case returns at once, the rest is
- * mon_c_call_full. */
+ * nothing to us (its PY_START is the event), nor one of a bound method or
+ * a class, unless its caller's code is to be judged dead: those return at
+ * once, the rest is mon_c_call_full. */
 static PyObject *
 mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
@@ -574,7 +585,7 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    if (Py_IS_TYPE(args[2], &PyFunction_Type) && !t->dead_possible) {
+    if (c_none_quick(args[2]) && !t->dead_possible) {
         return none();
     }
     return mon_c_call_full(t, args);
@@ -622,12 +633,16 @@ mon_c_end_full(PyObject *self, PyObject *const *args)
     return none();
 }
 
-/* C_RETURN, C_RAISE: the lean path, else mon_c_end_full. */
+/* C_RETURN, C_RAISE: the lean path, else mon_c_end_full. Nothing for a
+ * callable that is no C function (c_target's C_NONE), whatever the path. */
 static PyObject *
 mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
     (void)nargsf;
     (void)kw;
+    if (c_none_quick(args[2])) {
+        return none();
+    }
     ptk__table *t = ptk__current;
     int kind = ((mon_cb *)self)->what;
     ptk__thread *th = lean_thread(t, kind);

@@ -156,6 +156,7 @@ build(ptk__table **out, char **errmsg)
         }
     }
     int nref = 0;
+    int all_own = 1; /* every subscriber is PTK_FLAG_OWN_STACK */
     for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
         if (s->threads == PTK_THREADS_ALL && s->running) {
             t->all_threads = 1;
@@ -177,6 +178,9 @@ build(ptk__table **out, char **errmsg)
             unsigned flags = c->flags;
             if (flags & PTK_FLAG_STACK) {
                 t->need_stack = 1;
+            }
+            if ((c->events & ~PTK_MASK_REF) && !(flags & PTK_FLAG_OWN_STACK)) {
+                all_own = 0; /* (on_ref gets no depth) */
             }
             uint64_t bit = (uint64_t)1 << c->slot;
             if (c->events & ~PTK_MASK_REF) {
@@ -251,6 +255,16 @@ build(ptk__table **out, char **errmsg)
     t->need_trace = (t->mask & PTK_MASK_TRACE) != 0;
     t->track_stack = t->need_stack ||
                      (t->mask & (c_events | PTK_MASK(PTK_EV_RETURN))) != 0;
+    /* The events stay on (track_stack); only the stacks are not kept when
+     * nobody reads depth or needs the hub to pair C events: the timer
+     * keeps its own stack of the same frames. */
+    t->shadow = t->track_stack && !(all_own && !t->need_stack && !t->c_bind);
+    if (t->track_stack && !t->shadow && !t->dead_possible) {
+        unsigned lean = py_events | c_events;
+        for (int k = 0; k < PTK_EV_COUNT; k++) {
+            t->lean[k] = (PTK_MASK(k) & lean) ? t->solo[k] : NULL;
+        }
+    }
     t->need_profile = (t->mask & c_events) != 0 ||
                       (!t->need_trace && ((t->mask & py_events) || t->need_stack));
     *out = t;

@@ -52,6 +52,7 @@ static int mon_disabled;          /* DISABLE returned for a subscriber since
                                      the last restart_events() */
 static uint64_t seen_serial;      /* newest subscriber the last sync saw */
 static int prev_track;
+static int prev_shadow;           /* the last sync's table kept the stacks */
 static unsigned long prev_events;
 /* CPython 3.13.0 reports no LINE for a line whose first instruction is the
  * RESUME of its code object (a one-line function, a class body, a
@@ -170,6 +171,23 @@ ev_init(ptk_event *ev, ptk__thread *th, int kind, PyCodeObject *code,
     ev->depth = depth;
 }
 
+/* The lean path (ptk__table::lean): the calling thread's record when
+ * kind's only subscriber takes the event with nothing else to do first (no
+ * stacks, no code to judge, the thread needs no check, no dispatch is
+ * slow); else NULL, and the callback takes its full path. Each callback
+ * tests it first and keeps the rest out of line, so that this path saves
+ * no more registers than it uses. */
+static inline __attribute__((always_inline)) ptk__thread *
+lean_thread(const ptk__table *t, int kind)
+{
+    ptk__thread *th = ptk__tls;
+    if (t->lean[kind] == NULL || th == NULL || th->mon_check ||
+        ptk__dispatch_slow || local_want) {
+        return NULL;
+    }
+    return th;
+}
+
 /* Sets the per-code events on code and records their generation; 0 or -1
  * (it was not possible: the events go global from here on, correct and
  * slower). The traced program's exception, if any, is kept. */
@@ -224,12 +242,11 @@ resume_line_on(PyCodeObject *code, PyObject *offset)
  * every location that can be disabled, the first time it fires; a later
  * subscriber gets it back through restart_events(). */
 
-/* PY_START, PY_RESUME, PY_THROW (code, offset[, exception]). */
-static PyObject *
-mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* PY_START, PY_RESUME, PY_THROW (code, offset[, exception]): mon_call
+ * when it is not on the lean path. */
+static __attribute__((noinline)) PyObject *
+mon_call_full(PyObject *self, PyObject *const *args)
 {
-    (void)nargsf;
-    (void)kw;
     ptk__table *t = ptk__current;
     PyCodeObject *code = (PyCodeObject *)args[0];
     int what = ((mon_cb *)self)->what;
@@ -260,7 +277,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return what == PTK_ORIGIN_THROW ? none() : disable(1);
     }
     int32_t depth = -1;
-    if (t->track_stack) {
+    if (t->shadow) {
         if (ptk__stack_push(th, code, NULL) < 0) {
             ptk__hub_out_of_memory("the shadow stack");
             return none();
@@ -286,13 +303,31 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     return none();
 }
 
-/* PY_RETURN, PY_YIELD (code, offset, value), PY_UNWIND (code, offset,
- * exception). Only enabled while the stack is kept. */
+/* PY_START, PY_RESUME, PY_THROW: the lean path, else mon_call_full. */
 static PyObject *
-mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
     (void)nargsf;
     (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = lean_thread(t, PTK_EV_CALL);
+    if (th == NULL) {
+        return mon_call_full(self, args);
+    }
+    ptk_event *ev = &th->ev_call;
+    ev->origin = (ptk_event_origin)((mon_cb *)self)->what;
+    ev->code = (PyCodeObject *)args[0];
+    ev->depth = -1;
+    ptk__deliver_solo(t, th, ev, t->lean[PTK_EV_CALL], PTK_EV_CALL);
+    return none();
+}
+
+/* PY_RETURN, PY_YIELD (code, offset, value), PY_UNWIND (code, offset,
+ * exception). Only enabled while the stack is kept. mon_return when it is
+ * not on the lean path. */
+static __attribute__((noinline)) PyObject *
+mon_return_full(PyObject *self, PyObject *const *args)
+{
     ptk__table *t = ptk__current;
     ptk__thread *th = thread_here(&t);
     if (th == NULL) {
@@ -307,12 +342,14 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     /* Frames nest, so the returning frame is the innermost one of its code
      * that the stack knows; a frame that started before tracing is not on
-     * it (depth -1, nothing popped). */
-    int32_t d = th->pub.depth, pos = -1;
-    for (int32_t i = d - 1; i >= 0; i--) {
-        if (th->stack[i].code == code) {
-            pos = i;
-            break;
+     * it (depth -1, nothing popped). No stack (!shadow): depth -1. */
+    int32_t pos = -1;
+    if (t->shadow) {
+        for (int32_t i = th->pub.depth - 1; i >= 0; i--) {
+            if (th->stack[i].code == code) {
+                pos = i;
+                break;
+            }
         }
     }
     if (t->nsub[PTK_EV_RETURN]) {
@@ -327,6 +364,27 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         th->pub.depth = pos;
         ptk__cstack_pop_stale(th, pos + 1);
     }
+    return none();
+}
+
+/* PY_RETURN, PY_YIELD, PY_UNWIND: the lean path, else mon_return_full. */
+static PyObject *
+mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    ptk__thread *th = lean_thread(t, PTK_EV_RETURN);
+    if (th == NULL) {
+        return mon_return_full(self, args);
+    }
+    int origin = ((mon_cb *)self)->what;
+    ptk_event *ev = &th->ev_return;
+    ev->origin = (ptk_event_origin)origin;
+    ev->code = (PyCodeObject *)args[0];
+    ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
+    ev->depth = -1;
+    ptk__deliver_solo(t, th, ev, t->lean[PTK_EV_RETURN], PTK_EV_RETURN);
     return none();
 }
 
@@ -383,6 +441,17 @@ c_target(PyObject *const *args, const void **fn, const void **cself)
     return C_NONE;
 }
 
+/* c_target's C_NONE for the commonest callables that are no C function
+ * (a Python function, a bound method, a class), read from the type alone:
+ * the callbacks turn these away before anything else. */
+static inline int
+c_none_quick(PyObject *callable)
+{
+    PyTypeObject *tp = Py_TYPE(callable);
+    return tp == &PyFunction_Type || tp == &PyMethod_Type ||
+           (tp->tp_flags & Py_TPFLAGS_TYPE_SUBCLASS);
+}
+
 /* A method descriptor bound to its self, as the legacy layer reports it
  * (a new reference), or NULL (the error cleared). */
 static PyObject *
@@ -422,17 +491,37 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = arg;
-    at->ev.depth = th->pub.depth;
+    at->ev.depth = t->shadow ? th->pub.depth : -1;
     at->ev.c_self = c_self;
     at->offset = args[1];
     ptk__deliver_clean_as(t, th, &at->ev, kind);
     Py_XDECREF(own);
 }
 
-/* mon_c_call in full: out of line, so that the calls of Python functions,
- * which mon_c_call turns away, save no registers. */
+/* c_deliver on the lean path (ptk__table::lean, with th from lean_thread):
+ * no stacks, no bound method; nothing for a callable that is no C
+ * function. */
+static inline __attribute__((always_inline)) void
+c_deliver_lean(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args)
+{
+    const void *fn, *cself;
+    int target = c_target(args, &fn, &cself);
+    if (target == C_NONE) {
+        return;
+    }
+    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    at->ev.kind = (ptk_event_kind)kind;
+    at->ev.code = (PyCodeObject *)args[0];
+    at->ev.arg = args[2];
+    at->ev.depth = -1;
+    at->ev.c_self = target == C_DESCR ? args[3] : NULL;
+    at->offset = args[1];
+    ptk__deliver_solo(t, th, &at->ev, t->lean[kind], kind);
+}
+
+/* mon_c_call_full when it is not on the lean path. */
 static __attribute__((noinline)) PyObject *
-mon_c_call_full(ptk__table *t, PyObject *const *args)
+mon_c_call_slow(ptk__table *t, PyObject *const *args)
 {
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return disable(1); /* judged by the calling code */
@@ -444,6 +533,12 @@ mon_c_call_full(ptk__table *t, PyObject *const *args)
     }
     ptk__thread *th = thread_here(&t);
     if (th == NULL) {
+        return none();
+    }
+    if (!t->shadow) { /* (then !c_bind) the subscribers pair C calls */
+        if (t->nsub[PTK_EV_C_CALL]) {
+            c_deliver(t, th, PTK_EV_C_CALL, args, target, NULL);
+        }
         return none();
     }
     if (ptk__cstack_push(th, fn, cself) < 0) {
@@ -466,10 +561,23 @@ mon_c_call_full(ptk__table *t, PyObject *const *args)
     return none();
 }
 
+/* mon_c_call in full: out of line, so that the calls of Python functions,
+ * which mon_c_call turns away, save no registers. */
+static __attribute__((noinline)) PyObject *
+mon_c_call_full(ptk__table *t, PyObject *const *args)
+{
+    ptk__thread *th = lean_thread(t, PTK_EV_C_CALL);
+    if (th == NULL) {
+        return mon_c_call_slow(t, args);
+    }
+    c_deliver_lean(t, th, PTK_EV_C_CALL, args);
+    return none();
+}
+
 /* CALL (code, offset, callable, arg0). A call of a Python function is
- * nothing to us (its PY_START is the event) unless its caller's code is
- * to be judged dead: that case returns at once, the rest is
- * mon_c_call_full. */
+ * nothing to us (its PY_START is the event), nor one of a bound method or
+ * a class, unless its caller's code is to be judged dead: those return at
+ * once, the rest is mon_c_call_full. */
 static PyObject *
 mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
@@ -477,18 +585,17 @@ mon_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     (void)nargsf;
     (void)kw;
     ptk__table *t = ptk__current;
-    if (Py_IS_TYPE(args[2], &PyFunction_Type) && !t->dead_possible) {
+    if (c_none_quick(args[2]) && !t->dead_possible) {
         return none();
     }
     return mon_c_call_full(t, args);
 }
 
-/* C_RETURN, C_RAISE (code, offset, callable, arg0). */
-static PyObject *
-mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* C_RETURN, C_RAISE (code, offset, callable, arg0): mon_c_end when it is
+ * not on the lean path. */
+static __attribute__((noinline)) PyObject *
+mon_c_end_full(PyObject *self, PyObject *const *args)
 {
-    (void)nargsf;
-    (void)kw;
     ptk__table *t = ptk__current;
     if (ptk__code_dead(t, (PyCodeObject *)args[0])) {
         return none(); /* C_RETURN and C_RAISE follow CALL: it is disabled */
@@ -499,6 +606,14 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return none();
     }
     ptk__thread *th = thread_here(&t);
+    if (th != NULL && !t->shadow) {
+        /* every end, paired by the subscribers (PTK_FLAG_OWN_STACK) */
+        int kind = ((mon_cb *)self)->what;
+        if (t->nsub[kind]) {
+            c_deliver(t, th, kind, args, target, NULL);
+        }
+        return none();
+    }
     int i = th ? ptk__cstack_find(th, fn, cself) : -1;
     if (i >= 0) { /* else: no matching C_CALL, dropped */
         int kind = ((mon_cb *)self)->what;
@@ -518,6 +633,26 @@ mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     return none();
 }
 
+/* C_RETURN, C_RAISE: the lean path, else mon_c_end_full. Nothing for a
+ * callable that is no C function (c_target's C_NONE), whatever the path. */
+static PyObject *
+mon_c_end(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    if (c_none_quick(args[2])) {
+        return none();
+    }
+    ptk__table *t = ptk__current;
+    int kind = ((mon_cb *)self)->what;
+    ptk__thread *th = lean_thread(t, kind);
+    if (th == NULL) {
+        return mon_c_end_full(self, args);
+    }
+    c_deliver_lean(t, th, kind, args);
+    return none();
+}
+
 static inline PyObject *
 line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
 {
@@ -531,7 +666,7 @@ line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
     if (t->nsub[PTK_EV_LINE]) {
         ptk_event ev;
         ev_init(&ev, th, PTK_EV_LINE, code, Py_None,
-                t->track_stack ? th->pub.depth : -1);
+                t->shadow ? th->pub.depth : -1);
         ev.line = line;
         ptk__deliver_clean(t, th, &ev);
         if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
@@ -581,7 +716,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         }
         ptk_event ev;
         ev_init(&ev, th, PTK_EV_JUMP, code, Py_None,
-                t->track_stack ? th->pub.depth : -1);
+                t->shadow ? th->pub.depth : -1);
         ev.lasti_ = (int32_t)from;
         ev.target = (int32_t)to;
         ptk__deliver_clean(t, th, &ev);
@@ -628,7 +763,7 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_BRANCH, code, Py_None,
-            t->track_stack ? th->pub.depth : -1);
+            t->shadow ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
     ev.target = (int32_t)small_int(args[2]);
     uint64_t marks = ptk__disable_marks;
@@ -667,7 +802,7 @@ mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_EXCEPTION, (PyCodeObject *)args[0], tuple,
-            t->track_stack ? th->pub.depth : -1);
+            t->shadow ? th->pub.depth : -1);
     ptk__deliver_clean(t, th, &ev);
     Py_DECREF(tuple);
     return none();
@@ -691,7 +826,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     }
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_OPCODE, (PyCodeObject *)args[0], Py_None,
-            t->track_stack ? th->pub.depth : -1);
+            t->shadow ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
     ptk__deliver_clean(t, th, &ev);
     t = ptk__current; /* a plugin that failed may have retired t */
@@ -888,6 +1023,7 @@ ptk__mon_claim(char **errmsg)
     }
     prev_events = 0;
     prev_track = 0;
+    prev_shadow = 0;
     PyErr_Restore(et, ev, tb);
     return rc;
 }
@@ -992,6 +1128,21 @@ needs_restart(const ptk__table *t)
     return restart;
 }
 
+/* Empties every thread's shadow stack and stack of C calls (with the
+ * bound methods kept for them): the table no longer keeps them, and a
+ * later one that does starts from nothing, as at a session's start. */
+static void
+stacks_drop(void)
+{
+    for (size_t i = 0; i < ptk__thread_count(); i++) {
+        ptk__thread *th = ptk__thread_at(i);
+        if (th != NULL) {
+            ptk__cstack_truncate(th, 0);
+            th->pub.depth = 0;
+        }
+    }
+}
+
 int
 ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
 {
@@ -1034,7 +1185,10 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (local) {
         want = (want & ~per_code) | ev_bit[M_PY_START] | ev_bit[M_PY_RESUME];
     }
-    if (install_here && t->track_stack) {
+    if (t->track_stack && !t->shadow && prev_shadow) {
+        stacks_drop(); /* not kept from here on: no stale frames later */
+    }
+    if (install_here && t->shadow) {
         ptk__seed_stack(0);
     }
     PyObject *et, *ev, *tb;
@@ -1056,6 +1210,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
         PyErr_Clear();
     }
     prev_track = t->track_stack;
+    prev_shadow = t->shadow;
     if (want != prev_events) {
         if (mon_call_method("set_events", "(ik)", tool, want) < 0) {
             char *why = ptk__format_exception();
@@ -1089,6 +1244,7 @@ ptk__mon_reset(void)
     mon_disabled = 0;
     seen_serial = 0;
     prev_track = 0;
+    prev_shadow = 0;
     prev_events = 0;
 }
 

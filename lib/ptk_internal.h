@@ -369,6 +369,12 @@ typedef struct ptk__table {
     int all_threads;          /* some session observes every thread */
     int track_stack;          /* monitoring: keep the shadow stack (someone
                                  wants RETURN, C events or the stack) */
+    int shadow;               /* monitoring: with track_stack, keep the
+                                 shadow stack and the C-call stack too;
+                                 0 when every subscriber is
+                                 PTK_FLAG_OWN_STACK (none PTK_FLAG_STACK,
+                                 no descriptor to bind): then depth is -1
+                                 and C returns are not paired */
     int c_bind;               /* monitoring: some subscriber of a C event
                                  lacks PTK_FLAG_UNBOUND_C: method
                                  descriptors are delivered bound */
@@ -377,6 +383,10 @@ typedef struct ptk__table {
     /* The subscriber of a kind when it is the only one and takes every
      * event of it (no filter, every thread): ptk__deliver_solo, no loop. */
     ptk__sub *solo[PTK_EV_COUNT];
+    /* solo[k] for CALL, RETURN and the C kinds when the monitoring
+     * callbacks have nothing else to do: no stacks kept (!shadow) and no
+     * code to judge dead. Their first test: a straight path to it. */
+    ptk__sub *lean[PTK_EV_COUNT];
     /* LINE's subscriber when it is the only one, on every thread, with no
      * filter beyond the code object's verdict: the legacy trace function
      * hands it a LINE with no dispatch loop (its LINE lane: the verdict

@@ -66,7 +66,23 @@ typedef enum ptk_plugin_flags {
      *  ptk_event_c_def() and ptk_event_c_self(), which answer for both
      *  forms. A host older than ABI 1.3 ignores the flag.
      *  @since 0.3 (ABI 1.3) */
-    PTK_FLAG_UNBOUND_C = 1u << 2
+    PTK_FLAG_UNBOUND_C = 1u << 2,
+    /** The plugin keeps its own stack of the calls it sees: it reads
+     *  neither ptk_event::depth nor ptk_thread::depth / ptk_thread::stack,
+     *  and pairs each C_RETURN / C_EXCEPTION with its C_CALL itself, as it
+     *  pairs RETURN with CALL. When every instance attached has this flag
+     *  (instances that take only reference events aside), none has
+     *  #PTK_FLAG_STACK and no C event has to be delivered as a bound
+     *  method (#PTK_FLAG_UNBOUND_C), the monitoring backend keeps no shadow
+     *  stack and no stack of C calls in progress. Then ptk_event::depth is -1, ptk_thread::depth
+     *  is 0, and a C_RETURN or C_EXCEPTION may come without a C_CALL before
+     *  it (a C call that started before tracing, or one CPython reports
+     *  unbalanced: gh-122029 on 3.12.0 to 3.12.4), the way a RETURN may,
+     *  and is delivered at whatever depth it comes. Otherwise, and on the
+     *  legacy backend, events are as without the flag, so a plugin with it
+     *  handles both. A host older than ABI 1.3 ignores the flag.
+     *  @since 0.3 (ABI 1.3) */
+    PTK_FLAG_OWN_STACK = 1u << 3
 } ptk_plugin_flags;
 
 /**

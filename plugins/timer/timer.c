@@ -213,6 +213,7 @@ tm_thread_get(tm_state *st, const ptk_thread *t)
         th->index = t->index;
         th->ident = t->ident;
         th->root.scope = &th->root;
+        th->top = &th->root;
         if (t->name != NULL) {
             th->name = strdup(t->name);
         }
@@ -352,7 +353,7 @@ tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
 TM_INLINE tm_node *
 tm_top_node(tm_thread *th)
 {
-    return th->sp ? th->stack[th->sp - 1].node : &th->root;
+    return th->top;
 }
 
 /* Where the guess for the next call from @p parent is kept: the call that
@@ -401,6 +402,7 @@ tm_push(tm_thread *th, tm_node *n, uint64_t now)
 {
     tm_frame *f = &th->stack[th->sp++];
     th->last_left = NULL;
+    th->top = n;
     f->node = n;
     f->t0 = now;
     f->subt = 0;
@@ -412,7 +414,7 @@ tm_push(tm_thread *th, tm_node *n, uint64_t now)
 TM_INLINE int
 tm_is_top(const tm_thread *th, const void *key)
 {
-    return th->sp > 0 && th->stack[th->sp - 1].node->key == key;
+    return th->top->key == key; /* (the root's key is NULL: no function's) */
 }
 
 /* A call of @p key at @p now: its node (guessed, else found) pushed. */
@@ -444,6 +446,10 @@ tm_leave(tm_thread *th, uint64_t now)
     uint64_t it = tt > f->subt ? tt - f->subt : 0;
     if (th->sp > 0) {
         th->stack[th->sp - 1].subt += tt;
+        th->top = th->stack[th->sp - 1].node;
+    }
+    else {
+        th->top = &th->root;
     }
     tm_node *n = f->node;
     th->last_left = n;
@@ -1003,7 +1009,9 @@ static const ptk_plugin_desc tm_desc = {
     .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
               PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
               PTK_MASK(PTK_EV_C_EXCEPTION),
-    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C,
+    /* its own stack pairs every return (tm_leave_key): the hub's is not
+     * needed (PTK_FLAG_OWN_STACK) */
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_OWN_STACK,
     .options = tm_options,
     .init = tm_init,
     .on_event = tm_on_event,

@@ -125,6 +125,8 @@ typedef struct tm_thread {
     char *name;
     tm_frame *stack;
     size_t sp, cap;
+    struct tm_node *top; /* the node of stack[sp - 1], or &root when sp is 0:
+                            what every event reads first, in one load */
     size_t max_depth;  /* of the calling-context tree, set by the report */
     uint64_t last_ns;  /* clock of the latest return on this thread (a
                           later call is the top frame's t0: tm_last_ns) */

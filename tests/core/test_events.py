@@ -117,6 +117,63 @@ class Matrix(unittest.TestCase):
         self.assertEqual(d[("return", "leaf")], d[("call", "leaf")])
         self.assertEqual({r[5] for r in rows}, {0})
 
+    def test_own_stack_same_events_no_depth(self):
+        # PTK_FLAG_OWN_STACK everywhere: the monitoring backend keeps no
+        # stacks, so depth is -1; the events are the same, in order
+        body = "for i in range(3): middle(i)\ncatcher()\nfor x in gen(2): pass"
+        spec = "events=profile,unbound=true"
+        (own,), _ = record(body, FUNCS, [spec + ",own_stack=true"])
+        (kept,), _ = record(body, FUNCS, [spec])
+        strip = [[c for i, c in enumerate(r) if i != 4] for r in own]
+        self.assertEqual(strip, [[c for i, c in enumerate(r) if i != 4] for r in kept])
+        if MONITORING:
+            self.assertEqual({r[4] for r in own}, {-1})
+        else:
+            self.assertEqual([r[4] for r in own], [r[4] for r in kept])
+
+    def test_own_stack_then_depth_again(self):
+        # A subscriber that reads depth joins while the stacks are not kept,
+        # leaves, and another joins: each sees the same depths, from the
+        # frames running when it started, with nothing left over.
+        rec = test_plugin("recorder")
+        src = FUNCS + f"""
+import json, os, tempfile
+import pytracekit
+out = tempfile.mkdtemp()
+lean = pytracekit.Session([{rec!r} + ":tag=lean,events=profile,unbound=true,own_stack=true"],
+                          output_dir=out, threads="current")
+lean.start()
+def depths(tag):
+    s = pytracekit.Session([{rec!r} + ":tag=" + tag + ",events=call,return"],
+                           output_dir=out, threads="current")
+    s.start()
+    middle(1)
+    s.stop()
+    s.report()
+    s.close()
+    with open(os.path.join(out, "recorder-" + tag + ".json")) as f:
+        rows = json.load(f)
+    return [(r[0], r[1], r[4]) for r in rows if r[1] in ("middle", "leaf")]
+def nested(tag):
+    return depths(tag)
+a = depths("a")
+middle(2)
+b = nested("b")
+lean.stop()
+lean.report()
+lean.close()
+print(json.dumps([a, b]))
+"""
+        p = run_python(src)
+        a, b = json.loads(p.stdout)
+        self.assertEqual([r[:2] for r in a], [["call", "middle"], ["call", "leaf"],
+                                              ["return", "leaf"], ["return", "middle"]])
+        d = [r[2] for r in a]
+        self.assertGreaterEqual(d[0], 1)
+        self.assertEqual(d, [d[0], d[0] + 1, d[0] + 1, d[0]])
+        # one frame deeper (nested), and nothing stale from session a
+        self.assertEqual([r[2] for r in b], [x + 1 for x in d])
+
     def test_settrace_gettrace_round_trip(self):
         body = """
 import sys

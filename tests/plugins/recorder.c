@@ -15,6 +15,7 @@
  *                      name from ptk_event_c_def() and, in the last column,
  *                      [form, type of ptk_event_c_self() or None] where form
  *                      is "descriptor" or "bound"
+ *   own_stack=BOOL     take PTK_FLAG_OWN_STACK (depth is then not read)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,6 +42,7 @@ static const ptk_option_spec options[] = {
     {"no_lines", PTK_OPT_STRING, "", "switch f_trace_lines off in this function", NULL},
     {"opcodes_check", PTK_OPT_BOOL, "false", "record f_trace_opcodes", NULL},
     {"unbound", PTK_OPT_BOOL, "false", "take method descriptors unbound", NULL},
+    {"own_stack", PTK_OPT_BOOL, "false", "take PTK_FLAG_OWN_STACK", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -73,6 +75,9 @@ rec_init(const ptk_init_args *a, void **state, unsigned int *events)
     r->unbound = (int)a->host->option(a, "unbound")->i;
     if (r->unbound) {
         a->subscription->flags |= PTK_FLAG_UNBOUND_C;
+    }
+    if (a->host->option(a, "own_stack")->i) {
+        a->subscription->flags |= PTK_FLAG_OWN_STACK;
     }
     *state = r;
     return r->rows ? PTK_OK : PTK_ENOMEM;

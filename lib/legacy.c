@@ -687,23 +687,52 @@ trace_full(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return rc;
 }
 
+/* A LINE for t->line_one while no LINE was ever disabled (branch coverage
+ * on 3.11 takes every line: nearly every event of its run), in a frame on
+ * top of the thread's shadow stack: what trace_full does for it, without
+ * its tests of the other kinds and the registers they need. Anything else
+ * goes to trace_full. */
+static __attribute__((noinline)) int
+trace_line_one(PyObject *obj, PyFrameObject *frame, PyObject *arg)
+{
+    ptk__thread *th = ptk__tls;
+    ptk__table *t = ptk__current;
+    if (t->line_one != NULL && t->need_trace && th != NULL && !th->slow &&
+        th->pub.depth > 0 && th->stack[th->pub.depth - 1].frame == frame) {
+        th->tstate = PyThreadState_Get();
+        if (!ptk__exc_pending(th->tstate)) {
+            line_lane(t, th, t->line_one, frame, th->stack[th->pub.depth - 1].code,
+                      PyFrame_GetLineNumber(frame));
+            return 0;
+        }
+    }
+    return trace_full(obj, frame, PyTrace_LINE, arg);
+}
+
 /* The trace function. The most frequent event under line coverage, a line
  * every LINE subscriber has disabled in the code object of the thread's
  * last question (ptk__code_line_state's cache), is answered here, in a
- * function small enough to save almost no registers; trace_full does the
- * rest, and asks again where this could not answer. */
+ * function small enough to save almost no registers. The most frequent one
+ * under branch coverage, a line for the only LINE subscriber when none was
+ * ever disabled, goes to trace_line_one; trace_full does the rest, and asks
+ * again where these could not answer. */
 static int
 trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
-    if (what == PyTrace_LINE && (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
-        frame != NULL) {
-        ptk__thread *th = ptk__tls;
-        if (ptk__current->need_trace && th != NULL && !th->slow && th->pub.depth > 0 &&
-            th->stack[th->pub.depth - 1].frame == frame &&
-            th->stack[th->pub.depth - 1].code == ptk__last_code && ptk__last_code != NULL &&
-            ptk__rec_line_state(ptk__last_rec, PyFrame_GetLineNumber(frame)) ==
-                PTK__LINE_SKIP) {
-            return 0;
+    if (what == PyTrace_LINE && frame != NULL) {
+        if (!ptk__dispatch_slow) { /* no DISABLE records (hub.c) */
+            return trace_line_one(obj, frame, arg);
+        }
+        if (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) {
+            ptk__thread *th = ptk__tls;
+            if (ptk__current->need_trace && th != NULL && !th->slow && th->pub.depth > 0 &&
+                th->stack[th->pub.depth - 1].frame == frame &&
+                th->stack[th->pub.depth - 1].code == ptk__last_code &&
+                ptk__last_code != NULL &&
+                ptk__rec_line_state(ptk__last_rec, PyFrame_GetLineNumber(frame)) ==
+                    PTK__LINE_SKIP) {
+                return 0;
+            }
         }
     }
     return trace_full(obj, frame, what, arg);

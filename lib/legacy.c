@@ -720,7 +720,7 @@ static int
 trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     if (what == PyTrace_LINE && frame != NULL) {
-        if (!ptk__dispatch_slow) { /* no DISABLE records (hub.c) */
+        if (!ptk__dispatch_slow) { /* no DISABLE records, no failure pending */
             return trace_line_one(obj, frame, arg);
         }
         if (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) {

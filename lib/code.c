@@ -119,8 +119,7 @@ init_extra(void)
                                         "POP_TOP", "MAKE_CELL",
                                         "COPY_FREE_VARS", "EXTENDED_ARG",
                                         NULL};
-    PyObject *opcode = PyImport_ImportModule("opcode");
-    PyObject *opmap = opcode ? PyObject_GetAttrString(opcode, "opmap") : NULL;
+    PyObject *opmap = ptk__opmap();
     for (int i = 0; opmap && names[i]; i++) {
         PyObject *v = PyDict_GetItemString(opmap, names[i]);
         if (v != NULL) {
@@ -140,7 +139,6 @@ init_extra(void)
         }
     }
     Py_XDECREF(opmap);
-    Py_XDECREF(opcode);
     PyErr_Clear();
     return 0;
 }

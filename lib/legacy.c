@@ -22,6 +22,8 @@ PyObject *ptk__hub_object;
 /* Learned once, by a probe, not from version numbers. */
 static int unwind_arg_is_none; /* RETURN on unwind passes None (3.12.0/1) */
 static int opcode_primed;      /* interpreter-wide opcode flag is set */
+static int threading_pending;  /* a threading hook waits for its import */
+static void threading_check(PyFrameObject *frame);
 static int op_return_value = -1, op_return_const = -1, op_yield_value = -1,
            op_resume = -1;
 
@@ -550,6 +552,9 @@ parked_fn(ptk__table *t, PyFrameObject *frame, int what)
         }
         return handle(t, th, frame, PyTrace_CALL, Py_None);
     }
+    if (threading_pending) {
+        threading_check(frame);
+    }
     int rc = 0;
     if (!ptk__code_dead(t, code)) {
         rc = handle(t, th, frame, PyTrace_RETURN, Py_None);
@@ -590,6 +595,9 @@ profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         return 0;
     }
     th->tstate = PyThreadState_Get();
+    if (what == PyTrace_RETURN && threading_pending) {
+        threading_check(frame);
+    }
     return handle(t, th, frame, what, arg);
 }
 
@@ -638,6 +646,9 @@ trace_full(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         }
     }
     th->tstate = PyThreadState_Get();
+    if (what == PyTrace_RETURN && threading_pending) {
+        threading_check(frame);
+    }
     if (what == PyTrace_CALL) {
         if (t->dead_possible) {
             PyCodeObject *code = PyFrame_GetCode(frame);
@@ -814,47 +825,96 @@ set_all(int profile, int on)
 }
 
 /* threading.setprofile / settrace: new threading threads call the hub
- * object first, which installs the C functions there. */
+ * object first, which installs the C functions there. The hub does not
+ * import threading for it: until the program has, no thread can start
+ * through it. A hook wanted before then is set when threading's module
+ * body returns (threading_pending: threading_check, at the RETURN events
+ * of module bodies). */
 static PyObject *saved_thread_hook[2];
-static int thread_hook_set[2];
+static int thread_hook_want[2];    /* the hub wants threading's hook */
+static int thread_hook_applied[2]; /* and has set it */
+
+/* Sets or takes back threading's hooks as thread_hook_want says, where
+ * threading is imported (without importing it). */
+static void
+sync_threading_hooks(void)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *name = PyUnicode_FromString("threading");
+    PyObject *threading = name ? PyImport_GetModule(name) : NULL;
+    PyErr_Clear();
+    threading_pending = 0;
+    for (int profile = 0; profile < 2; profile++) {
+        const char *get = profile ? "getprofile" : "gettrace";
+        const char *set = profile ? "setprofile" : "settrace";
+        if (thread_hook_want[profile] && !thread_hook_applied[profile]) {
+            PyObject *saved = threading ? PyObject_CallMethod(threading, get, NULL) : NULL;
+            PyObject *r = saved ? PyObject_CallMethod(threading, set, "O", ptk__hub_object)
+                                : NULL;
+            if (r != NULL) {
+                Py_XSETREF(saved_thread_hook[profile], saved);
+                saved = NULL;
+                thread_hook_applied[profile] = 1;
+            }
+            else {
+                threading_pending = 1; /* not imported (or not yet whole) */
+            }
+            Py_XDECREF(r);
+            Py_XDECREF(saved);
+            PyErr_Clear();
+        }
+        else if (!thread_hook_want[profile] && thread_hook_applied[profile]) {
+            PyObject *cur = threading ? PyObject_CallMethod(threading, get, NULL) : NULL;
+            if (cur == ptk__hub_object) {
+                PyObject *prev = saved_thread_hook[profile] ? saved_thread_hook[profile]
+                                                            : Py_None;
+                Py_XDECREF(PyObject_CallMethod(threading, set, "O", prev));
+            }
+            Py_XDECREF(cur);
+            Py_CLEAR(saved_thread_hook[profile]);
+            thread_hook_applied[profile] = 0;
+            PyErr_Clear();
+        }
+    }
+    Py_XDECREF(threading);
+    Py_XDECREF(name);
+    PyErr_Restore(et, ev, tb);
+}
 
 static void
 set_threading_hook(int profile, int on)
 {
-    if (thread_hook_set[profile] == on) {
+    if (thread_hook_want[profile] != on) {
+        thread_hook_want[profile] = on;
+        sync_threading_hooks();
+    }
+}
+
+/* A RETURN while a threading hook waits: is it threading's module body
+ * (not a class body in it, nor a module it imports) that returns? */
+static __attribute__((noinline)) void
+threading_check(PyFrameObject *frame)
+{
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    int body = !(code->co_flags & CO_NEWLOCALS) &&
+               PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
+    Py_DECREF(code);
+    if (!body) {
         return;
     }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *threading = PyImport_ImportModule("threading");
-    if (threading != NULL) {
-        const char *get = profile ? "getprofile" : "gettrace";
-        const char *set = profile ? "setprofile" : "settrace";
-        if (on) {
-            Py_CLEAR(saved_thread_hook[profile]);
-            saved_thread_hook[profile] =
-                PyObject_CallMethod(threading, get, NULL);
-            PyObject *r = PyObject_CallMethod(threading, set, "O",
-                                              ptk__hub_object);
-            Py_XDECREF(r);
-        }
-        else {
-            PyObject *cur = PyObject_CallMethod(threading, get, NULL);
-            if (cur == ptk__hub_object) {
-                PyObject *prev = saved_thread_hook[profile]
-                                     ? saved_thread_hook[profile]
-                                     : Py_None;
-                PyObject *r = PyObject_CallMethod(threading, set, "O", prev);
-                Py_XDECREF(r);
-            }
-            Py_XDECREF(cur);
-            Py_CLEAR(saved_thread_hook[profile]);
-        }
-        Py_DECREF(threading);
-    }
-    thread_hook_set[profile] = on;
+    PyObject *globals = PyFrame_GetGlobals(frame);
+    PyObject *modname = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
+    int ours = modname != NULL && PyUnicode_Check(modname) &&
+               PyUnicode_CompareWithASCIIString(modname, "threading") == 0;
+    Py_XDECREF(globals);
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
+    if (ours) {
+        sync_threading_hooks();
+    }
 }
 
 /* 3.12 enables opcode events only if some frame's f_trace_opcodes was set
@@ -1190,8 +1250,7 @@ ptk__legacy_init(char **errmsg)
         return ptk__err(errmsg, PTK_EPYTHON, "cannot create the hub object");
     }
     find_lines_member();
-    PyObject *opcode = PyImport_ImportModule("opcode");
-    PyObject *opmap = opcode ? PyObject_GetAttrString(opcode, "opmap") : NULL;
+    PyObject *opmap = ptk__opmap();
     if (opmap != NULL) {
         op_return_value = opnum(opmap, "RETURN_VALUE");
         op_return_const = opnum(opmap, "RETURN_CONST");
@@ -1199,7 +1258,6 @@ ptk__legacy_init(char **errmsg)
         op_resume = opnum(opmap, "RESUME");
     }
     Py_XDECREF(opmap);
-    Py_XDECREF(opcode);
     PyErr_Clear();
 
     /* What does RETURN's arg look like when an exception unwinds a frame? */
@@ -1224,8 +1282,10 @@ ptk__legacy_reset(void)
     opcode_primed = 0;
     for (int i = 0; i < 2; i++) {
         saved_thread_hook[i] = NULL;
-        thread_hook_set[i] = 0;
+        thread_hook_want[i] = 0;
+        thread_hook_applied[i] = 0;
     }
+    threading_pending = 0;
 }
 
 /* ---- the backend's table ------------------------------------------------ */

@@ -55,7 +55,8 @@ ptk__interp_check(char **errmsg)
     }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *atexit = PyImport_ImportModule("atexit");
+    /* (registrations live in the interpreter, not the module object) */
+    PyObject *atexit = ptk__import_quietly("atexit");
     PyObject *fn = PyCFunction_New(&at_python_exit_def, NULL);
     PyObject *r = atexit && fn
                       ? PyObject_CallMethod(atexit, "register", "O", fn)

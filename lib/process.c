@@ -464,8 +464,10 @@ install_hooks(void)
     Py_DECREF(os);
     PyErr_Clear();
     /* SIGTERM and SIGHUP where they still do what they do by default (and
-     * only the main thread may set a handler). */
-    PyObject *sig = PyImport_ImportModule("signal");
+     * only the main thread may set a handler). Through _signal, which the
+     * interpreter has loaded at start: the signal module would import enum
+     * before the program does. */
+    PyObject *sig = PyImport_ImportModule("_signal");
     PyObject *dfl = sig ? PyObject_GetAttrString(sig, "SIG_DFL") : NULL;
     PyObject *handler = dfl ? PyCFunction_New(&hook_defs[4], NULL) : NULL;
     const char *names[] = {"SIGTERM", "SIGHUP"};

@@ -41,8 +41,20 @@ ptk__clock_ns(void)
 }
 /* Runs a few lines of Python in a fresh namespace (with `name` bound to
  * `value` first, if name is not NULL). Returns the namespace (a new
- * reference), or NULL if the code raised; errors are cleared. */
+ * reference), or NULL if the code raised; errors are cleared. Whatever
+ * the lines import is taken out of sys.modules again (as by
+ * ptk__import_quietly). */
 PyObject *ptk__run_snippet(const char *src, const char *name, PyObject *value);
+
+/* Imports module `name` for the hub's own use and takes everything the
+ * import added out of sys.modules again: the traced program starts with
+ * the modules it would have without pytracekit, and imports (and runs, and
+ * is measured in) them itself. New reference, or NULL with an exception. */
+PyObject *ptk__import_quietly(const char *name);
+
+/* opcode.opmap, imported quietly (a new reference; NULL if it could not be
+ * had, no exception set). */
+PyObject *ptk__opmap(void);
 
 /* ---- options (options.c) -------------------------------------------- */
 

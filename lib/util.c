@@ -72,9 +72,69 @@ ptk__python_version(void)
     return buf;
 }
 
+/* The names in sys.modules now (a new set), or NULL (no error set). */
+static PyObject *
+modules_before(void)
+{
+    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+    PyObject *before = mods != NULL ? PySet_New(mods) : NULL;
+    if (before == NULL) {
+        PyErr_Clear();
+    }
+    return before;
+}
+
+/* Takes out of sys.modules every name that is not in @p before (and
+ * releases it). The module objects stay alive for whoever holds them; a
+ * later import makes new ones. The pending exception is kept. */
+static void
+modules_restore(PyObject *before)
+{
+    if (before == NULL) {
+        return;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *mods = PyImport_GetModuleDict();
+    PyObject *now = mods != NULL ? PyDict_Keys(mods) : NULL;
+    for (Py_ssize_t i = 0; now != NULL && i < PyList_GET_SIZE(now); i++) {
+        PyObject *k = PyList_GET_ITEM(now, i);
+        if (PySet_Contains(before, k) == 0 && PyDict_DelItem(mods, k) < 0) {
+            PyErr_Clear();
+        }
+    }
+    Py_XDECREF(now);
+    Py_DECREF(before);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+PyObject *
+ptk__import_quietly(const char *name)
+{
+    PyObject *before = modules_before();
+    PyObject *mod = PyImport_ImportModule(name);
+    modules_restore(before);
+    return mod;
+}
+
+PyObject *
+ptk__opmap(void)
+{
+    PyObject *opcode = ptk__import_quietly("opcode");
+    PyObject *opmap = opcode != NULL ? PyObject_GetAttrString(opcode, "opmap") : NULL;
+    Py_XDECREF(opcode);
+    if (opmap != NULL && !PyDict_Check(opmap)) {
+        Py_CLEAR(opmap);
+    }
+    PyErr_Clear();
+    return opmap;
+}
+
 PyObject *
 ptk__run_snippet(const char *src, const char *name, PyObject *value)
 {
+    PyObject *before = modules_before();
     PyObject *globals = PyDict_New();
     PyObject *r = NULL;
     if (globals != NULL &&
@@ -87,5 +147,6 @@ ptk__run_snippet(const char *src, const char *name, PyObject *value)
     }
     Py_XDECREF(r);
     PyErr_Clear();
+    modules_restore(before);
     return globals;
 }

@@ -373,16 +373,27 @@ wrap_os_exit(void)
     return rc;
 }
 
+/* atexit.register(finish). The interpreter keeps the registrations, not
+ * the module: atexit leaves sys.modules again if it was not there, for
+ * the program to import (or not) as it would without pytracekit. */
 static int
 register_finish(void)
 {
-    PyObject *atexit = PyImport_ImportModule("atexit");
+    PyObject *name = PyUnicode_FromString("atexit");
+    PyObject *had = name ? PyImport_GetModule(name) : NULL;
+    PyErr_Clear();
+    PyObject *atexit = name ? PyImport_Import(name) : NULL;
     PyObject *fn = PyCFunction_New(&finish_def, NULL);
     PyObject *r = atexit && fn ? PyObject_CallMethod(atexit, "register", "O", fn)
                                : NULL;
+    if (r != NULL && had == NULL && PyDict_DelItem(PyImport_GetModuleDict(), name) < 0) {
+        PyErr_Clear();
+    }
     Py_XDECREF(r);
     Py_XDECREF(fn);
     Py_XDECREF(atexit);
+    Py_XDECREF(had);
+    Py_XDECREF(name);
     if (r == NULL) {
         PyErr_Print();
         return -1;

@@ -47,16 +47,6 @@ UNKNOWN, START, RESUME, THROW, RETURN, YIELD, UNWIND = range(7)
 # needs it.
 ALLOWED_DIFFERENCES = [
     {
-        "id": "threading-import",
-        "programs": "*",
-        "how": ("preimport", ["threading"]),
-        "reason": "The legacy backend imports threading when a session "
-                  "starts (to hook threads started later) and the "
-                  "monitoring backend does not, so a program that imports "
-                  "threading, or a module that needs it, runs that import "
-                  "under tracing only on monitoring.",
-    },
-    {
         "id": "thread-start-depth",
         "programs": ["threads.py"],
         "how": ("thread depth", 2),

@@ -3,8 +3,11 @@
     python suite_driver.py OUTDIR PLUGIN_PATH BACKEND SPEC -m MODULE [ARGS...]
 
 bench_suites.py uses it to measure the plugin inside the same interpreter
-binary as bare and coverage.py (the pytracekit command embeds the shared
-libpython instead, which on Debian is a slower build than /usr/bin/python3).
+binary as bare and coverage.py. The pytracekit command embeds the
+interpreter: on Debian it links the static libpython3.X.a
+(cmake/libpython.cmake), built with PGO but without the link-time
+optimisation /usr/bin/python3 has, which costs the command's runs about 3%
+more instructions (bench/README.md, coverage).
 """
 import runpy
 import sys

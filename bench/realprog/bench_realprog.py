@@ -7,8 +7,11 @@ test_make_msgid_collisions), the same for every variant.
 
 Whole-process CPU time (user + sys) and peak RSS come from os.wait4's
 rusage of each run; the variants of a suite take turns (the order rotates
-each round) and the median of the rounds is kept. The sizes of the files
-each profiler wrote are recorded too.
+each round) and the median of the rounds is kept. A ratio (×) is the
+median of the per-round ratios: the variants of a round run back to back,
+so a machine that slows down or speeds up between rounds moves both sides
+of each ratio alike. The sizes of the files each profiler wrote are
+recorded too.
 
     python3 bench/realprog/bench_realprog.py --build build/bench-313 \
         [--build build/bench-312 ...] [--suites test_difflib,test_json] \
@@ -121,6 +124,13 @@ def table(path):
         v = [r[field] for r in runs.get(key, [])]
         return statistics.median(v) if v else None
 
+    def ratio(key, base, field):
+        """Median over rounds of key's figure / base's in the same round (the
+        i-th record of each: one per round and measuring run, in order)."""
+        a, b = runs.get(key, []), runs.get(base, [])
+        v = [x[field] / y[field] for x, y in zip(a, b) if y[field]]
+        return statistics.median(v) if v else None
+
     def nrounds(key):
         return len(runs.get(key, []))
 
@@ -136,8 +146,8 @@ def table(path):
                 return "–"
             if base is None:
                 return "%.2f s / %.0f MB" % (cpu, rss / 1024)
-            bc, br = med((p, s, base), "cpu_s"), med((p, s, base), "maxrss_kb")
-            return "%.2f s (%.2f×) / %.0f MB (%.2f×)" % (cpu, cpu / bc, rss / 1024, rss / br)
+            rc_, rr = ratio(key, (p, s, base), "cpu_s"), ratio(key, (p, s, base), "maxrss_kb")
+            return "%.2f s (%.2f×) / %.0f MB (%.2f×)" % (cpu, rc_, rss / 1024, rr)
         tk = (p, s, "timer")
         files = "–"
         if runs.get(tk):

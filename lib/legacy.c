@@ -891,8 +891,11 @@ set_threading_hook(int profile, int on)
     }
 }
 
-/* A RETURN while a threading hook waits: is it threading's module body
- * (not a class body in it, nor a module it imports) that returns? */
+/* A RETURN while a threading hook waits: a module body that returns may
+ * be threading's (or come after threading was imported on a thread the
+ * hub does not trace): the hooks are synced then. A threading whose body
+ * has not yet defined setprofile (a module it imports returning) leaves
+ * the hook waiting for the next one. */
 static __attribute__((noinline)) void
 threading_check(PyFrameObject *frame)
 {
@@ -900,19 +903,7 @@ threading_check(PyFrameObject *frame)
     int body = !(code->co_flags & CO_NEWLOCALS) &&
                PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
     Py_DECREF(code);
-    if (!body) {
-        return;
-    }
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    PyObject *globals = PyFrame_GetGlobals(frame);
-    PyObject *modname = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
-    int ours = modname != NULL && PyUnicode_Check(modname) &&
-               PyUnicode_CompareWithASCIIString(modname, "threading") == 0;
-    Py_XDECREF(globals);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-    if (ours) {
+    if (body) {
         sync_threading_hooks();
     }
 }

@@ -33,6 +33,22 @@ ptk_check(PTK_HAVE_LONG_COMPACT "PyLongObject *o = (PyLongObject *)PyLong_FromLo
 # the code instead.
 ptk_check(PTK_HAVE_CFRAME_USE_TRACING "PyThreadState *t = PyThreadState_Get(); (void)t->cframe->use_tracing")
 ptk_check(PTK_HAVE_SYS_MONITORING "int n = _PY_MONITORING_EVENTS; (void)n")
+# The interpreter's frame evaluation hook (PEP 523) and the internal frame
+# it is handed (its code object and globals): lib/frame_hook.c. With
+# PTK_HAVE_CFRAME_USE_TRACING, the legacy backend runs code no filter
+# selects with both of the thread's hooks empty (docs/backends.md).
+check_c_source_compiles("#define Py_BUILD_CORE 1
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <internal/pycore_frame.h>
+static PyObject *h(PyThreadState *t, struct _PyInterpreterFrame *f, int x) {
+  PyCodeObject *c = f->f_code; PyObject *g = f->f_globals; (void)c; (void)g;
+  return _PyEval_EvalFrameDefault(t, f, x); }
+int main(void) {
+  PyInterpreterState *i = PyInterpreterState_Get();
+  _PyInterpreterState_SetEvalFrameFunc(i, h);
+  return _PyInterpreterState_GetEvalFrameFunc(i) == h; }" PTK_HAVE_FRAME_HOOK)
+message(STATUS "pytracekit: PTK_HAVE_FRAME_HOOK = ${PTK_HAVE_FRAME_HOOK}")
 
 unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_LIBRARIES)

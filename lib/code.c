@@ -609,12 +609,6 @@ judge(const ptk__table *t, PyCodeObject *code, PyObject *globals, int *kept)
 }
 
 uint64_t
-ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept)
-{
-    return ptk__code_rejects_in(t, code, NULL, kept);
-}
-
-uint64_t
 ptk__code_rejects_in(const ptk__table *t, PyCodeObject *code,
                      PyObject *globals, int *kept)
 {

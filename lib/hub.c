@@ -188,6 +188,9 @@ build(ptk__table **out, char **errmsg)
             }
             if (c->filter != NULL) {
                 t->filtered = 1;
+                if (c->filter->max_depth > 0) {
+                    t->depth_filtered = 1;
+                }
                 t->filters[c->slot] = c->filter;
                 if (c->filter->code_level) {
                     t->code_filtered |= bit;

@@ -124,6 +124,45 @@ park(PyThreadState *ts)
 }
 #endif
 
+/* Suspended: the thread runs code no subscriber selects, entered through
+ * the frame hook (frame_hook.h), with both of its functions emptied so
+ * that CPython runs it untraced: its own speed, specialised instructions,
+ * no per-instruction test. The hub's object stays in the trace slot's
+ * object, which marks the state (nobody else puts it there with no
+ * function). The frame hook puts the functions back when the frame ends
+ * or selected code starts inside it. */
+#define PTK_SUSPEND (PTK_PARK && PTK_HAVE_FRAME_HOOK)
+
+static inline int
+suspended(PyThreadState *ts)
+{
+#if PTK_SUSPEND
+    return ts->c_tracefunc == NULL && ts->c_profilefunc == NULL &&
+           ts->c_traceobj != NULL && ts->c_traceobj == ptk__hub_object;
+#else
+    (void)ts;
+    return 0;
+#endif
+}
+
+#if PTK_SUSPEND
+/* Sets both functions of ts (their objects unchanged) and the flag
+ * CPython's loop tests at each instruction, as PyEval_SetTrace would,
+ * without its audit event: the program's audit hooks must not see the
+ * hub switch. */
+static inline void
+slots_set(PyThreadState *ts, Py_tracefunc trace, Py_tracefunc profile)
+{
+    ts->c_tracefunc = trace;
+    ts->c_profilefunc = profile;
+    ts->cframe->use_tracing =
+        ts->tracing == 0 && (trace != NULL || profile != NULL) ? 255 : 0;
+}
+#endif
+
+/* Back to the plain state, the trace function set: from parked, or from
+ * suspended (the frame that suspended finds the functions changed when it
+ * ends, and leaves them). */
 static inline void
 unpark(PyThreadState *ts)
 {
@@ -131,6 +170,11 @@ unpark(PyThreadState *ts)
         ts->c_tracefunc = trace_fn;
         ts->c_profilefunc = NULL;
     }
+#if PTK_SUSPEND
+    else if (suspended(ts)) {
+        slots_set(ts, trace_fn, NULL);
+    }
+#endif
 }
 
 /* Unparks every thread of the interpreter (before the hub changes hooks). */
@@ -908,6 +952,132 @@ threading_check(PyFrameObject *frame)
     }
 }
 
+/* ---- the frame hook (frame_hook.h) -------------------------------------- */
+
+#if PTK_SUSPEND
+static inline int
+module_body(PyCodeObject *code)
+{
+    return !(code->co_flags & CO_NEWLOCALS) &&
+           PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
+}
+
+/* ptk__code_dead for a frame that has not started: its module is judged
+ * from its own globals (no frame of it runs yet to ask). */
+static inline int
+dead_in(const ptk__table *t, PyCodeObject *code, PyObject *globals)
+{
+    return ptk__rejected_by_all(t, ptk__code_rejected_in(t, code, globals));
+}
+
+/* Can a frame of code run suspended? Code no subscriber selects; or code
+ * whose lines are all done (lines_done) while nobody takes CALL or RETURN,
+ * reads depth or filters by it: no event of it would be delivered, and
+ * nobody counts the frame. */
+static inline int
+quiet_in(const ptk__table *t, PyCodeObject *code, PyObject *globals)
+{
+    if (dead_in(t, code, globals)) {
+        return 1;
+    }
+    return !(t->mask & (PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN))) &&
+           !t->need_stack && !t->depth_filtered && lines_done(t, code);
+}
+
+/* A frame of quiet code starting on a thread whose functions are the
+ * hub's (set or parked) suspends the thread for it; selected code starting
+ * in a suspended thread puts the trace function back for it (its CALL then
+ * comes as always, and it may park). Nothing changes inside the hub's own
+ * callbacks (tstate->tracing). */
+int
+ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
+                 ptk__frame_save *save)
+{
+    if (ts->tracing) {
+        return 0;
+    }
+    save->how = threading_pending && module_body(code) ? PTK__FRAME_BODY : 0;
+    const ptk__table *t = ptk__current;
+    if (!park_on(t)) {
+        return save->how != 0;
+    }
+    int susp = suspended(ts);
+    if (!susp && !parked(ts) &&
+        !(ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL)) {
+        return save->how != 0; /* another function is set besides ours */
+    }
+    if (quiet_in(t, code, globals) == susp) {
+        return save->how != 0;
+    }
+    save->trace = ts->c_tracefunc;
+    save->profile = ts->c_profilefunc;
+    if (susp) {
+        slots_set(ts, trace_fn, NULL);
+        save->how |= PTK__FRAME_RESUMED;
+    }
+    else {
+        slots_set(ts, NULL, NULL);
+        save->how |= PTK__FRAME_SUSPENDED;
+    }
+    return 1;
+}
+
+/* The frame has ended (returned, raised or yielded): the functions go back
+ * to what they were, unless someone changed them meanwhile (then they are
+ * left as found: the hub's own changes unsuspend first, unpark). A module body that ends while threading's hook waits
+ * syncs it, as its RETURN would have (it made none, suspended). */
+void
+ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
+{
+    if (save->how & PTK__FRAME_SUSPENDED) {
+        if (suspended(ts)) {
+            slots_set(ts, save->trace, save->profile);
+        }
+    }
+    else if (save->how & PTK__FRAME_RESUMED) {
+        /* back to suspended for the rest of the quiet frame around it,
+         * while the table still parks (else the trace function stays) */
+        if (park_on(ptk__current) && ts->c_traceobj == ptk__hub_object &&
+            (parked(ts) || (ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL))) {
+            slots_set(ts, NULL, NULL);
+        }
+    }
+    if ((save->how & PTK__FRAME_BODY) && threading_pending && ts->tracing == 0) {
+        PyThreadState_EnterTracing(ts);
+        sync_threading_hooks();
+        PyThreadState_LeaveTracing(ts);
+    }
+}
+#else
+int
+ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
+                 ptk__frame_save *save)
+{
+    (void)ts, (void)code, (void)globals, (void)save;
+    return 0;
+}
+
+void
+ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
+{
+    (void)ts, (void)save;
+}
+#endif
+
+/* The frame hook is wanted while the table parks (excluded code is what it
+ * suspends), unless PYTRACEKIT_FRAME_HOOK=0 (to compare, or to rule it
+ * out). */
+static void
+sync_frame_hook(const ptk__table *t)
+{
+    static int refused = -1;
+    if (refused < 0) {
+        const char *env = getenv("PYTRACEKIT_FRAME_HOOK");
+        refused = env != NULL && strcmp(env, "0") == 0;
+    }
+    ptk__frame_hook_set(PTK_SUSPEND && !refused && park_on(t));
+}
+
 /* 3.12 enables opcode events only if some frame's f_trace_opcodes was set
  * before the trace function is installed; the flag is interpreter-wide and
  * harmless elsewhere, so it is set the same way on every version. */
@@ -951,6 +1121,7 @@ sync_hooks(const ptk__table *t, int install_here, char **errmsg)
     int rc = PTK_OK;
     PyThreadState *me = PyThreadState_Get();
     unpark_all(); /* threads park again at their next excluded start */
+    sync_frame_hook(t);
     if ((t->mask & PTK_MASK(PTK_EV_OPCODE)) && !opcode_primed) {
         int had = me->c_tracefunc == trace_fn;
         if (had) {

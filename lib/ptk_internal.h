@@ -408,6 +408,8 @@ typedef struct ptk__table {
     /* Filters (filter.c), by subscriber slot. */
     int filtered;             /* some subscriber has a filter: every event
                                  takes the general dispatch path */
+    int depth_filtered;       /* some subscriber's filter counts frames
+                                 (max_depth) */
     uint64_t slots;           /* slots of the subscribers of on_event kinds */
     uint64_t code_filtered;   /* slots whose filter judges code objects */
     int dead_possible;        /* every subscriber judges code: code that all
@@ -419,10 +421,9 @@ typedef struct ptk__table {
 } ptk__table;
 
 /* Slots of t's code-filtered subscribers that reject code (judged once per
- * code object and cached in its record). *kept: 1 if the code object has a
+ * code object and cached in its record), its module read from globals, or
+ * from the running frame's when NULL. *kept: 1 if the code object has a
  * record (whose end clears the verdict cache), else 0. */
-uint64_t ptk__code_rejects(const ptk__table *t, PyCodeObject *code, int *kept);
-/* The same for code run with the given globals (a frame not running now). */
 uint64_t ptk__code_rejects_in(const ptk__table *t, PyCodeObject *code,
                               PyObject *globals, int *kept);
 /* The monitoring backend's per-code events: the generation of the events
@@ -452,23 +453,30 @@ ptk__verdict_slot(PyCodeObject *code)
     return &ptk__verdicts[((uintptr_t)code >> 5) & (PTK__VERDICTS - 1)];
 }
 
-/* ptk__code_rejects through the cache (inlined: it is on every event of
- * a filtered table, and its hit is four loads and two compares). */
+/* ptk__code_rejects_in through the cache (inlined: it is on every event
+ * of a filtered table, and its hit is four loads and two compares). */
 static inline __attribute__((always_inline)) uint64_t
-ptk__code_rejected(const ptk__table *t, PyCodeObject *code)
+ptk__code_rejected_in(const ptk__table *t, PyCodeObject *code, PyObject *globals)
 {
     ptk__verdict *v = ptk__verdict_slot(code);
     if (v->code == code && v->gen == ptk__table_gen) {
         return v->rejected;
     }
     int kept = 0;
-    uint64_t r = ptk__code_rejects(t, code, &kept);
+    uint64_t r = ptk__code_rejects_in(t, code, globals, &kept);
     if (kept) {
         v->code = code;
         v->gen = ptk__table_gen;
         v->rejected = r;
     }
     return r;
+}
+
+/* The same for code running now (its module from the running frame). */
+static inline __attribute__((always_inline)) uint64_t
+ptk__code_rejected(const ptk__table *t, PyCodeObject *code)
+{
+    return ptk__code_rejected_in(t, code, NULL);
 }
 
 /* ptk__code_dead for a code object whose verdicts (rejected, as
@@ -752,7 +760,7 @@ const ptk__backend_ops *ptk__backend_ops_of(ptk_backend id);
 
 /* ---- legacy backend (legacy.c) ----------------------------------------- */
 
-extern PyObject *ptk__hub_object; /* the `obj` handed to CPython; callable */
+#include "frame_hook.h" /* ptk__hub_object, the frame hook */
 int ptk__legacy_init(char **errmsg);
 /* Make the installed hooks match the table. `owner` is the thread whose
  * session just started (installs there even for PTK_THREADS_CURRENT). */

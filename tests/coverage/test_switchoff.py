@@ -1,6 +1,11 @@
 """Measures whether the hub's f_trace_lines switch-off fires: once the
 coverage plugin has disabled (PTK_DISABLE) every line of a code object, new
-frames of it must run with LINE tracing off.
+frames of it must run with LINE tracing off. On the legacy backend with
+its frame hook (CPython 3.11) such frames run with no trace function at all
+and are left untouched (f_trace_lines stays True; test_excluded_frames.py
+shows such frames run untraced), with the same lines reported; the
+switch-off itself is checked with the hook off (PYTRACEKIT_FRAME_HOOK=0),
+where it is what stops their LINE events.
 
 Each probe in corpus/switchoff.py runs all its lines on its first call and
 returns its frame's f_trace_lines; the second call must see False. On
@@ -17,7 +22,18 @@ def main():
     wd = u.workdir("switchoff")
     u.copy_corpus(wd, "switchoff.py")
     script = os.path.join(wd, "switchoff.py")
-    p, data = u.run_ptk(wd, [script])
+    p, data = u.run_ptk(wd, [script], env_extra={"PYTRACEKIT_FRAME_HOOK": "0"})
+    if u.FRAME_HOOK:
+        ph, hooked = u.run_ptk(wd, [script], outdir="out-hook")
+        seen_hook = json.loads(ph.stdout.strip().splitlines()[-1])
+        touched = [n for n, seen in sorted(seen_hook.items()) if seen != [True, True]]
+        if touched:
+            u.fail("frame hook: f_trace_lines changed for: %s" % ", ".join(touched))
+        if hooked["files"] != data["files"]:
+            u.fail("frame hook: coverage data differs from the run without it:\n%r\n%r"
+                   % (hooked["files"], data["files"]))
+        print("ok: frame hook: all %d probes' frames untouched, the same data as without it"
+              % len(seen_hook))
     result = json.loads(p.stdout.strip().splitlines()[-1])
     rec = data["files"][script]
     hits = {n for n, c in rec["hits"]}

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from ptk_testlib import BACKEND, MONITORING, fail, skip  # noqa: F401,E402
+from ptk_testlib import BACKEND, FRAME_HOOK, MONITORING, fail, skip  # noqa: F401,E402
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,12 +62,13 @@ def run(cmd, cwd, expect=0, env_extra=None):
     return p
 
 
-def run_ptk(cwd, script_and_args, spec="coverage", outdir="out", threads=None, expect=0):
+def run_ptk(cwd, script_and_args, spec="coverage", outdir="out", threads=None, expect=0,
+            env_extra=None):
     """Runs the pytracekit command; returns (process, coverage.json data or None)."""
     cmd = [env("PTK_CLI"), "--plugin-path", env("PTK_PLUGIN_DIR"), "-p", spec, "-o", outdir]
     if threads:
         cmd += ["--threads", threads]
-    p = run(cmd + list(script_and_args), cwd, expect=expect)
+    p = run(cmd + list(script_and_args), cwd, expect=expect, env_extra=env_extra)
     path = os.path.join(cwd, outdir, "coverage.json")
     data = None
     if os.path.exists(path):

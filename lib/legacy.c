@@ -1006,7 +1006,15 @@ ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
         !(ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL)) {
         return save->how != 0; /* another function is set besides ours */
     }
-    if (quiet_in(t, code, globals) == susp) {
+    int quiet = quiet_in(t, code, globals);
+    if (quiet == susp) {
+        /* A frame that needs the trace function, starting parked: it gets
+         * it now. Its CALL would unpark too, but a frame can run lines
+         * with no CALL first (a generator resumed into a pending signal's
+         * exception raises before its CALL). */
+        if (!quiet && parked(ts) && !lines_done(t, code)) {
+            unpark(ts);
+        }
         return save->how != 0;
     }
     save->trace = ts->c_tracefunc;
@@ -1231,6 +1239,9 @@ hub_call(PyObject *self, PyObject *args, PyObject *kwargs)
     ptk__thread *th = ptk__thread_get();
     if (th != NULL) {
         th->tstate = ts;
+        /* the hub is back after someone else's function: frames may have
+         * ended meanwhile with no RETURN seen */
+        ptk__stack_prune(th);
     }
     ptk__table *t = ptk__current;
     if (what >= 0 && th != NULL && (t->need_profile || t->need_trace)) {

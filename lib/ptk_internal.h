@@ -733,6 +733,11 @@ int ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
 /* Seeds the calling thread's shadow stack with the frames already running
  * (outermost first); `with_frames`: keep the frame pointers too. */
 void ptk__seed_stack(int with_frames);
+/* Drops the entries of th's shadow stack whose frames no longer run on the
+ * calling thread (th's): frames that ended while the hub's functions were
+ * taken away, their RETURN unseen. Left in place, an entry would lend its
+ * code object to a later frame made at the same address. */
+void ptk__stack_prune(ptk__thread *th);
 
 /* A backend: where events come from. One table per backend, in its own
  * file; the hub calls only these. */

@@ -313,6 +313,62 @@ ptk__seed_stack(int with_frames)
 }
 
 void
+ptk__stack_prune(ptk__thread *th)
+{
+    if (th == NULL || th->pub.depth <= 0) {
+        return;
+    }
+    size_t n = 0, cap = 64;
+    PyFrameObject **chain = malloc(cap * sizeof *chain);
+    if (chain == NULL) {
+        return; /* keep the stack as it is: only slower to be wrong */
+    }
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(f);
+    while (f != NULL) {
+        if (n == cap) {
+            PyFrameObject **more = realloc(chain, 2 * cap * sizeof *chain);
+            if (more == NULL) {
+                Py_DECREF(f);
+                break;
+            }
+            chain = more;
+            cap *= 2;
+        }
+        chain[n++] = f;
+        f = PyFrame_GetBack(f);
+    }
+    /* The entries that stay are found, in order, on the running frames
+     * from the outermost: same frame object, same code object (a frame
+     * made later at a freed frame's address runs other code, or the same
+     * code, where taking one for the other is harmless). */
+    int32_t keep = 0;
+    size_t j = n;
+    for (int32_t i = 0; i < th->pub.depth; i++) {
+        int found = 0;
+        while (j > 0 && !found) {
+            PyFrameObject *live = chain[--j];
+            PyCodeObject *code = PyFrame_GetCode(live);
+            found = th->stack[i].code == code &&
+                    (th->stack[i].frame == NULL || th->stack[i].frame == live);
+            Py_DECREF(code);
+        }
+        if (!found) {
+            break;
+        }
+        keep = i + 1;
+    }
+    if (keep < th->pub.depth) {
+        th->pub.depth = keep;
+        ptk__cstack_pop_stale(th, keep + 1);
+    }
+    for (size_t k = 0; k < n; k++) {
+        Py_DECREF(chain[k]);
+    }
+    free(chain);
+}
+
+void
 ptk__thread_reset(void)
 {
     for (size_t i = 0; i < nthreads; i++) {

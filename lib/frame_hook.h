@@ -28,6 +28,10 @@ typedef struct ptk__frame_save {
 int ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
                      ptk__frame_save *save);
 void ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save);
+/* The hook found its thread half way down its C stack: it is removed for
+ * the rest of the process, and every suspended thread gets the trace
+ * function back (legacy.c). */
+void ptk__frame_hook_too_deep(void);
 
 /* Installs (on=1) or removes the hook in this interpreter. It is installed
  * only over CPython's own evaluation function (not over another tool's),

@@ -954,6 +954,8 @@ threading_check(PyFrameObject *frame)
 
 /* ---- the frame hook (frame_hook.h) -------------------------------------- */
 
+static int frame_hook_deep; /* taken out for good: a thread ran too deep */
+
 #if PTK_SUSPEND
 static inline int
 module_body(PyCodeObject *code)
@@ -1044,8 +1046,10 @@ ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
     }
     else if (save->how & PTK__FRAME_RESUMED) {
         /* back to suspended for the rest of the quiet frame around it,
-         * while the table still parks (else the trace function stays) */
-        if (park_on(ptk__current) && ts->c_traceobj == ptk__hub_object &&
+         * while the table still parks and the hook is there to resume
+         * (else the trace function stays) */
+        if (!frame_hook_deep && park_on(ptk__current) &&
+            ts->c_traceobj == ptk__hub_object &&
             (parked(ts) || (ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL))) {
             slots_set(ts, NULL, NULL);
         }
@@ -1056,7 +1060,21 @@ ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
         PyThreadState_LeaveTracing(ts);
     }
 }
+
+void
+ptk__frame_hook_too_deep(void)
+{
+    frame_hook_deep = 1;
+    ptk__frame_hook_set(0);
+    unpark_all(); /* suspended threads too: nothing would resume them */
+}
 #else
+void
+ptk__frame_hook_too_deep(void)
+{
+    frame_hook_deep = 1;
+}
+
 int
 ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
                  ptk__frame_save *save)
@@ -1074,7 +1092,7 @@ ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
 
 /* The frame hook is wanted while the table parks (excluded code is what it
  * suspends), unless PYTRACEKIT_FRAME_HOOK=0 (to compare, or to rule it
- * out). */
+ * out) or a thread ran too deep with it (ptk__frame_hook_too_deep). */
 static void
 sync_frame_hook(const ptk__table *t)
 {
@@ -1083,7 +1101,7 @@ sync_frame_hook(const ptk__table *t)
         const char *env = getenv("PYTRACEKIT_FRAME_HOOK");
         refused = env != NULL && strcmp(env, "0") == 0;
     }
-    ptk__frame_hook_set(PTK_SUSPEND && !refused && park_on(t));
+    ptk__frame_hook_set(PTK_SUSPEND && !refused && !frame_hook_deep && park_on(t));
 }
 
 /* 3.12 enables opcode events only if some frame's f_trace_opcodes was set

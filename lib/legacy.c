@@ -102,16 +102,24 @@ trace_is_ours(PyThreadState *ts)
     return ts->c_tracefunc == trace_fn || parked(ts);
 }
 
+/* Do the slots of ts hold the hub's trace function alone (the plain state)?
+ * No profile function, and nobody replaced the trace function (Python code
+ * a callback ran may have). */
+static inline int
+trace_alone(PyThreadState *ts)
+{
+    return ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL &&
+           ts->c_traceobj == ptk__hub_object;
+}
+
 #if PTK_PARK
 /* Can the trace function of ts be parked now? The table parks, and the
- * slots hold the hub's trace function alone: no profile function (the
- * parked one takes that slot), and nobody replaced the trace function
- * (Python code a callback ran may have). */
+ * slots hold the hub's trace function alone (the parked function takes
+ * the profile slot). */
 static inline int
 may_park(const ptk__table *t, PyThreadState *ts)
 {
-    return park_on(t) && ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL &&
-           ts->c_traceobj == ptk__hub_object;
+    return park_on(t) && trace_alone(ts);
 }
 
 /* The profile function keeps cframe->use_tracing set; CPython re-reads
@@ -964,22 +972,15 @@ module_body(PyCodeObject *code)
            PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
 }
 
-/* ptk__code_dead for a frame that has not started: its module is judged
- * from its own globals (no frame of it runs yet to ask). */
-static inline int
-dead_in(const ptk__table *t, PyCodeObject *code, PyObject *globals)
-{
-    return ptk__rejected_by_all(t, ptk__code_rejected_in(t, code, globals));
-}
-
-/* Can a frame of code run suspended? Code no subscriber selects; or code
+/* Can a frame of code run suspended? Code no subscriber selects (judged
+ * with the frame's own globals: no frame of it runs yet to ask); or code
  * whose lines are all done (lines_done) while nobody takes CALL or RETURN,
  * reads depth or filters by it: no event of it would be delivered, and
  * nobody counts the frame. */
 static inline int
 quiet_in(const ptk__table *t, PyCodeObject *code, PyObject *globals)
 {
-    if (dead_in(t, code, globals)) {
+    if (ptk__code_dead_in(t, code, globals)) {
         return 1;
     }
     return !(t->mask & (PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN))) &&
@@ -1004,8 +1005,7 @@ ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
         return save->how != 0;
     }
     int susp = suspended(ts);
-    if (!susp && !parked(ts) &&
-        !(ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL)) {
+    if (!susp && !parked(ts) && !trace_alone(ts)) {
         return save->how != 0; /* another function is set besides ours */
     }
     int quiet = quiet_in(t, code, globals);
@@ -1034,8 +1034,9 @@ ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
 
 /* The frame has ended (returned, raised or yielded): the functions go back
  * to what they were, unless someone changed them meanwhile (then they are
- * left as found: the hub's own changes unsuspend first, unpark). A module body that ends while threading's hook waits
- * syncs it, as its RETURN would have (it made none, suspended). */
+ * left as found: the hub's own changes unsuspend first, unpark). A module
+ * body that ends while threading's hook waits syncs it, as its RETURN
+ * would have (it made none, suspended). */
 void
 ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
 {
@@ -1049,8 +1050,7 @@ ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
          * while the table still parks and the hook is there to resume
          * (else the trace function stays) */
         if (!frame_hook_deep && park_on(ptk__current) &&
-            ts->c_traceobj == ptk__hub_object &&
-            (parked(ts) || (ts->c_tracefunc == trace_fn && ts->c_profilefunc == NULL))) {
+            (parked(ts) || trace_alone(ts))) {
             slots_set(ts, NULL, NULL);
         }
     }
@@ -1068,27 +1068,7 @@ ptk__frame_hook_too_deep(void)
     ptk__frame_hook_set(0);
     unpark_all(); /* suspended threads too: nothing would resume them */
 }
-#else
-void
-ptk__frame_hook_too_deep(void)
-{
-    frame_hook_deep = 1;
-}
-
-int
-ptk__frame_enter(PyThreadState *ts, PyCodeObject *code, PyObject *globals,
-                 ptk__frame_save *save)
-{
-    (void)ts, (void)code, (void)globals, (void)save;
-    return 0;
-}
-
-void
-ptk__frame_exit(PyThreadState *ts, ptk__frame_save *save)
-{
-    (void)ts, (void)save;
-}
-#endif
+#endif /* PTK_SUSPEND; without it frame_hook.c has no hook to call these */
 
 /* The frame hook is wanted while the table parks (excluded code is what it
  * suspends), unless PYTRACEKIT_FRAME_HOOK=0 (to compare, or to rule it

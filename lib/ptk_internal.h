@@ -487,13 +487,20 @@ ptk__rejected_by_all(const ptk__table *t, uint64_t rejected)
     return t->dead_possible && (rejected & t->slots) == t->slots;
 }
 
-/* Does no subscriber of t want anything of code? Then every event location
- * in it can be switched off (monitoring) or skipped (legacy). */
+/* Does no subscriber of t want anything of code, run with globals (NULL:
+ * the running frame's)? Then every event location in it can be switched
+ * off (monitoring) or skipped (legacy). */
+static inline int
+ptk__code_dead_in(const ptk__table *t, PyCodeObject *code, PyObject *globals)
+{
+    return t->dead_possible &&
+           ptk__rejected_by_all(t, ptk__code_rejected_in(t, code, globals));
+}
+
 static inline int
 ptk__code_dead(const ptk__table *t, PyCodeObject *code)
 {
-    return t->dead_possible &&
-           ptk__rejected_by_all(t, ptk__code_rejected(t, code));
+    return ptk__code_dead_in(t, code, NULL);
 }
 
 /* Should subscriber s skip ev (its filter)? Counts max_depth frames. */

@@ -323,13 +323,17 @@ ptk__stack_prune(ptk__thread *th)
     if (chain == NULL) {
         return; /* keep the stack as it is: only slower to be wrong */
     }
+    int whole = 1; /* the chain reaches the outermost frame */
     PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
     Py_XINCREF(f);
     while (f != NULL) {
         if (n == cap) {
             PyFrameObject **more = realloc(chain, 2 * cap * sizeof *chain);
             if (more == NULL) {
+                /* without the outer frames every entry would look stale:
+                 * keep the stack as it is */
                 Py_DECREF(f);
+                whole = 0;
                 break;
             }
             chain = more;
@@ -344,7 +348,7 @@ ptk__stack_prune(ptk__thread *th)
      * code, where taking one for the other is harmless). */
     int32_t keep = 0;
     size_t j = n;
-    for (int32_t i = 0; i < th->pub.depth; i++) {
+    for (int32_t i = 0; whole && i < th->pub.depth; i++) {
         int found = 0;
         while (j > 0 && !found) {
             PyFrameObject *live = chain[--j];
@@ -358,7 +362,7 @@ ptk__stack_prune(ptk__thread *th)
         }
         keep = i + 1;
     }
-    if (keep < th->pub.depth) {
+    if (whole && keep < th->pub.depth) {
         th->pub.depth = keep;
         ptk__cstack_pop_stale(th, keep + 1);
     }

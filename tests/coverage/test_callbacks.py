@@ -18,7 +18,6 @@ equal to the oracle's; the program's output equal to its bare run's (its
 own profiler saw the same calls); and, where the frame hook exists, the
 whole coverage data equal with it switched off (PYTRACEKIT_FRAME_HOOK=0).
 """
-import os
 import sys
 
 import ptk_coverage_util as u
@@ -26,10 +25,7 @@ import ptk_coverage_util as u
 
 def main():
     mode = sys.argv[1]
-    wd = u.workdir("callbacks-" + mode)
-    u.copy_corpus(wd, "callbacks")
-    script = os.path.join(wd, "callbacks", "main.py")
-    lib = os.path.join(wd, "callbacks")
+    wd, script, lib = u.program_corpus("callbacks", "callbacks-" + mode)
     opts = ["include='*/callbacks/main.py'"]
     if mode == "branch":
         opts.append("branch=true")
@@ -39,10 +35,7 @@ def main():
         opts.append("calls=true")
     spec = "coverage:" + ",".join(opts)
     p, data = u.run_ptk(wd, [script, lib], spec=spec, threads="all")
-    bare = u.run([u.python(), script, lib], wd)
-    if p.stdout != bare.stdout:
-        u.fail("the program's output changed under pytracekit:\n  bare: %s\n  ptk:  %s"
-               % (bare.stdout.strip(), p.stdout.strip()))
+    u.check_bare_output(p, [script, lib], wd)
     if sorted(data["files"]) != [script]:
         u.fail("measured %r, expected only %s" % (sorted(data["files"]), script))
     oracle = u.run_oracle(wd, [script, lib], threads=True)

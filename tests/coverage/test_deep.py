@@ -10,21 +10,15 @@ the legacy backend's frame hook installed every level costs C stack (about
 on an 8 MB stack. The executed lines must equal the settrace oracle's and
 the output the bare run's.
 """
-import os
 
 import ptk_coverage_util as u
 
 
 def main():
-    wd = u.workdir("deep")
-    u.copy_corpus(wd, "deep")
-    script = os.path.join(wd, "deep", "main.py")
-    lib = os.path.join(wd, "deep")
+    wd, script, lib = u.program_corpus("deep")
     p, data = u.run_ptk(wd, [script, lib], spec="coverage:include='*/deep/main.py'",
                         threads="all")
-    bare = u.run([u.python(), script, lib], wd)
-    if p.stdout != bare.stdout:
-        u.fail("output: bare %r, under pytracekit %r" % (bare.stdout, p.stdout))
+    u.check_bare_output(p, [script, lib], wd)
     oracle = u.run_oracle(wd, [script, lib], threads=True)
     u.compare_sets("executed lines", u.executed(data), u.oracle_lines(oracle, [script]),
                    "oracle")

@@ -16,7 +16,6 @@ settrace oracle's (which the program displaces the same way), and the
 program runs to its end. On sys.monitoring nothing is displaced: every line
 that ran is measured.
 """
-import os
 
 import ptk_coverage_util as u
 
@@ -31,10 +30,7 @@ WANT_MONITORING = WANT | {14, 15, 16, 17, 23}
 
 
 def main():
-    wd = u.workdir("displaced")
-    u.copy_corpus(wd, "displaced")
-    script = os.path.join(wd, "displaced", "main.py")
-    lib = os.path.join(wd, "displaced")
+    wd, script, lib = u.program_corpus("displaced")
     p, data = u.run_ptk(wd, [script, lib], spec="coverage:include='*/displaced/main.py'")
     if p.stdout.strip() != "done":
         u.fail("the program printed %r" % p.stdout)

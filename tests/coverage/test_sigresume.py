@@ -18,7 +18,6 @@ judge this one, as the pending signal raises inside its own Python trace
 function, which CPython then removes. The program's output is its bare
 run's.
 """
-import os
 import sys
 
 import ptk_coverage_util as u
@@ -37,15 +36,12 @@ def main():
                   expect=None)
     if probe.stdout.strip() != "True":
         u.skip("_testcapi.raise_SIGINT_then_send_None is not in this Python")
-    wd = u.workdir("sigresume-" + mode)
-    u.copy_corpus(wd, "sigresume")
-    script = os.path.join(wd, "sigresume", "main.py")
-    lib = os.path.join(wd, "sigresume")
+    wd, script, lib = u.program_corpus("sigresume", "sigresume-" + mode)
     spec = "coverage:include='*/sigresume/main.py'" + (",calls=true" if mode == "calls" else "")
     p, data = u.run_ptk(wd, [script, lib], spec=spec)
-    bare = u.run([u.python(), script, lib], wd)
-    if p.stdout != bare.stdout or "'PASSED', 'PASSED', 'PASSED'" not in p.stdout:
-        u.fail("output: bare %r, under pytracekit %r" % (bare.stdout, p.stdout))
+    u.check_bare_output(p, [script, lib], wd)
+    if "'PASSED', 'PASSED', 'PASSED'" not in p.stdout:
+        u.fail("output: %r, expected three PASSED" % p.stdout)
     u.compare_sets("executed lines", u.executed(data), {script: LINES}, "expected")
     if mode == "calls":
         ran = {script: {k: c for k, c in u.functions(data)[script].items() if c}}

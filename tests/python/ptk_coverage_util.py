@@ -77,6 +77,24 @@ def run_ptk(cwd, script_and_args, spec="coverage", outdir="out", threads=None, e
     return p, data
 
 
+def program_corpus(name, work=None):
+    """A corpus directory holding main.py and the modules it imports from
+    its first argument (the directory itself), copied to a new work
+    directory: returns (workdir, main.py, the directory)."""
+    wd = workdir(work or name)
+    copy_corpus(wd, name)
+    lib = os.path.join(wd, name)
+    return wd, os.path.join(lib, "main.py"), lib
+
+
+def check_bare_output(p, script_and_args, cwd):
+    """Fails unless process p printed what the program prints run bare."""
+    bare = run([python()] + list(script_and_args), cwd)
+    if p.stdout != bare.stdout:
+        fail("the program's output changed under pytracekit:\n  bare: %r\n  ptk:  %r"
+             % (bare.stdout, p.stdout))
+
+
 def run_oracle(cwd, script_and_args, threads=False):
     """The pure-Python settrace collector on the same interpreter."""
     out = os.path.join(cwd, "oracle.json")

@@ -170,6 +170,10 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--results", default="realprog-results.jsonl")
     ap.add_argument("--table", metavar="FILE")
+    ap.add_argument("--cpu", type=int, metavar="N",
+                    help="run everything on CPU N only (os.sched_setaffinity): on a "
+                         "machine whose CPUs differ in speed (a shared VM), a run that "
+                         "moves between them is what the ratios measure otherwise")
     args = ap.parse_args()
     if args.table:
         table(args.table)
@@ -177,6 +181,8 @@ def main():
     if not args.build:
         ap.error("give at least one --build")
     args.suites = [s for s in args.suites.split(",") if s]
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})  # the children inherit it
     measure(args)
 
 

@@ -50,5 +50,21 @@ int main(void) {
   return _PyInterpreterState_GetEvalFrameFunc(i) == h; }" PTK_HAVE_FRAME_HOOK)
 message(STATUS "pytracekit: PTK_HAVE_FRAME_HOOK = ${PTK_HAVE_FRAME_HOOK}")
 
+# The time-stamp counter and CPUID (x86-64 with GCC or Clang): the hub's
+# clock reads the TSC where it is invariant and cheaper than clock_gettime
+# (lib/clock.c); elsewhere it reads clock_gettime.
+check_c_source_compiles("#include <x86intrin.h>
+#include <cpuid.h>
+#include <stdatomic.h>
+int main(void) {
+  unsigned int a, b, c, d;
+  _Atomic unsigned long long x = 0;
+  if (__get_cpuid(0x80000007u, &a, &b, &c, &d) == 0) { return 1; }
+  unsigned long long t = __rdtsc();
+  unsigned __int128 p = (unsigned __int128)t * t;
+  atomic_store_explicit(&x, (unsigned long long)(p >> 64), memory_order_release);
+  return (int)atomic_load_explicit(&x, memory_order_acquire) & (int)(d >> 8) & 1; }" PTK_HAVE_RDTSC)
+message(STATUS "pytracekit: PTK_HAVE_RDTSC = ${PTK_HAVE_RDTSC}")
+
 unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_LIBRARIES)

@@ -386,6 +386,7 @@ after_fork_child(PyObject *self, PyObject *unused)
     (void)unused;
     ptk_session *todo[64];
     int n = 0;
+    ptk__clock_after_fork();
     for (ptk_session *s = ptk__active_sessions; s && n < 64;
          s = s->next_active) {
         todo[n++] = s;
@@ -717,10 +718,11 @@ write_manifest(ptk_session *s)
         Py_XDECREF(p);
     }
     PyObject *m = id && files && plugins ? Py_BuildValue(
-        "{s:s,s:i,s:O,s:d,s:s,s:s,s:O,s:O,s:i}", "format", "pytracekit-run",
+        "{s:s,s:i,s:O,s:d,s:s,s:s,s:s,s:O,s:O,s:i}", "format", "pytracekit-run",
         "version", 1, "run", id, "ended", s->ended_wall, "python",
         ptk__python_version(), "backend", ptk_backend_name(s->backend),
-        "plugins", plugins, "files", files, "failed_plugins", failed) : NULL;
+        "clock", ptk__clock_source(), "plugins", plugins, "files", files,
+        "failed_plugins", failed) : NULL;
     Py_XDECREF(id);
     Py_XDECREF(files);
     Py_XDECREF(plugins);

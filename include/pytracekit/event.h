@@ -212,7 +212,7 @@ typedef struct ptk_event {
     const ptk_thread *thread; /**< the thread the event happened on */
     int32_t depth;        /**< call depth after CALL, before RETURN */
     int32_t line;         /**< current line for LINE, else -1 */
-    uint64_t time_ns;     /**< monotonic clock, ns; 0 unless asked for */
+    uint64_t time_ns;     /**< CLOCK_MONOTONIC, ns (ptk_host::clock_ns); 0 unless asked for */
     /** @cond PTK_INTERNAL */
     PyFrameObject *frame_; /* use ptk_host::event_frame() */
     int32_t lasti_;        /* instruction offset (bytes), or -1: ask frame_ */

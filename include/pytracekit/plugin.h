@@ -178,7 +178,9 @@ typedef struct ptk_host {
     size_t (*thread_count)(void);
     /** Thread record by ptk_thread::index, or NULL. */
     const ptk_thread *(*thread_at)(size_t index);
-    /** The hub's monotonic clock in nanoseconds (what ptk_event::time_ns uses). */
+    /** The hub's clock (what ptk_event::time_ns uses): CLOCK_MONOTONIC in
+     * nanoseconds, read through the processor's invariant time-stamp counter
+     * where that is cheaper (docs/events.md, "The clock"). Any thread. */
     uint64_t (*clock_ns)(void);
     /** Writes one line to stderr prefixed with `pytracekit: NAME: `. */
     void (*log)(ptk_plugin_ctx *ctx, const char *fmt, ...)

@@ -35,7 +35,6 @@
  * clock_gettime meanwhile). */
 #include "ptk_internal.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +66,6 @@ static _Atomic int state = ST_UNDECIDED;
 static atomic_flag writer = ATOMIC_FLAG_INIT;
 static uint64_t anchor_tsc, anchor_ns; /* the first pair: the long baseline */
 static uint64_t pair_max_ticks;        /* widest usable pair */
-static uint64_t last_mult;             /* the measured rate, for a clamp */
 
 /* A (tsc, CLOCK_MONOTONIC) pair: the narrowest of PAIR_TRIES; 0 if every
  * try was wider than max_ticks (preempted, say). */
@@ -168,8 +166,9 @@ decide(void)
 }
 
 /* A new line from a pair (tsc, ns) taken now: the rate over the run since
- * the anchor; the start where the current line is at tsc (or ns if there
- * is none, or it is over STEP_NS behind); aimed at ns + WINDOW_NS. */
+ * the anchor; the start where the current line is at tsc (its start, if
+ * tsc is before it), or ns if there is no line or it is over STEP_NS
+ * behind; aimed at ns + WINDOW_NS. */
 static void
 recalibrate(uint64_t tsc, uint64_t ns, int first)
 {
@@ -193,12 +192,11 @@ recalibrate(uint64_t tsc, uint64_t ns, int first)
         uint64_t b_tsc = atomic_load_explicit(&ptk__tsc.base_tsc, memory_order_relaxed);
         uint64_t b_ns = atomic_load_explicit(&ptk__tsc.base_ns, memory_order_relaxed);
         uint64_t m = atomic_load_explicit(&ptk__tsc.mult, memory_order_relaxed);
-        uint64_t est = b_ns + (uint64_t)(((unsigned __int128)(tsc - b_tsc) * m) >> 32);
-        if (tsc >= b_tsc && !(ns > est && ns - est > STEP_NS)) {
-            start = est; /* continuous; the error is slewed out */
-        }
-        else if (ns < est) {
-            start = est; /* never backwards */
+        uint64_t est = tsc >= b_tsc
+            ? b_ns + (uint64_t)(((unsigned __int128)(tsc - b_tsc) * m) >> 32)
+            : b_ns;
+        if (!(ns > est && ns - est > STEP_NS)) {
+            start = est; /* continuous (never backwards); the error is slewed out */
         }
     }
     uint64_t target = ns + WINDOW_NS;
@@ -216,7 +214,6 @@ recalibrate(uint64_t tsc, uint64_t ns, int first)
     if (mult > rate * 2) {
         mult = rate * 2;
     }
-    last_mult = rate;
     publish(tsc, start, mult, window_ticks);
 }
 

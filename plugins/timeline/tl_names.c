@@ -4,6 +4,7 @@
  * labels for C functions — and the map that finds them.
  */
 #include "timeline.h"
+#include "../common/c_label.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -262,35 +263,6 @@ tl__name_code(tl_state *st, PyCodeObject *code)
     return n;
 }
 
-/* cProfile's label for a C callable: "<built-in method NAME>" for methods,
- * "<MODULE.NAME>" or "<NAME>" (builtins) for functions; a method descriptor
- * with its self (PTK_FLAG_UNBOUND_C) is named as its bound method. */
-static PyObject *
-tl_c_label(PyObject *obj, PyObject *cself)
-{
-    if (Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself != NULL) {
-        return PyUnicode_FromFormat("<built-in method %s of %s object>",
-                                    ((PyMethodDescrObject *)obj)->d_method->ml_name,
-                                    Py_TYPE(cself)->tp_name);
-    }
-    if (!PyCFunction_Check(obj)) {
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
-    }
-    PyCFunctionObject *fn = (PyCFunctionObject *)obj;
-    const char *name = fn->m_ml->ml_name;
-    PyObject *self = fn->m_self;
-    if (self == NULL || PyModule_Check(self)) {
-        PyObject *mod = fn->m_module;
-        if (mod != NULL && PyUnicode_Check(mod) &&
-            PyUnicode_CompareWithASCIIString(mod, "builtins") != 0) {
-            return PyUnicode_FromFormat("<%U.%s>", mod, name);
-        }
-        return PyUnicode_FromFormat("<%s>", name);
-    }
-    return PyUnicode_FromFormat("<built-in method %s of %s object>", name,
-                                Py_TYPE(self)->tp_name);
-}
-
 tl_name *
 tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
 {
@@ -305,7 +277,7 @@ tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
     }
     n->key = key;
     n->kind = TL_NAME_C;
-    PyObject *text = tl_c_label(callable, cself);
+    PyObject *text = ptk_kit_c_label(callable, cself);
     if (text == NULL || tl_set_text(n, text) != 0) {
         Py_XDECREF(text);
         tl_name_drop(n);

@@ -10,6 +10,7 @@
  * twice, and the other activations count as recursive calls.
  */
 #include "timer.h"
+#include "../common/c_label.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,75 +68,6 @@ tm__cpu_now(void)
 
 /* ---- functions ---------------------------------------------------------- */
 
-/* cProfile's name for a built-in method: the repr of the attribute on
- * type(self), else "<built-in method [mod.]name>". */
-static PyObject *
-tm_method_label(const char *name, PyObject *self, PyObject *module)
-{
-    PyObject *pyname = PyUnicode_FromString(name);
-    if (pyname != NULL) {
-        PyObject *mo = _PyType_Lookup(Py_TYPE(self), pyname);
-        Py_XINCREF(mo);
-        Py_DECREF(pyname);
-        if (mo != NULL) {
-            PyObject *res = PyObject_Repr(mo);
-            Py_DECREF(mo);
-            if (res != NULL) {
-                return res;
-            }
-        }
-    }
-    PyErr_Clear();
-    if (module != NULL && PyUnicode_Check(module)) {
-        return PyUnicode_FromFormat("<built-in method %U.%s>", module, name);
-    }
-    return PyUnicode_FromFormat("<built-in method %s>", name);
-}
-
-/* cProfile's name for a C function (normalizeUserObj in Modules/_lsprof.c):
- * "<mod.name>" / "<name>" for a function without self, else the repr of the
- * attribute on type(self), else "<built-in method [mod.]name>"; a method
- * descriptor with its self (PTK_FLAG_UNBOUND_C) is named as its bound method. */
-static PyObject *
-tm_c_label(PyObject *obj, PyObject *cself)
-{
-    if (Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself != NULL) {
-        /* unbound (PTK_FLAG_UNBOUND_C): named as its bound method */
-        return tm_method_label(((PyMethodDescrObject *)obj)->d_method->ml_name,
-                               cself, NULL);
-    }
-    if (!PyCFunction_Check(obj)) {
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
-    }
-    PyCFunctionObject *fn = (PyCFunctionObject *)obj;
-    const char *name = fn->m_ml->ml_name;
-    if (fn->m_self == NULL) {
-        PyObject *mod = fn->m_module;
-        PyObject *modname = NULL;
-        if (mod != NULL && PyUnicode_Check(mod)) {
-            modname = Py_NewRef(mod);
-        }
-        else if (mod != NULL && PyModule_Check(mod)) {
-            modname = PyModule_GetNameObject(mod);
-            if (modname == NULL) {
-                PyErr_Clear();
-            }
-        }
-        if (modname != NULL) {
-            PyObject *res = NULL;
-            if (PyUnicode_CompareWithASCIIString(modname, "builtins") != 0) {
-                res = PyUnicode_FromFormat("<%U.%s>", modname, name);
-            }
-            Py_DECREF(modname);
-            if (res != NULL) {
-                return res;
-            }
-        }
-        return PyUnicode_FromFormat("<%s>", name);
-    }
-    return tm_method_label(name, fn->m_self, fn->m_module);
-}
-
 /* The shared record of a function, made on first sight. */
 static tm_func *
 tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
@@ -161,7 +93,7 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
     fn->key = key;
     fn->is_c = is_c;
     if (is_c) {
-        fn->label = tm_c_label(obj, cself);
+        fn->label = ptk_kit_c_label(obj, cself);
         if (fn->label == NULL) {
             return NULL;
         }

@@ -8,6 +8,7 @@
  */
 #include "timer.h"
 
+#include "../common/c_label.h"
 #include "../common/put_decimal.h"
 
 #include <stdlib.h>
@@ -66,18 +67,13 @@ tm_func_key(const tm_func *fn)
                          co->co_name);
 }
 
-/* "qualname (file:line)" for Python code, the cProfile name without its
- * angle brackets for C functions. */
+/* "qualname (file:line)" for Python code, the cProfile name as pstats
+ * prints it ("{method 'append' of 'list' objects}") for C functions. */
 static PyObject *
 tm_func_name(const tm_func *fn)
 {
     if (fn->is_c) {
-        Py_ssize_t n = PyUnicode_GetLength(fn->label);
-        if (n >= 2 && PyUnicode_READ_CHAR(fn->label, 0) == '<' &&
-            PyUnicode_READ_CHAR(fn->label, n - 1) == '>') {
-            return PyUnicode_Substring(fn->label, 1, n - 1);
-        }
-        return Py_NewRef(fn->label);
+        return ptk_kit_c_display(fn->label);
     }
     PyCodeObject *co = (PyCodeObject *)fn->code;
     return PyUnicode_FromFormat("%U (%U:%d)", co->co_qualname, co->co_filename,

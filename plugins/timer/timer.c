@@ -42,9 +42,10 @@ static const ptk_option_spec tm_options[] = {
     [OPT_CONTEXTS] = {"contexts", PTK_OPT_BOOL, "true",
                       "keep calling contexts (false: none is kept, and no "
                       "speedscope or folded file is written)", NULL},
-    [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "20000",
-                          "calling contexts kept; calls in new contexts past "
-                          "this are merged by caller and counted (0: no limit)",
+    [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "50000",
+                          "calling contexts in the flame graph files: the "
+                          "heaviest by time, the lighter ones merged by "
+                          "function under their kept caller (0: no limit)",
                           NULL},
     [OPT_SPEEDSCOPE] = {"speedscope", PTK_OPT_BOOL, "true",
                         "write timer.speedscope.json (calling contexts)", NULL},
@@ -167,7 +168,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
 {
     int merged = parent->merged || !st->contexts ||
                  (st->max_contexts > 0 &&
-                  st->ncontexts >= (size_t)st->max_contexts);
+                  st->ncontexts >= tm_record_limit(st->max_contexts));
     const void *anchor = parent;
     if (merged) {
         anchor = parent->stat != NULL ? (const void *)parent->stat
@@ -175,7 +176,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     }
     tm_node *n = tm__map_get(&th->nodes, anchor, key);
     if (n == NULL && merged && anchor != (const void *)parent) {
-        /* over max_contexts now, but this context was kept before */
+        /* over the recording limit now, but this context was kept before */
         n = tm__map_get(&th->nodes, parent, key);
     }
     if (n != NULL) {

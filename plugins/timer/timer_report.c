@@ -452,6 +452,8 @@ typedef struct tm_rtree {
     tm_map map; /* (parent+1, label+1) -> index */
     uint32_t deeper, merged; /* the labels of the two pseudo frames */
     uint64_t merged_edges, merged_ns;
+    size_t pruned;      /* contexts merged by tm_rtree_cap */
+    uint64_t pruned_ns; /* their own time */
 } tm_rtree;
 
 static void
@@ -568,6 +570,19 @@ tm_rtree_add_thread(tm_rtree *r, const tm_labels *L, const tm_thread *th,
     return 0;
 }
 
+static void
+tm_rtree_sum(tm_rtree *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        r->v[i].incl_ns = 0;
+    }
+    for (size_t i = r->n; i-- > 1;) {
+        r->v[i].incl_ns += r->v[i].self_ns;
+        r->v[r->v[i].parent].incl_ns += r->v[i].incl_ns;
+    }
+    r->v[0].incl_ns += r->v[0].self_ns;
+}
+
 /* The contexts of one thread (@p only >= 0) or of every thread, with the
  * inclusive time of each node. */
 static int
@@ -596,11 +611,103 @@ tm_rtree_build(tm_state *st, const tm_labels *L, long only, tm_rtree *r)
         PyErr_NoMemory();
         return -1;
     }
-    for (size_t i = r->n; i-- > 1;) {
-        r->v[i].incl_ns += r->v[i].self_ns;
-        r->v[r->v[i].parent].incl_ns += r->v[i].incl_ns;
+    tm_rtree_sum(r);
+    return 0;
+}
+
+typedef struct {
+    uint64_t incl;
+    uint32_t node;
+} tm_rweight;
+
+static int
+tm_rweight_cmp(const void *a, const void *b)
+{
+    const tm_rweight *x = a, *y = b;
+    if (x->incl != y->incl) {
+        return x->incl < y->incl ? 1 : -1;
     }
-    r->v[0].incl_ns += r->v[0].self_ns;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Which nodes to keep: the @p max heaviest by inclusive time (a parent
+ * weighs at least what its child does and comes first among equals, so
+ * the set holds every kept node's callers). NULL when out of memory. */
+static char *
+tm_rtree_heaviest(const tm_rtree *r, size_t max)
+{
+    tm_rweight *w = malloc((r->n - 1) * sizeof(*w));
+    char *keep = calloc(r->n, 1);
+    if (w == NULL || keep == NULL) {
+        free(w);
+        free(keep);
+        return NULL;
+    }
+    for (size_t i = 1; i < r->n; i++) {
+        w[i - 1] = (tm_rweight){r->v[i].incl_ns, (uint32_t)i};
+    }
+    qsort(w, r->n - 1, sizeof(*w), tm_rweight_cmp);
+    keep[0] = 1;
+    for (size_t k = 0; k < max; k++) {
+        keep[w[k].node] = 1;
+    }
+    free(w);
+    for (size_t i = 1; i < r->n; i++) {
+        keep[i] = keep[i] && keep[r->v[i].parent];
+    }
+    return keep;
+}
+
+/* Keeps the @p max heaviest contexts of @p r (by inclusive time); the
+ * lighter ones become one "[merged contexts]" frame under their nearest kept
+ * caller, so every kept frame keeps its width and the file at most about
+ * twice @p max nodes. 0, or -1 when out of memory (@p r unchanged). */
+static int
+tm_rtree_cap(tm_rtree *r, int64_t max)
+{
+    if (max <= 0 || r->n - 1 <= (size_t)max) {
+        return 0;
+    }
+    char *keep = tm_rtree_heaviest(r, (size_t)max);
+    uint32_t *to = malloc(r->n * sizeof(*to));  /* node in the new tree */
+    uint32_t *anc = malloc(r->n * sizeof(*anc)); /* its kept caller's */
+    tm_rtree nr;
+    memset(&nr, 0, sizeof(nr));
+    nr.deeper = r->deeper;
+    nr.merged = r->merged;
+    nr.merged_edges = r->merged_edges;
+    nr.merged_ns = r->merged_ns;
+    nr.cap = (size_t)max + 1024;
+    nr.v = calloc(nr.cap, sizeof(*nr.v));
+    int bad = keep == NULL || to == NULL || anc == NULL || nr.v == NULL;
+    nr.n = 1;
+    to[0] = anc[0] = 0;
+    for (size_t i = 1; !bad && i < r->n; i++) {
+        uint32_t p = r->v[i].parent;
+        if (keep[i]) {
+            to[i] = anc[i] = tm_rtree_child(&nr, to[p], r->v[i].label);
+        }
+        else {
+            anc[i] = keep[p] ? to[p] : anc[p];
+            to[i] = tm_rtree_child(&nr, anc[i], nr.merged);
+            nr.pruned++;
+            nr.pruned_ns += r->v[i].self_ns;
+        }
+        bad = to[i] == (uint32_t)-1;
+        if (!bad) {
+            nr.v[to[i]].self_ns += r->v[i].self_ns;
+        }
+    }
+    free(keep);
+    free(to);
+    free(anc);
+    if (bad) {
+        tm_rtree_clear(&nr);
+        return -1;
+    }
+    tm_rtree_sum(&nr);
+    tm_rtree_clear(r);
+    *r = nr;
     return 0;
 }
 
@@ -867,6 +974,17 @@ tm_write_flame(tm_state *st, const tm_labels *L, long only, const char *prefix,
     if (tm_rtree_build(st, L, only, &r) != 0) {
         return PTK_EPYTHON;
     }
+    size_t recorded = r.n - 1;
+    if (tm_rtree_cap(&r, st->max_contexts) != 0) {
+        tm_rtree_clear(&r);
+        PyErr_NoMemory();
+        return PTK_EPYTHON;
+    }
+    if (only < 0) {
+        st->flame_kept = recorded - r.pruned;
+        st->flame_merged = r.pruned;
+        st->flame_merged_ns = r.pruned_ns;
+    }
     int rc = PTK_OK;
     if (st->speedscope) {
         snprintf(name, sizeof(name), "%s.speedscope.json", prefix);
@@ -1047,14 +1165,18 @@ tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
                         "\"max_depth\":%llu,\"unmatched_returns\":%llu,"
                         "\"resynced_frames\":%llu,\n\"calling_contexts\":{"
                         "\"kept\":%s,\"max_contexts\":%lld,\"contexts\":%zu,"
-                        "\"written\":%zu,\"merged_edges\":%llu,\"merged_ns\":%llu},\n",
+                        "\"written\":%zu,\"merged_edges\":%llu,\"merged_ns\":%llu,"
+                        "\"kept_contexts\":%zu,\"merged_contexts\":%zu,"
+                        "\"merged_contexts_ns\":%llu},\n",
                      run != NULL ? "" : "{",
                      st->cpu_clock ? "cpu" : "wall", st->builtins ? "true" : "false",
                      st->per_thread ? "true" : "false", args->elapsed_s,
                      (unsigned long long)max_depth, (unsigned long long)unmatched,
                      (unsigned long long)resynced, st->contexts ? "true" : "false",
                      (long long)st->max_contexts, st->ncontexts, written,
-                     (unsigned long long)medges, (unsigned long long)mns) >= 0 &&
+                     (unsigned long long)medges, (unsigned long long)mns,
+                     st->flame_kept, st->flame_merged,
+                     (unsigned long long)st->flame_merged_ns) >= 0 &&
              tm_json_figures(f, L, all) == 0 && fputs(",\n\"threads\":[", f) != EOF;
     int first = 1;
     for (size_t i = 0; ok && i < st->nthreads; i++) {
@@ -1152,9 +1274,21 @@ tm_summary(tm_state *st, const tm_labels *L, const tm_view *v,
     tm_merged_counts(st, &medges, &mns);
     if (st->contexts && medges > 0) {
         fprintf(out,
-                "timer: %zu calling contexts kept (max_contexts=%lld); %.6f s "
-                "in newer contexts is shown merged by caller\n",
-                st->ncontexts, (long long)st->max_contexts, (double)mns * 1e-9);
+                "timer: %zu calling contexts recorded (the most kept at run "
+                "time); %.6f s in newer contexts is shown merged by caller\n",
+                st->ncontexts, (double)mns * 1e-9);
+    }
+    if (st->contexts && st->flame_merged > 0) {
+        fprintf(out,
+                "timer: the flame graph keeps the %zu heaviest calling "
+                "contexts (max_contexts=%lld); %.6f s (%.1f%%) in %zu lighter "
+                "ones is shown under [merged contexts]\n",
+                st->flame_kept, (long long)st->max_contexts,
+                (double)st->flame_merged_ns * 1e-9,
+                v->total_ns ? 100.0 * (double)st->flame_merged_ns /
+                                  (double)v->total_ns
+                            : 0.0,
+                st->flame_merged);
     }
     if (st->top == 0 || L->n == 0) {
         return;

@@ -445,6 +445,58 @@ def case_sigkill_rerun(tmp):
     check_set(out, json.load(open(os.path.join(out, "run.json")))["run"]["pid"], {"work": 3})
 
 
+LATE = """\
+import subprocess, sys
+def parent_work(): pass
+child = '''
+import atexit, sys, time
+def child_work(): pass
+for _ in range(4): child_work()
+atexit.register(time.sleep, float(sys.argv[1]))  # runs before the report
+'''
+parent_work()
+p = subprocess.Popen([sys.executable, "-c", child, sys.argv[1]],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(p.pid, flush=True)
+# no wait: the program ends while the child has not written its report
+"""
+
+
+def case_late_child(tmp):
+    """The command waits for a followed child that is still writing."""
+    p, out = run(tmp, LATE, ["1.5"])
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    child = int(p.stdout.split()[0])
+    kids = children(out)
+    if not FOLLOW:
+        check(kids == [], f"an unfollowed child wrote {kids}")
+        wait_gone(child)
+        return
+    check([pid_of(k) for k in kids] == [child], f"child directories {kids}")
+    # right after the command returned: complete
+    check_set(kids[0], child, {"parent_work": 0, "child_work": 4})
+    check("no complete report" not in p.stderr, p.stderr)
+
+
+def case_stuck_child(tmp):
+    """A followed child that outlives the wait is named, the wait bounded."""
+    t0 = time.time()
+    p, out = run(tmp, LATE, ["60"], env={"PYTRACEKIT_CHILD_WAIT": "1"})
+    spent = time.time() - t0
+    child = int(p.stdout.split()[0])
+    try:
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+        check(spent < 20, f"the command took {spent:.1f} s")
+        # named, with or without its directory made yet
+        said = [ln for ln in p.stderr.splitlines()
+                if ln.startswith(f"pytracekit: followed child {child} has no ")
+                and "still running after the wait" in ln]
+        check(len(said) == 1, f"child {child} not named once in:\n{p.stderr}")
+    finally:
+        os.kill(child, signal.SIGKILL)
+        wait_gone(child)
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")
@@ -475,6 +527,10 @@ def main():
             case_report_fails(tmp)
         elif CASE == "sigkill_rerun":
             case_sigkill_rerun(tmp)
+        elif CASE == "late_child":
+            case_late_child(tmp)
+        elif CASE == "stuck_child":
+            case_stuck_child(tmp)
         else:
             fail(f"unknown case {CASE}")
     print("ok", CASE, "follow" if FOLLOW else "")

@@ -497,6 +497,32 @@ def case_stuck_child(tmp):
         wait_gone(child)
 
 
+def case_manifest(tmp):
+    """run.json lists every file and directory the run wrote, also those a
+    plugin writes itself (the timeline's trace, coverage's html/), and
+    nothing an earlier run left."""
+    out = os.path.join(tmp, "out")
+    os.makedirs(out)
+    old = os.path.join(out, "earlier.json")
+    with open(old, "w") as f:
+        f.write("{}")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write("def work(): pass\nfor _ in range(3): work()\n")
+    p = run_cli(["-p", "counter:top=0", "-p", "timeline", "-p",
+                 "coverage:html=true", "-o", out, prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    with open(os.path.join(out, "run.json")) as f:
+        files = json.load(f)["files"]
+    want = {n + "/" if os.path.isdir(os.path.join(out, n)) else n
+            for n in os.listdir(out)} - {"run.json", "earlier.json"}
+    check(len(files) == len(set(files)), f"listed twice: {files}")
+    check(set(files) == want, f"run.json lists {sorted(files)}, the run wrote {sorted(want)}")
+    for must in ("timeline.perfetto-trace", "html/", "coverage.json"):
+        check(must in files, f"{must} not in {files}")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")
@@ -527,6 +553,8 @@ def main():
             case_report_fails(tmp)
         elif CASE == "sigkill_rerun":
             case_sigkill_rerun(tmp)
+        elif CASE == "manifest":
+            case_manifest(tmp)
         elif CASE == "late_child":
             case_late_child(tmp)
         elif CASE == "stuck_child":

@@ -46,6 +46,8 @@ typedef struct {
     size_t n;
 } child_dirs;
 static child_dirs follow_before;
+static const char *report_dir; /* -o DIR */
+static long main_pid;          /* the process the command started as */
 static void close_inherited(void);
 static void wait_for_children(const char *outdir, const child_dirs *before);
 
@@ -484,6 +486,10 @@ finish(PyObject *self, PyObject *unused)
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
+        if ((long)getpid() == main_pid) {
+            fprintf(stderr, "pytracekit: reports in %s/ (run.json lists them)\n",
+                    report_dir);
+        }
         /* A Ctrl-C held while the reports were written is pending now. */
         if (PyErr_CheckSignals() < 0) {
             if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
@@ -823,8 +829,7 @@ main(int argc, char **argv)
             break;
         }
         else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "pytracekit: unknown option '%s'\n", a);
-            usage(stderr);
+            fprintf(stderr, "pytracekit: unknown option '%s' (see --help)\n", a);
             return EXIT_USAGE;
         }
         else {
@@ -842,8 +847,8 @@ main(int argc, char **argv)
         return 0;
     }
     if (i >= argc) {
-        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE)\n");
-        usage(stderr);
+        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; "
+                "see --help)\n");
         return EXIT_USAGE;
     }
     if (nplugins == 0) {
@@ -945,6 +950,8 @@ main(int argc, char **argv)
         follow_outdir = outdir;
         child_dirs_read(outdir, &follow_before);
     }
+    report_dir = outdir;
+    main_pid = (long)getpid();
     on_exit(exit_status_hook, NULL);
     int status = Py_RunMain(); /* runs the program, then finalises */
     if (status == 0 && report_failed) {

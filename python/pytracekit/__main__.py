@@ -105,7 +105,7 @@ def parse(argv):
             rest = i
             break
         elif a.startswith("-") and a != "-":
-            raise Usage(f"unknown option '{a}'", show_usage=True)
+            raise Usage(f"unknown option '{a}' (see --help)")
         else:
             rest = i
             break
@@ -117,8 +117,7 @@ def parse(argv):
         return o
     if o["mode"] is None:
         if rest >= n:
-            raise Usage("no program given (SCRIPT, -m MODULE or -c CODE)",
-                        show_usage=True)
+            raise Usage("no program given (SCRIPT, -m MODULE or -c CODE; see --help)")
         o["target"] = argv[rest]
         rest += 1
     o["args"] = list(argv[rest:])
@@ -205,6 +204,12 @@ def _is_zip(path):
         return False
 
 
+def module_usage():
+    """The command's usage text, as `python -m pytracekit`."""
+    return (_c._usage.replace("usage: pytracekit", "usage: python -m pytracekit")
+            .replace("\n       pytracekit ", "\n       python -m pytracekit "))
+
+
 def main(argv=None):
     """Runs the command; returns an exit status, or raises what the program
     raised (SystemExit, KeyboardInterrupt, an uncaught exception)."""
@@ -216,14 +221,12 @@ def main(argv=None):
         o = parse(argv)
     except Usage as e:
         print(f"pytracekit: {e}", file=sys.stderr)
-        if e.show_usage:
-            sys.stderr.write(_c._usage)
         return EXIT_USAGE
     if o["action"] == "version":
         print(f"pytracekit {_c.version()} (built for Python {_c._built_for})")
         return 0
     if o["action"] == "help":
-        sys.stdout.write(_c._usage)
+        sys.stdout.write(module_usage())
         return 0
     if o["action"] == "list":
         list_plugins(o["plugin_path"])
@@ -241,6 +244,7 @@ def main(argv=None):
         return EXIT_USAGE
 
     status = {"code": None}  # the program's exit status, once known
+    main_pid = os.getpid()  # a forked child reports into its pid-N/
 
     def finish():
         if session.running:
@@ -249,6 +253,9 @@ def main(argv=None):
         session.report()
         failed = session.failures > before
         session.close()
+        if os.getpid() == main_pid:
+            print(f"pytracekit: reports in {o['output']}/ (run.json lists them)",
+                  file=sys.stderr)
         if failed and status["code"] == 0:
             # as the command: a report that could not be written turns
             # the program's 0 into EXIT_REPORT_FAILED

@@ -171,9 +171,22 @@ class Informational(Case):
 
     def test_help(self):
         for a in ("--help", "-h"):
-            c, _ = self.both(a)
-            self.assertEqual(c.returncode, 0)
-            self.assertTrue(c.stdout.startswith("usage: pytracekit"))
+            c = self.run_one([T.CLI, a], "out-cmd")
+            m = self.run_one([T.PYTHON, "-m", "pytracekit", a], "out-mod")
+            self.assertEqual((c.returncode, m.returncode), (0, 0))
+            self.assertTrue(c.stdout.startswith("usage: pytracekit "))
+            # the module names itself as it is run, the rest the same
+            self.assertTrue(m.stdout.startswith("usage: python -m pytracekit "), m.stdout)
+            self.assertNotIn("\n       pytracekit ", m.stdout)
+            self.assertEqual(m.stdout.replace("python -m pytracekit", "pytracekit"),
+                             c.stdout)
+
+    def test_says_where_the_reports_are(self):
+        c, m = self.both("prog.py", reports=True)
+        self.assertEqual(c.stderr.splitlines()[-1],
+                         "pytracekit: reports in out-cmd/ (run.json lists them)")
+        self.assertEqual(m.stderr.splitlines()[-1],
+                         "pytracekit: reports in out-mod/ (run.json lists them)")
 
     def test_list_plugins(self):
         c, _ = self.both("--list-plugins")
@@ -193,10 +206,13 @@ class Errors(Case):
 
     def test_unknown_option(self):
         c = self.usage_error("--bogus", "prog.py", message="pytracekit: unknown option '--bogus'")
-        self.assertIn("usage: pytracekit", c.stderr)
+        # one line, not the whole help
+        self.assertEqual(c.stderr, "pytracekit: unknown option '--bogus' (see --help)\n")
 
     def test_no_program(self):
-        self.usage_error(message="pytracekit: no program given")
+        c = self.usage_error(message="pytracekit: no program given")
+        self.assertEqual(c.stderr.count("\n"), 1, c.stderr)
+        self.assertIn("see --help", c.stderr)
         self.usage_error("-p", "counter", message="pytracekit: no program given")
         self.usage_error("--", message="pytracekit: no program given")
 

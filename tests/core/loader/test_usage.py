@@ -92,7 +92,7 @@ def backend_valid():
 def no_program():
     with Scratch("noprog") as s:
         for args in ([], ["-p", "counter"], ["-o", s.join("out")], ["--threads", "all"], ["--"]):
-            usage_error(s, args, ["pytracekit: no program given (SCRIPT, -m MODULE or -c CODE)"],
+            usage_error(s, args, ["pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; see --help)"],
                         usage=True)
 
 

@@ -231,6 +231,11 @@ class Errors(Case):
 
     def test_bad_plugin(self):
         self.usage_error("-p", "nosuch", "prog.py", message="plugin 'nosuch' not found")
+        c = self.usage_error("-p", "timr", "prog.py", message="; did you mean 'timer'?")
+        # only directories that exist are named as searched
+        looked = c.stderr.split(" in ", 1)[1].split(";")[0].split(", ")
+        self.assertTrue(looked and all(os.path.isdir(d) for d in looked), looked)
+        self.assertNotIn("did you mean", self.both("-p", "nosuch", "prog.py")[0].stderr)
         self.usage_error("-p", "timer:bogus=1", "prog.py", message="unknown option 'bogus'")
 
 

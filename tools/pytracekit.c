@@ -512,6 +512,7 @@ static PyMethodDef finish_def = {"_pytracekit_finish", finish, METH_NOARGS,
  * -c, the start is the exec of the command's own code ("<string>"): in
  * between, 3.13 imports linecache to keep the command's source. */
 static int command_pending;
+static char *script_pending; /* a script's real path, until its code runs */
 
 static int
 start_now(void)
@@ -540,6 +541,27 @@ program_starts(const char *event, PyObject *args, void *data)
 {
     (void)data;
     if (program_started || session == NULL) {
+        return 0;
+    }
+    if (script_pending != NULL) {
+        if (strcmp(event, "exec") == 0 && PyTuple_Check(args) &&
+            PyTuple_GET_SIZE(args) >= 1 && PyCode_Check(PyTuple_GET_ITEM(args, 0))) {
+            PyObject *bytes = NULL;
+            char *real = NULL;
+            if (PyUnicode_FSConverter(
+                    ((PyCodeObject *)PyTuple_GET_ITEM(args, 0))->co_filename, &bytes)) {
+                real = realpath(PyBytes_AS_STRING(bytes), NULL);
+            }
+            Py_XDECREF(bytes);
+            PyErr_Clear();
+            int mine = real != NULL && strcmp(real, script_pending) == 0;
+            free(real);
+            if (mine) {
+                free(script_pending);
+                script_pending = NULL;
+                return start_now();
+            }
+        }
         return 0;
     }
     if (command_pending) {
@@ -573,8 +595,20 @@ program_starts(const char *event, PyObject *args, void *data)
             Py_DECREF(bytes);
             return 0;
         }
+        /* A source script: the start is the exec of its code, after the
+         * interpreter's own work for it (a SourceFileLoader for
+         * __main__.__loader__), which is no more the program's than the
+         * runner's under cProfile. A .pyc holds another file name. */
+        const char *f = bytes != NULL ? PyBytes_AS_STRING(bytes) : NULL;
+        size_t n = f != NULL ? strlen(f) : 0;
+        if (f != NULL && !(n > 4 && strcmp(f + n - 4, ".pyc") == 0)) {
+            script_pending = realpath(f, NULL);
+        }
         Py_XDECREF(bytes);
         PyErr_Clear();
+        if (script_pending != NULL) {
+            return 0;
+        }
     }
     return start_now();
 }

@@ -151,6 +151,14 @@ def _fresh_main(filename=None):
     return main
 
 
+def _start(session):
+    """Starts the session; at exit it is stopped first, by the C method
+    itself, so that no frame of this runner (its atexit callback) gets into
+    the program's profile."""
+    atexit.register(session.stop)
+    session.start()
+
+
 def _run(o, session):
     """Runs the program as `python` would, with the session started."""
     mode, target, args = o["mode"], o["target"], o["args"]
@@ -159,13 +167,13 @@ def _run(o, session):
         sys.path[0] = ""
         main = _fresh_main()
         code = compile(target, "<string>", "exec")
-        session.start()
+        _start(session)
         exec(code, main.__dict__)
     elif mode == "-m":
         import runpy
         sys.argv = ["-m"] + args
         sys.path[0] = os.getcwd()
-        session.start()
+        _start(session)
         runpy._run_module_as_main(target, alter_argv=True)
     else:
         sys.argv = [target] + args
@@ -173,7 +181,7 @@ def _run(o, session):
         if os.path.isdir(target) or not target.endswith(".py") and _is_zip(target):
             import runpy  # a directory or zip with __main__.py: as python
             sys.path[0] = path  # runs it (pymain_run_python)
-            session.start()
+            _start(session)
             runpy._run_module_as_main("__main__", alter_argv=False)
             return
         try:
@@ -192,7 +200,7 @@ def _run(o, session):
         filename = target if target == "<stdin>" else path
         main = _fresh_main(None if target == "<stdin>" else filename)
         code = compile(source, filename, "exec")
-        session.start()
+        _start(session)
         exec(code, main.__dict__)
 
 
@@ -270,6 +278,7 @@ def main(argv=None):
         if session.running:  # the program ran: its own error
             raise
         atexit.unregister(finish)
+        atexit.unregister(session.stop)
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as e:

@@ -148,6 +148,19 @@ class Arguments(Case):
         self.same_reports()
 
 
+    def test_runner_frames_are_not_the_programs(self):
+        # neither the interpreter's work for the script (importlib's
+        # FileLoader.__init__ for __main__.__loader__) nor the module's
+        # atexit callback is in the program's profile
+        c, _ = self.both("prog.py", reports=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        for out in ("out-cmd", "out-mod"):
+            with open(os.path.join(self.dir, out, "counter.json")) as f:
+                funcs = json.load(f)["functions"]
+            files = {f["file"] for f in funcs if f["kind"] == "python"}
+            self.assertTrue(files and all(f.startswith(self.dir + os.sep) for f in files),
+                            (out, sorted(files)))
+
     def test_filter_options(self):
         # the program's own file only, two frames deep (the last --max-depth):
         # the same filter from both, so the same (filtered) reports

@@ -383,11 +383,27 @@ def _cover(lines_hit, lines, branches_hit, branches):
     return _round(percent_covered(lines_hit, lines, branches_hit, branches))
 
 
-def summary_text(data):
+SHORT_ROWS = 20
+
+
+def summary_short(data):
+    """The summary for a terminal: with more than SHORT_ROWS files, the
+    SHORT_ROWS least covered (the most missed first among equals) and a
+    line saying where the whole table is (coverage.txt)."""
+    return summary_text(data, SHORT_ROWS)
+
+
+def summary_text(data, limit=None):
     stats = _stats(data)
     branch = bool(data["meta"].get("branch"))
     rows = []
-    for fs in stats:
+    shown = stats
+    if limit is not None and len(stats) > limit:
+        order = sorted(stats, key=lambda fs: (
+            _cover(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches),
+            -len(fs.missed), _display_name(fs.path)))
+        shown = order[:limit]
+    for fs in shown:
         row = [_display_name(fs.path), str(fs.nlines), str(len(fs.missed))]
         if branch:
             row += [str(fs.nbranches), str(fs.nbranches_partial)]
@@ -411,6 +427,9 @@ def summary_text(data):
 
     rule = "-" * len(fmt(head))
     lines = [fmt(head), rule] + [fmt(r) for r in rows] + [rule, fmt(total)]
+    if len(shown) < len(stats):
+        lines[1:1] = ["(the %d least covered of %d files; all of them in "
+                      "coverage.txt)" % (len(shown), len(stats))]
     return "".join(line + "\n" for line in lines)
 
 

@@ -636,7 +636,8 @@ tm_rweight_cmp(const void *a, const void *b)
 static char *
 tm_rtree_heaviest(const tm_rtree *r, size_t max)
 {
-    tm_rweight *w = malloc((r->n - 1) * sizeof(*w));
+    size_t nw = r->n > 1 ? r->n - 1 : 1;
+    tm_rweight *w = malloc(nw * sizeof(*w));
     char *keep = calloc(r->n, 1);
     if (w == NULL || keep == NULL) {
         free(w);
@@ -665,7 +666,7 @@ tm_rtree_heaviest(const tm_rtree *r, size_t max)
 static int
 tm_rtree_cap(tm_rtree *r, int64_t max)
 {
-    if (max <= 0 || r->n - 1 <= (size_t)max) {
+    if (max <= 0 || r->n < 2 || r->n - 1 <= (size_t)max) {
         return 0;
     }
     char *keep = tm_rtree_heaviest(r, (size_t)max);

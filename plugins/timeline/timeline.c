@@ -1089,6 +1089,11 @@ tl_report(void *state, const ptk_report_args *args)
             st->path, (unsigned long long)st->events,
             (unsigned long long)st->out.written,
             (unsigned long long)st->dropped_total, st->ntasks);
+    if (strcmp(st->fmt->filename, "timeline.json") == 0) {
+        fprintf(args->summary,
+                "timeline: Perfetto's format (format=perfetto, the default) "
+                "holds the same in about a quarter of the bytes\n");
+    }
     if (st->dropped_total > 0) {
         fprintf(args->summary,
                 "timeline: %llu events dropped in %llu gaps (marked in the "

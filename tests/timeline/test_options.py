@@ -59,5 +59,17 @@ def bad():
                 "%s: a file was left behind" % opts)
 
 
-{"min_duration": min_duration, "max_depth": max_depth, "bad": bad}[case]()
+def size_note():
+    # the JSON trace is about four times the Perfetto one: the run says so
+    sizes = {}
+    for f in ("json", "perfetto"):
+        outdir, p = U.run(script, "format=%s" % f, args=(2000,))
+        said = "Perfetto's format (format=perfetto, the default) holds the same" in p.stderr
+        U.check(said == (f == "json"), "format=%s: %r" % (f, p.stderr))
+        sizes[f] = os.path.getsize(os.path.join(outdir, U.FILES[f]))
+    U.check(sizes["json"] > 3 * sizes["perfetto"], "sizes %s" % sizes)
+
+
+{"min_duration": min_duration, "max_depth": max_depth, "bad": bad,
+ "size_note": size_note}[case]()
 print("OK:", case, fmt)

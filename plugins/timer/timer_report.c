@@ -1004,6 +1004,27 @@ tm_write_flame(tm_state *st, const tm_labels *L, long only, const char *prefix,
     return rc;
 }
 
+/* "timer.thread-N-NAME": the thread's index (unique) and its name, cut to
+ * 32 bytes, with what a file name should not hold as '_'. */
+static void
+tm_thread_prefix(tm_state *st, char *buf, size_t size, const tm_thread *th)
+{
+    /* the name the thread has now: it may have had none when first seen */
+    const ptk_thread *t = st->host->thread_at(th->index);
+    const char *tname = t != NULL && t->name != NULL && t->name[0] ? t->name : th->name;
+    char name[33];
+    size_t n = 0;
+    for (const char *p = tname ? tname : ""; *p && n < 32; p++) {
+        unsigned char c = (unsigned char)*p;
+        name[n++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
+                        ? (char)c
+                        : '_';
+    }
+    name[n] = '\0';
+    snprintf(buf, size, n ? "timer.thread-%u-%s" : "timer.thread-%u%s", th->index, name);
+}
+
 /* ---- timer.json ---------------------------------------------------------- */
 
 /* Written as it goes, one function or edge a line, not built as Python
@@ -1402,11 +1423,11 @@ tm__report(tm_state *st, const ptk_report_args *args)
         }
         if (st->per_thread) {
             tm_view v;
-            char prefix[48];
+            char prefix[64];
             if (tm_view_build(st, &L, (long)i, &v) != 0) {
                 goto done;
             }
-            snprintf(prefix, sizeof(prefix), "timer.thread-%u", th->index);
+            tm_thread_prefix(st, prefix, sizeof(prefix), th);
             rc = tm_write_view(st, &L, &v, prefix);
             if (rc == PTK_OK) {
                 rc = tm_write_flame(st, &L, (long)i, prefix, NULL);

@@ -523,6 +523,45 @@ def case_manifest(tmp):
         check(must in files, f"{must} not in {files}")
 
 
+SESSION_CHILD = """\
+import os, subprocess, sys, time
+import pytracekit
+out = sys.argv[1]
+child = '''
+import atexit, time
+atexit.register(time.sleep, 1.0)
+'''
+s = pytracekit.Session(["counter:top=0"], output_dir=out, follow_children=True)
+s.start()
+p = subprocess.Popen([sys.executable, "-c", child],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+end = time.time() + 60
+while not os.path.isdir(os.path.join(out, "pid-%d" % p.pid)) and time.time() < end:
+    time.sleep(0.01)
+s.stop()
+print(p.pid, flush=True)
+s.report()
+s.close()
+p.wait()
+"""
+
+
+def case_session_child(tmp):
+    """Session.stop() with follow_children names a child still running."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write(SESSION_CHILD)
+    out = os.path.join(tmp, "out")
+    p = subprocess.run([PYTHON, prog, out], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, p.stderr)
+    child = int(p.stdout.split()[0])
+    want = (f"pytracekit: followed child {child} is still running: its report will "
+            f"be in {out}/pid-{child} when it ends")
+    check(want in p.stderr, f"wanted {want!r} in:\\n{p.stderr}")
+    # and it does, once it has ended
+    check(os.path.exists(os.path.join(out, f"pid-{child}", "run.json")), "no report")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")
@@ -553,6 +592,8 @@ def main():
             case_report_fails(tmp)
         elif CASE == "sigkill_rerun":
             case_sigkill_rerun(tmp)
+        elif CASE == "session_child":
+            case_session_child(tmp)
         elif CASE == "manifest":
             case_manifest(tmp)
         elif CASE == "late_child":

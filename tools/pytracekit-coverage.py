@@ -524,11 +524,11 @@ def html_pages(data):
         "<table class=\"index\" id=\"index\">\n<thead><tr>%s</tr></thead>\n<tbody>\n%s\n"
         "</tbody>\n</table>" % (len(stats), head, "\n".join(body)))}
     for fs in stats:
-        pages[names[fs.path]] = _html_file(fs, branch, cells)
+        pages[names[fs.path]] = _html_file(fs, branch, cells, head)
     return pages
 
 
-def _html_file(fs, branch, cells):
+def _html_file(fs, branch, cells, head):
     src = _read_source(fs.path)
     maxline = max([len(src or [])] + fs.lines)
     lines = set(fs.lines)
@@ -547,8 +547,11 @@ def _html_file(fs, branch, cells):
         out.append("<p id=\"t%d\"%s><span class=\"n\">%d</span>%s%s</p>"
                    % (n, " class=\"%s\"" % cls if cls else "", n, _h(text) or " ", ann))
     pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
-    summary = ("<table class=\"index\" id=\"summary\"><tr>%s</tr></table>"
-               % cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc))
+    # the index's columns, their names above the figures
+    summary = ("<table class=\"index\" id=\"summary\"><thead><tr>%s</tr></thead>"
+               "<tr>%s</tr></table>"
+               % (head.replace("<th>File</th>", ""),
+                  cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc)))
     note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
     return _html_doc(
         _display_name(fs.path),

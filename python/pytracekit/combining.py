@@ -35,8 +35,9 @@ from . import _coverage_format as covfmt
 
 REPORTS = ("counter.json", "timer.pstats", "timer.folded", "timer.speedscope.json",
            "timer.json", "coverage.json")
-# written again from coverage.json, so combined with it
-DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt")
+# written again from coverage.json, so combined with it; and a followed
+# child's human summaries, which are no report
+DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt", "summary.txt")
 
 
 class CombineError(Exception):

@@ -124,7 +124,6 @@ void *tl__map_get(const tl_map *m, const void *a, uintptr_t b);
 int tl__map_put(tl_map *m, const void *a, uintptr_t b, void *value);
 void tl__map_free(tl_map *m);
 
-char *tl__json_quote(const char *s, size_t n); /* malloc'd "..." or NULL */
 
 /* ---- tracks, frames, threads, tasks ------------------------------------- */
 

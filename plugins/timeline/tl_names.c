@@ -5,6 +5,7 @@
  */
 #include "timeline.h"
 #include "../common/c_label.h"
+#include "../common/json_quote.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -82,35 +83,6 @@ tl__map_free(tl_map *m)
     memset(m, 0, sizeof(*m));
 }
 
-/* ---- JSON strings ------------------------------------------------------- */
-
-char *
-tl__json_quote(const char *s, size_t n)
-{
-    char *out = malloc(n * 6 + 3);
-    if (out == NULL) {
-        return NULL;
-    }
-    char *p = out;
-    *p++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            *p++ = '\\';
-            *p++ = (char)c;
-        }
-        else if (c < 0x20) {
-            p += sprintf(p, "\\u%04x", c);
-        }
-        else {
-            *p++ = (char)c;
-        }
-    }
-    *p++ = '"';
-    *p = '\0';
-    return out;
-}
-
 /* ---- names -------------------------------------------------------------- */
 
 static int
@@ -122,7 +94,7 @@ tl_set_text(tl_name *n, PyObject *text)
         return -1;
     }
     n->text = malloc((size_t)len + 1);
-    n->json = tl__json_quote(u, (size_t)len);
+    n->json = ptk_kit_json_quote(u, (size_t)len);
     if (n->text == NULL || n->json == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -135,7 +107,7 @@ int
 tl__name_label(tl_name *n, const char *text)
 {
     n->text = strdup(text);
-    n->json = tl__json_quote(text, strlen(text));
+    n->json = ptk_kit_json_quote(text, strlen(text));
     n->kind = TL_NAME_OTHER;
     return n->text && n->json ? 0 : -1;
 }
@@ -164,7 +136,7 @@ tl_file_get(tl_state *st, PyObject *filename)
     }
     f = calloc(1, sizeof(*f));
     if (f == NULL || (f->text = strdup(u)) == NULL ||
-        (f->json = tl__json_quote(u, (size_t)len)) == NULL ||
+        (f->json = ptk_kit_json_quote(u, (size_t)len)) == NULL ||
         tl__map_put(&st->files, filename, 0, f) != 0) {
         if (f != NULL) {
             free(f->text);

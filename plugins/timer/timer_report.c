@@ -9,6 +9,7 @@
 #include "timer.h"
 
 #include "../common/c_label.h"
+#include "../common/json_quote.h"
 #include "../common/put_decimal.h"
 
 #include <stdlib.h>
@@ -884,37 +885,6 @@ tm_ss_visit(void *arg, const tm_rtree *r, uint32_t node, int in, size_t depth)
     return rc < 0 ? -1 : 0;
 }
 
-/* Writes @p s as a JSON string: the runs that need no escape in one
- * fwrite each (a report has thousands of file names; a call per
- * character cost tens of millions of instructions). */
-static int
-tm_json_str(FILE *f, const char *s)
-{
-    if (fputc('"', f) == EOF) {
-        return -1;
-    }
-    const unsigned char *p = (const unsigned char *)s;
-    for (;;) {
-        const unsigned char *run = p;
-        while (*p >= 0x20 && *p != '"' && *p != '\\') {
-            p++;
-        }
-        if (p > run && fwrite(run, 1, (size_t)(p - run), f) != (size_t)(p - run)) {
-            return -1;
-        }
-        if (*p == 0) {
-            break;
-        }
-        int rc = *p == '"' || *p == '\\' ? fprintf(f, "\\%c", *p)
-                                         : fprintf(f, "\\u%04x", *p);
-        if (rc < 0) {
-            return -1;
-        }
-        p++;
-    }
-    return fputc('"', f) == EOF ? -1 : 0;
-}
-
 static int
 tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
                     const char *filename, const char *title)
@@ -928,11 +898,11 @@ tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
                    "file-format-schema.json\",\n\"exporter\":\"pytracekit timer\",\n"
                    "\"name\":",
                    f) != EOF &&
-             tm_json_str(f, title) == 0 &&
+             ptk_kit_json_write(f, title) == 0 &&
              fputs(",\n\"shared\":{\"frames\":[", f) != EOF;
     for (size_t i = 0; ok && i < L->n + 2; i++) {
         ok = fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f) != EOF &&
-             tm_json_str(f, tm_rname(L, r, (uint32_t)i)) == 0;
+             ptk_kit_json_write(f, tm_rname(L, r, (uint32_t)i)) == 0;
         if (ok && i < L->n) {
             PyObject *key = PyList_GET_ITEM(L->keys, i);
             const char *file = PyUnicode_AsUTF8(PyTuple_GET_ITEM(key, 0));
@@ -941,14 +911,14 @@ tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
                 PyErr_Clear();
             }
             else if (strcmp(file, "~") != 0) {
-                ok = fputs(",\"file\":", f) != EOF && tm_json_str(f, file) == 0 &&
+                ok = fputs(",\"file\":", f) != EOF && ptk_kit_json_write(f, file) == 0 &&
                      fprintf(f, ",\"line\":%ld", line) >= 0;
             }
         }
         ok = ok && fputc('}', f) != EOF;
     }
     ok = ok && fprintf(f, "]},\n\"profiles\":[{\"type\":\"evented\",\"name\":") >= 0 &&
-         tm_json_str(f, title) == 0 &&
+         ptk_kit_json_write(f, title) == 0 &&
          fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,"
                     "\n\"events\":[",
                  (unsigned long long)r->v[0].incl_ns) >= 0;
@@ -1071,7 +1041,7 @@ tm_json_pystr(FILE *f, PyObject *s)
     if (u == NULL) {
         return -1;
     }
-    return tm_json_str(f, u);
+    return ptk_kit_json_write(f, u);
 }
 
 /* "total_ns":…,"calls":…,"primitive_calls":…,"functions":[…],"edges":[…] */
@@ -1102,7 +1072,7 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
         p = tm_put(p, ",\"id\":");
         p = ptk_put_u64(p, i);
         p = tm_put(p, ",\"file\":");
-        if (tm_write_buf(f, buf, p) < 0 || tm_json_str(f, file) < 0 ||
+        if (tm_write_buf(f, buf, p) < 0 || ptk_kit_json_write(f, file) < 0 ||
             fprintf(f, ",\"line\":%ld,\"name\":", line) < 0 ||
             tm_json_pystr(f, PyTuple_GET_ITEM(key, 2)) < 0 ||
             fputs(",\"display\":", f) == EOF ||
@@ -1215,7 +1185,7 @@ tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
         ok = fprintf(f, "%s\n{\"index\":%zu,\"ident\":%llu,\"name\":",
                      first ? "" : ",", i,
                      (unsigned long long)(th != NULL ? th->ident : dn->ident)) >= 0 &&
-             (name != NULL ? tm_json_str(f, name) == 0 : fputs("null", f) != EOF) &&
+             (name != NULL ? ptk_kit_json_write(f, name) == 0 : fputs("null", f) != EOF) &&
              fprintf(f, ",\"max_depth\":%zu,\"unmatched_returns\":%llu,"
                         "\"resynced_frames\":%llu,\"ended\":%s,",
                      depth,

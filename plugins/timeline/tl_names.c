@@ -10,79 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- map ---------------------------------------------------------------- */
-
-static inline size_t
-tl_hash(const void *a, uintptr_t b)
-{
-    uint64_t h = (uint64_t)(uintptr_t)a * UINT64_C(0x9E3779B97F4A7C15);
-    h ^= (uint64_t)b * UINT64_C(0xC2B2AE3D27D4EB4F);
-    return (size_t)(h ^ (h >> 29));
-}
-
-void *
-tl__map_get(const tl_map *m, const void *a, uintptr_t b)
-{
-    if (m->slots == NULL) {
-        return NULL;
-    }
-    for (size_t i = tl_hash(a, b) & m->mask;; i = (i + 1) & m->mask) {
-        const tl_slot *s = &m->slots[i];
-        if (s->value == NULL) {
-            return NULL;
-        }
-        if (s->a == a && s->b == b) {
-            return s->value;
-        }
-    }
-}
-
-int
-tl__map_put(tl_map *m, const void *a, uintptr_t b, void *value)
-{
-    if (m->slots == NULL || (m->count + 1) * 2 > m->mask + 1) {
-        size_t cap = m->slots ? (m->mask + 1) * 2 : 256;
-        tl_slot *slots = calloc(cap, sizeof(*slots));
-        if (slots == NULL) {
-            return -1;
-        }
-        for (size_t i = 0; m->slots && i <= m->mask; i++) {
-            tl_slot *s = &m->slots[i];
-            if (s->value == NULL) {
-                continue;
-            }
-            size_t j = tl_hash(s->a, s->b) & (cap - 1);
-            while (slots[j].value != NULL) {
-                j = (j + 1) & (cap - 1);
-            }
-            slots[j] = *s;
-        }
-        free(m->slots);
-        m->slots = slots;
-        m->mask = cap - 1;
-    }
-    size_t i = tl_hash(a, b) & m->mask;
-    while (m->slots[i].value != NULL) {
-        if (m->slots[i].a == a && m->slots[i].b == b) {
-            m->slots[i].value = value;
-            return 0;
-        }
-        i = (i + 1) & m->mask;
-    }
-    m->slots[i].a = a;
-    m->slots[i].b = b;
-    m->slots[i].value = value;
-    m->count++;
-    return 0;
-}
-
-void
-tl__map_free(tl_map *m)
-{
-    free(m->slots);
-    memset(m, 0, sizeof(*m));
-}
-
 /* ---- names -------------------------------------------------------------- */
 
 static int
@@ -115,7 +42,7 @@ tl__name_label(tl_name *n, const char *text)
 static tl_file *
 tl_file_get(tl_state *st, PyObject *filename)
 {
-    tl_file *f = tl__map_get(&st->files, filename, 0);
+    tl_file *f = ptk_kit_map_get(&st->files, filename, NULL);
     if (f != NULL) {
         return f;
     }
@@ -137,7 +64,7 @@ tl_file_get(tl_state *st, PyObject *filename)
     f = calloc(1, sizeof(*f));
     if (f == NULL || (f->text = strdup(u)) == NULL ||
         (f->json = ptk_kit_json_quote(u, (size_t)len)) == NULL ||
-        tl__map_put(&st->files, filename, 0, f) != 0) {
+        ptk_kit_map_put(&st->files, filename, NULL, f) != 0) {
         if (f != NULL) {
             free(f->text);
             free(f->json);
@@ -163,7 +90,7 @@ tl_name_add(tl_state *st, tl_name *n)
         st->name_list = list;
         st->names_cap = cap;
     }
-    if (tl__map_put(&st->names, n->key, (uintptr_t)n->kind, n) != 0) {
+    if (ptk_kit_map_put(&st->names, n->key, (const void *)(uintptr_t)n->kind, n) != 0) {
         goto fail;
     }
     st->name_list[st->nnames++] = n;
@@ -197,7 +124,7 @@ tl__name_code(tl_state *st, PyCodeObject *code)
             return *slot;
         }
     }
-    tl_name *n = tl__map_get(&st->names, code, TL_NAME_PY);
+    tl_name *n = ptk_kit_map_get(&st->names, code, (const void *)(uintptr_t)TL_NAME_PY);
     if (n != NULL) {
         if (slot != NULL) {
             *slot = n;
@@ -238,7 +165,7 @@ tl__name_code(tl_state *st, PyCodeObject *code)
 tl_name *
 tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
 {
-    tl_name *n = tl__map_get(&st->names, key, TL_NAME_C);
+    tl_name *n = ptk_kit_map_get(&st->names, key, (const void *)(uintptr_t)TL_NAME_C);
     if (n != NULL) {
         return n;
     }
@@ -269,7 +196,7 @@ tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
 tl_name *
 tl__name_exc(tl_state *st, PyObject *type)
 {
-    tl_name *n = tl__map_get(&st->names, type, TL_NAME_OTHER);
+    tl_name *n = ptk_kit_map_get(&st->names, type, (const void *)(uintptr_t)TL_NAME_OTHER);
     if (n != NULL) {
         return n;
     }
@@ -315,8 +242,8 @@ tl__names_free(tl_state *st)
     }
     free(st->name_list);
     free(st->file_list);
-    tl__map_free(&st->names);
-    tl__map_free(&st->files);
+    ptk_kit_map_free(&st->names);
+    ptk_kit_map_free(&st->files);
     st->name_list = NULL;
     st->file_list = NULL;
     st->nnames = st->nfiles = 0;

@@ -74,7 +74,7 @@ static tm_func *
 tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
             int is_c)
 {
-    tm_func *fn = tm__map_get(&st->funcs, key, NULL);
+    tm_func *fn = ptk_kit_map_get(&st->funcs, key, NULL);
     if (fn != NULL) {
         return fn;
     }
@@ -105,7 +105,7 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
     else {
         fn->code = Py_NewRef(obj);
     }
-    if (tm__map_put(&st->funcs, key, NULL, fn) != 0) {
+    if (ptk_kit_map_put(&st->funcs, key, NULL, fn) != 0) {
         Py_CLEAR(fn->label);
         Py_CLEAR(fn->code);
         Py_CLEAR(fn->ref);
@@ -174,22 +174,22 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
         anchor = parent->stat != NULL ? (const void *)parent->stat
                                       : (const void *)&th->root_edge;
     }
-    tm_node *n = tm__map_get(&th->nodes, anchor, key);
+    tm_node *n = ptk_kit_map_get(&th->nodes, anchor, key);
     if (n == NULL && merged && anchor != (const void *)parent) {
         /* over the recording limit now, but this context was kept before */
-        n = tm__map_get(&th->nodes, parent, key);
+        n = ptk_kit_map_get(&th->nodes, parent, key);
     }
     if (n != NULL) {
         return n;
     }
-    tm_stat *s = tm__map_get(&th->stats, key, NULL);
+    tm_stat *s = ptk_kit_map_get(&th->stats, key, NULL);
     if (s == NULL) {
         tm_func *fn = tm_func_get(st, key, obj, cself, is_c);
         if (fn == NULL) {
             return NULL;
         }
         s = tm__arena_alloc(&th->arena, sizeof(*s));
-        if (s == NULL || tm__map_put(&th->stats, key, NULL, s) != 0) {
+        if (s == NULL || ptk_kit_map_put(&th->stats, key, NULL, s) != 0) {
             return NULL;
         }
         s->fn = fn;
@@ -197,10 +197,10 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     }
     tm_edge *e = &th->root_edge; /* a sink: never reported */
     if (parent->stat != NULL) {
-        e = tm__map_get(&th->edges, parent->stat, s);
+        e = ptk_kit_map_get(&th->edges, parent->stat, s);
         if (e == NULL) {
             e = tm__arena_alloc(&th->arena, sizeof(*e));
-            if (e == NULL || tm__map_put(&th->edges, parent->stat, s, e) != 0) {
+            if (e == NULL || ptk_kit_map_put(&th->edges, parent->stat, s, e) != 0) {
                 return NULL;
             }
             e->caller = parent->stat;
@@ -208,7 +208,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
         }
     }
     n = tm__arena_alloc(&th->arena, sizeof(*n));
-    if (n == NULL || tm__map_put(&th->nodes, anchor, key, n) != 0) {
+    if (n == NULL || ptk_kit_map_put(&th->nodes, anchor, key, n) != 0) {
         return NULL;
     }
     n->parent = parent;
@@ -606,10 +606,10 @@ tm_fig_add(tm_fig *to, const tm_fig *f)
 static tm_stat *
 tm_gone_stat(tm_thread *g, tm_func *fn)
 {
-    tm_stat *s = tm__map_get(&g->stats, fn->key, NULL);
+    tm_stat *s = ptk_kit_map_get(&g->stats, fn->key, NULL);
     if (s == NULL) {
         s = tm__arena_alloc(&g->arena, sizeof(*s));
-        if (s == NULL || tm__map_put(&g->stats, fn->key, NULL, s) != 0) {
+        if (s == NULL || ptk_kit_map_put(&g->stats, fn->key, NULL, s) != 0) {
             return NULL;
         }
         s->fn = fn;
@@ -624,10 +624,10 @@ tm_gone_edge(tm_thread *g, tm_stat *caller, tm_stat *callee)
     if (caller == NULL) {
         return &g->root_edge;
     }
-    tm_edge *e = tm__map_get(&g->edges, caller, callee);
+    tm_edge *e = ptk_kit_map_get(&g->edges, caller, callee);
     if (e == NULL) {
         e = tm__arena_alloc(&g->arena, sizeof(*e));
-        if (e == NULL || tm__map_put(&g->edges, caller, callee, e) != 0) {
+        if (e == NULL || ptk_kit_map_put(&g->edges, caller, callee, e) != 0) {
             return NULL;
         }
         e->caller = caller;
@@ -658,13 +658,13 @@ tm_gone_node(tm_state *st, tm_thread *g, tm_node *gparent, const tm_node *n)
     const void *anchor = n->merged ? (gcaller != NULL ? (const void *)gcaller
                                                       : (const void *)&g->root_edge)
                                    : (const void *)gparent;
-    tm_node *gn = tm__map_get(&g->nodes, anchor, n->key);
+    tm_node *gn = ptk_kit_map_get(&g->nodes, anchor, n->key);
     if (gn != NULL) {
         return gn;
     }
     tm_edge *ge = tm_gone_edge(g, gcaller, gs);
     gn = ge != NULL ? tm__arena_alloc(&g->arena, sizeof(*gn)) : NULL;
-    if (gn == NULL || tm__map_put(&g->nodes, anchor, n->key, gn) != 0) {
+    if (gn == NULL || ptk_kit_map_put(&g->nodes, anchor, n->key, gn) != 0) {
         return NULL;
     }
     gn->key = n->key;
@@ -773,9 +773,9 @@ static void
 tm_thread_free(tm_state *st, tm_thread *th)
 {
     st->ncontexts -= th->ncontexts;
-    tm__map_free(&th->stats);
-    tm__map_free(&th->edges);
-    tm__map_free(&th->nodes);
+    ptk_kit_map_free(&th->stats);
+    ptk_kit_map_free(&th->edges);
+    ptk_kit_map_free(&th->nodes);
     tm__arena_free(&th->arena);
     free(th->stack);
     free(th->name);
@@ -924,12 +924,12 @@ tm_fini(void *state)
     }
     free(st->threads);
     free(st->done);
-    tm__map_free(&st->gone.stats);
-    tm__map_free(&st->gone.edges);
-    tm__map_free(&st->gone.nodes);
+    ptk_kit_map_free(&st->gone.stats);
+    ptk_kit_map_free(&st->gone.edges);
+    ptk_kit_map_free(&st->gone.nodes);
     tm__arena_free(&st->gone.arena);
     free(st->func_list);
-    tm__map_free(&st->funcs);
+    ptk_kit_map_free(&st->funcs);
     tm__arena_free(&st->arena);
     free(st);
 }

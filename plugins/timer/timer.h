@@ -14,6 +14,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first: it sets the feature macros */
 
+#include "../common/pair_map.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,22 +34,8 @@ typedef struct tm_arena {
 void *tm__arena_alloc(tm_arena *a, size_t size); /* zeroed; NULL on ENOMEM */
 void tm__arena_free(tm_arena *a);
 
-/** Open-addressing map from a pair of pointers to a pointer (never removes). */
-typedef struct tm_map_slot {
-    const void *a;
-    const void *b;
-    void *value;
-} tm_map_slot;
-
-typedef struct tm_map {
-    tm_map_slot *slots;
-    size_t mask;  /* capacity - 1; capacity is a power of two */
-    size_t count;
-} tm_map;
-
-void *tm__map_get(const tm_map *m, const void *a, const void *b);
-int tm__map_put(tm_map *m, const void *a, const void *b, void *value); /* 0 or -1 */
-void tm__map_free(tm_map *m);
+/** The pointer-pair map of the plugin kit (plugins/common/pair_map.h). */
+typedef ptk_kit_map tm_map;
 
 /* ---- the figures -------------------------------------------------------- */
 

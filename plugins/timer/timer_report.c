@@ -301,7 +301,7 @@ tm_view_clear(tm_view *v)
 {
     free(v->fn);
     free(v->edges);
-    tm__map_free(&v->edge_map);
+    ptk_kit_map_free(&v->edge_map);
     memset(v, 0, sizeof(*v));
 }
 
@@ -325,7 +325,7 @@ tm_view_add_thread(tm_view *v, const tm_labels *L, const tm_thread *th)
         uint32_t a = L->canon[e->caller->fn->id], b = L->canon[e->callee->fn->id];
         const void *ka = (const void *)(uintptr_t)(a + 1);
         const void *kb = (const void *)(uintptr_t)(b + 1);
-        uintptr_t at = (uintptr_t)tm__map_get(&v->edge_map, ka, kb);
+        uintptr_t at = (uintptr_t)ptk_kit_map_get(&v->edge_map, ka, kb);
         if (at == 0) {
             if (v->nedges == v->edges_cap) {
                 size_t cap = v->edges_cap ? v->edges_cap * 2 : 256;
@@ -341,7 +341,7 @@ tm_view_add_thread(tm_view *v, const tm_labels *L, const tm_thread *th)
             v->edges[v->nedges].callee = b;
             v->nedges++;
             at = v->nedges;
-            if (tm__map_put(&v->edge_map, ka, kb, (void *)at) != 0) {
+            if (ptk_kit_map_put(&v->edge_map, ka, kb, (void *)at) != 0) {
                 return -1;
             }
         }
@@ -461,7 +461,7 @@ static void
 tm_rtree_clear(tm_rtree *r)
 {
     free(r->v);
-    tm__map_free(&r->map);
+    ptk_kit_map_free(&r->map);
     memset(r, 0, sizeof(*r));
 }
 
@@ -471,7 +471,7 @@ tm_rtree_child(tm_rtree *r, uint32_t parent, uint32_t label)
 {
     const void *ka = (const void *)(uintptr_t)(parent + 1);
     const void *kb = (const void *)(uintptr_t)(label + 1);
-    uintptr_t at = (uintptr_t)tm__map_get(&r->map, ka, kb);
+    uintptr_t at = (uintptr_t)ptk_kit_map_get(&r->map, ka, kb);
     if (at != 0) {
         return (uint32_t)at;
     }
@@ -490,7 +490,7 @@ tm_rtree_child(tm_rtree *r, uint32_t parent, uint32_t label)
     r->v[i].label = label;
     r->v[i].next_sibling = r->v[parent].first_child;
     r->v[parent].first_child = i;
-    if (tm__map_put(&r->map, ka, kb, (void *)(uintptr_t)i) != 0) {
+    if (ptk_kit_map_put(&r->map, ka, kb, (void *)(uintptr_t)i) != 0) {
         return (uint32_t)-1;
     }
     return i;

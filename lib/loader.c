@@ -123,8 +123,67 @@ each_dir(const char *extra, dir_fn fn, void *data)
 struct find_ctx {
     const char *name;
     char *found;
-    char *looked;
+    char *looked;  /* the directories searched that exist */
+    char *nearest; /* the closest plugin name seen, for "did you mean" */
+    size_t nearest_d;
 };
+
+/* Levenshtein distance of @p a and @p b (their first 63 bytes). */
+static size_t
+edit_distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 63), lb = strnlen(b, 63);
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++) {
+        row[j] = j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) {
+                best = up + 1;
+            }
+            if (row[j - 1] + 1 < best) {
+                best = row[j - 1] + 1;
+            }
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Notes the NAME.so files of @p dir close to the name looked for. */
+static void
+note_nearest(struct find_ctx *f, const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || n > 66 || strcmp(e->d_name + n - 3, ".so") != 0) {
+            continue;
+        }
+        char stem[64];
+        memcpy(stem, e->d_name, n - 3);
+        stem[n - 3] = '\0';
+        size_t dist = edit_distance(f->name, stem);
+        if (dist <= 2 && dist < strlen(stem) && (f->nearest == NULL || dist < f->nearest_d)) {
+            char *c = ptk__strdup(stem);
+            if (c != NULL) {
+                free(f->nearest);
+                f->nearest = c;
+                f->nearest_d = dist;
+            }
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+}
 
 static int
 find_in_dir(const char *dir, void *data)
@@ -145,11 +204,15 @@ find_in_dir(const char *dir, void *data)
         }
         return 1;
     }
+    free(cand);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return 0; /* not there: not worth naming */
+    }
+    note_nearest(f, dir);
     char *looked = ptk__asprintf("%s%s%s", f->looked ? f->looked : "",
                                  f->looked ? ", " : "", dir);
     free(f->looked);
     f->looked = looked;
-    free(cand);
     return 0;
 }
 
@@ -321,23 +384,28 @@ ptk__load(const char *path_or_name, const char *extra_path,
         }
     }
     else {
-        struct find_ctx f = {path_or_name, NULL, NULL};
+        struct find_ctx f = {path_or_name, NULL, NULL, NULL, 0};
         int rc = each_dir(extra_path, find_in_dir, &f);
         if (rc < 0) {
             free(f.looked);
+            free(f.nearest);
             return ptk__err(errmsg, rc, "out of memory");
         }
         if (f.found == NULL) {
             rc = ptk__err(errmsg, PTK_ENOENT,
-                          "plugin '%s' not found: no %s.so in %s (give a "
+                          "plugin '%s' not found: no %s.so in %s%s%s%s (give a "
                           "path with a '/', or add a directory with "
                           "--plugin-path or PYTRACEKIT_PLUGIN_PATH)",
                           path_or_name, path_or_name,
-                          f.looked ? f.looked : "(empty search path)");
+                          f.looked ? f.looked : "any plugin directory (none exists)",
+                          f.nearest ? "; did you mean '" : "",
+                          f.nearest ? f.nearest : "", f.nearest ? "'?" : "");
             free(f.looked);
+            free(f.nearest);
             return rc;
         }
         free(f.looked);
+        free(f.nearest);
         file = f.found;
     }
     int rc = open_plugin(file, desc, dl, errmsg);

@@ -6,6 +6,7 @@
 #include "ptk_internal.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -688,6 +689,64 @@ free_written(ptk_session *s)
     s->written_lost = 0;
 }
 
+/* Whether @p list (of str) holds @p name. */
+static int
+listed(PyObject *list, const char *name)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        const char *u = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i));
+        if (u != NULL && strcmp(u, name) == 0) {
+            return 1;
+        }
+    }
+    PyErr_Clear();
+    return 0;
+}
+
+/* Appends to @p files what this run wrote into the output directory
+ * without the host's report functions (a trace a plugin streams itself,
+ * coverage.py's .coverage, an html/ directory, as "html/"): the entries
+ * changed since the session started that are not listed yet, not run.json,
+ * not a report's temporary file and not a followed child's pid-N/. */
+static int
+add_unlisted(ptk_session *s, PyObject *files)
+{
+    DIR *d = opendir(s->output_dir);
+    if (d == NULL) {
+        return 0;
+    }
+    PyObject *found = PyList_New(0);
+    struct dirent *e;
+    while (found != NULL && (e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        struct stat sb;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+            strcmp(n, "run.json") == 0 || temp_owner(n) >= 0 ||
+            (strncmp(n, "pid-", 4) == 0 && n[4] >= '0' && n[4] <= '9') ||
+            fstatat(dirfd(d), n, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+            continue;
+        }
+        /* the kernel's file clock may lag the wall clock by a tick */
+        double mtime = (double)sb.st_mtim.tv_sec + (double)sb.st_mtim.tv_nsec * 1e-9;
+        if (mtime < s->started_wall - 0.05 || listed(files, n)) {
+            continue;
+        }
+        PyObject *u = S_ISDIR(sb.st_mode) ? PyUnicode_FromFormat("%s/", n)
+                                          : PyUnicode_FromString(n);
+        if (u == NULL || PyList_Append(found, u) < 0) {
+            Py_CLEAR(found);
+        }
+        Py_XDECREF(u);
+    }
+    closedir(d);
+    int rc = found != NULL && PyList_Sort(found) == 0 &&
+             PyList_SetSlice(files, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, found) == 0
+                 ? 0
+                 : -1;
+    Py_XDECREF(found);
+    return rc;
+}
+
 /* run.json, last: the files of this run, with the run's identity. */
 static void
 write_manifest(ptk_session *s)
@@ -705,6 +764,9 @@ write_manifest(ptk_session *s)
             Py_CLEAR(files);
         }
         Py_XDECREF(n);
+    }
+    if (files != NULL && add_unlisted(s, files) < 0) {
+        Py_CLEAR(files);
     }
     int failed = 0;
     for (struct ptk_plugin_ctx *c = s->plugins; plugins && c; c = c->next) {

@@ -51,6 +51,33 @@ absolute_path_list(const char *list)
     return out;
 }
 
+
+/* The session's filter is checked as if it were a plugin's options, named
+ * "session filter": its messages say "filter ..." and "filter option ..."
+ * without naming a plugin the user never gave. */
+static void
+unname_session_filter(char **errmsg)
+{
+    static const char lead[] = "plugin 'session filter': ";
+    static const char mid[] = " of plugin 'session filter'";
+    char *m = errmsg != NULL ? *errmsg : NULL;
+    if (m == NULL) {
+        return;
+    }
+    if (strncmp(m, lead, sizeof lead - 1) == 0) {
+        memmove(m, m + sizeof lead - 1, strlen(m + sizeof lead - 1) + 1);
+    }
+    char *at = strstr(m, mid);
+    if (at != NULL && strncmp(m, "option ", 7) == 0) {
+        memmove(at, at + sizeof mid - 1, strlen(at + sizeof mid - 1) + 1);
+        char *n = ptk__asprintf("filter %s", m);
+        if (n != NULL) {
+            free(*errmsg);
+            *errmsg = n;
+        }
+    }
+}
+
 int
 ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
                 char **errmsg)
@@ -122,6 +149,7 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
             ptk__filter_free(probe);
         }
         if (frc < 0) {
+            unname_session_filter(errmsg);
             ptk__options_free(&s->filter_defaults);
             free(s->filter_text);
             free(s->output_dir);

@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pytracekit/pytracekit.h>
 
+#include "follow_wait.h"
 #include "ptk_usage.h"
 
 /* The exception raised for a library error: the package (__init__.py)
@@ -22,6 +24,10 @@ typedef struct {
     ptk_session *s;
     int reported;
     PyObject *weakrefs;
+    int follow;          /* follow_children */
+    char *outdir;        /* output_dir as given */
+    long start_pid;      /* the process that started it */
+    child_dirs before;   /* outdir's pid-N/ then */
 } SessionObject;
 
 /* Raises the class for @p rc with @p msg and the code: cls(msg, code). */
@@ -273,6 +279,9 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
         goto done;
     }
     ptk_session_follow_children(self->s, follow);
+    self->follow = follow;
+    free(self->outdir);
+    self->outdir = strdup(cfg.output_dir);
     if (plugins != NULL && plugins != Py_None && add_plugins(self, plugins) < 0) {
         ptk_session_free(self->s);
         self->s = NULL;
@@ -332,12 +341,30 @@ Session_start(SessionObject *self, PyObject *unused)
     if (check(self) < 0) {
         return NULL;
     }
+    if (self->follow && self->outdir != NULL) {
+        /* the children of this start are the pid-N/ not there now */
+        ptk_child_dirs_free(&self->before);
+        ptk_child_dirs_read(self->outdir, &self->before);
+        self->start_pid = (long)getpid();
+    }
     char *err = NULL;
     int rc = ptk_session_start(self->s, &err);
     if (rc < 0) {
         return raise_ptk(rc, err);
     }
     Py_RETURN_NONE;
+}
+
+/* After a stop: followed children writing their reports get a bounded wait,
+ * those still running are named (tools/follow_wait.c). */
+static void
+wait_children(SessionObject *self)
+{
+    if (self->follow && self->outdir != NULL && self->start_pid == (long)getpid()) {
+        Py_BEGIN_ALLOW_THREADS
+        ptk_wait_for_children(self->outdir, &self->before, 1);
+        Py_END_ALLOW_THREADS
+    }
 }
 
 static PyObject *
@@ -351,6 +378,7 @@ Session_stop(SessionObject *self, PyObject *unused)
     if (rc < 0) {
         return raise_str(rc, "the session is not running");
     }
+    wait_children(self);
     Py_RETURN_NONE;
 }
 
@@ -400,6 +428,7 @@ Session_exit(SessionObject *self, PyObject *args)
          * whose call the hub saw and whose return it never sees. */
         if (ptk_session_running(self->s)) {
             ptk_session_stop(self->s);
+            wait_children(self);
         }
         /* report() as the object has it (the package's refreshes results) */
         PyObject *r = PyObject_CallMethod((PyObject *)self, "report", NULL);
@@ -442,6 +471,8 @@ Session_dealloc(SessionObject *self)
         PyObject_ClearWeakRefs((PyObject *)self);
     }
     ptk_session_free(self->s);
+    ptk_child_dirs_free(&self->before);
+    free(self->outdir);
     PyTypeObject *tp = Py_TYPE(self);
     tp->tp_free(self);
     Py_DECREF(tp);

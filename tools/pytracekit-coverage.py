@@ -383,11 +383,27 @@ def _cover(lines_hit, lines, branches_hit, branches):
     return _round(percent_covered(lines_hit, lines, branches_hit, branches))
 
 
-def summary_text(data):
+SHORT_ROWS = 20
+
+
+def summary_short(data):
+    """The summary for a terminal: with more than SHORT_ROWS files, the
+    SHORT_ROWS least covered (the most missed first among equals) and a
+    line saying where the whole table is (coverage.txt)."""
+    return summary_text(data, SHORT_ROWS)
+
+
+def summary_text(data, limit=None):
     stats = _stats(data)
     branch = bool(data["meta"].get("branch"))
     rows = []
-    for fs in stats:
+    shown = stats
+    if limit is not None and len(stats) > limit:
+        order = sorted(stats, key=lambda fs: (
+            _cover(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches),
+            -len(fs.missed), _display_name(fs.path)))
+        shown = order[:limit]
+    for fs in shown:
         row = [_display_name(fs.path), str(fs.nlines), str(len(fs.missed))]
         if branch:
             row += [str(fs.nbranches), str(fs.nbranches_partial)]
@@ -411,6 +427,9 @@ def summary_text(data):
 
     rule = "-" * len(fmt(head))
     lines = [fmt(head), rule] + [fmt(r) for r in rows] + [rule, fmt(total)]
+    if len(shown) < len(stats):
+        lines[1:1] = ["(the %d least covered of %d files; all of them in "
+                      "coverage.txt)" % (len(shown), len(stats))]
     return "".join(line + "\n" for line in lines)
 
 
@@ -505,11 +524,11 @@ def html_pages(data):
         "<table class=\"index\" id=\"index\">\n<thead><tr>%s</tr></thead>\n<tbody>\n%s\n"
         "</tbody>\n</table>" % (len(stats), head, "\n".join(body)))}
     for fs in stats:
-        pages[names[fs.path]] = _html_file(fs, branch, cells)
+        pages[names[fs.path]] = _html_file(fs, branch, cells, head)
     return pages
 
 
-def _html_file(fs, branch, cells):
+def _html_file(fs, branch, cells, head):
     src = _read_source(fs.path)
     maxline = max([len(src or [])] + fs.lines)
     lines = set(fs.lines)
@@ -528,8 +547,11 @@ def _html_file(fs, branch, cells):
         out.append("<p id=\"t%d\"%s><span class=\"n\">%d</span>%s%s</p>"
                    % (n, " class=\"%s\"" % cls if cls else "", n, _h(text) or " ", ann))
     pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
-    summary = ("<table class=\"index\" id=\"summary\"><tr>%s</tr></table>"
-               % cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc))
+    # the index's columns, their names above the figures
+    summary = ("<table class=\"index\" id=\"summary\"><thead><tr>%s</tr></thead>"
+               "<tr>%s</tr></table>"
+               % (head.replace("<th>File</th>", ""),
+                  cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc)))
     note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
     return _html_doc(
         _display_name(fs.path),

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include <pytracekit/pytracekit.h>
 
+#include "follow_wait.h"
 #include "ptk_usage.h"
 
 #define EXIT_USAGE 2
@@ -35,9 +37,16 @@ static ptk_session *session;
 static int report_failed;
 static int program_started; /* the program's start was seen */
 static int sigint_at_exit; /* Ctrl-C came while the reports were written */
+/* With --follow-children: the report directory, and the pid-N directories
+ * in it before the program ran (children of earlier runs). */
+static const char *follow_outdir;
+static child_dirs follow_before;
+static const char *report_dir; /* -o DIR */
+static long main_pid;          /* the process the command started as */
 
 /* Runs in exit() with the status given to it (also when sys.exit() ends
- * the program, which exits from inside Py_RunMain): a Ctrl-C held while
+ * the program, which exits from inside Py_RunMain): followed children get
+ * a bounded wait for their reports; a Ctrl-C held while
  * reports were written ends the process by SIGINT now; a report that could
  * not be written turns a status of 0 into PTK_EXIT_REPORT_FAILED. */
 static void
@@ -45,6 +54,12 @@ exit_status_hook(int status, void *unused)
 {
     (void)unused;
     fflush(NULL);
+    if (follow_outdir != NULL) {
+        /* the program and Python are done (main's return, or Py_Exit) */
+        ptk_close_inherited();
+        ptk_wait_for_children(follow_outdir, &follow_before, 0);
+        follow_outdir = NULL;
+    }
     if (sigint_at_exit) {
         signal(SIGINT, SIG_DFL);
         raise(SIGINT);
@@ -246,6 +261,10 @@ finish(PyObject *self, PyObject *unused)
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
+        if ((long)getpid() == main_pid) {
+            fprintf(stderr, "pytracekit: reports in %s/ (run.json lists them)\n",
+                    report_dir);
+        }
         /* A Ctrl-C held while the reports were written is pending now. */
         if (PyErr_CheckSignals() < 0) {
             if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
@@ -268,6 +287,7 @@ static PyMethodDef finish_def = {"_pytracekit_finish", finish, METH_NOARGS,
  * -c, the start is the exec of the command's own code ("<string>"): in
  * between, 3.13 imports linecache to keep the command's source. */
 static int command_pending;
+static char *script_pending; /* a script's real path, until its code runs */
 
 static int
 start_now(void)
@@ -296,6 +316,27 @@ program_starts(const char *event, PyObject *args, void *data)
 {
     (void)data;
     if (program_started || session == NULL) {
+        return 0;
+    }
+    if (script_pending != NULL) {
+        if (strcmp(event, "exec") == 0 && PyTuple_Check(args) &&
+            PyTuple_GET_SIZE(args) >= 1 && PyCode_Check(PyTuple_GET_ITEM(args, 0))) {
+            PyObject *bytes = NULL;
+            char *real = NULL;
+            if (PyUnicode_FSConverter(
+                    ((PyCodeObject *)PyTuple_GET_ITEM(args, 0))->co_filename, &bytes)) {
+                real = realpath(PyBytes_AS_STRING(bytes), NULL);
+            }
+            Py_XDECREF(bytes);
+            PyErr_Clear();
+            int mine = real != NULL && strcmp(real, script_pending) == 0;
+            free(real);
+            if (mine) {
+                free(script_pending);
+                script_pending = NULL;
+                return start_now();
+            }
+        }
         return 0;
     }
     if (command_pending) {
@@ -329,8 +370,20 @@ program_starts(const char *event, PyObject *args, void *data)
             Py_DECREF(bytes);
             return 0;
         }
+        /* A source script: the start is the exec of its code, after the
+         * interpreter's own work for it (a SourceFileLoader for
+         * __main__.__loader__), which is no more the program's than the
+         * runner's under cProfile. A .pyc holds another file name. */
+        const char *f = bytes != NULL ? PyBytes_AS_STRING(bytes) : NULL;
+        size_t n = f != NULL ? strlen(f) : 0;
+        if (f != NULL && !(n > 4 && strcmp(f + n - 4, ".pyc") == 0)) {
+            script_pending = realpath(f, NULL);
+        }
         Py_XDECREF(bytes);
         PyErr_Clear();
+        if (script_pending != NULL) {
+            return 0;
+        }
     }
     return start_now();
 }
@@ -585,8 +638,7 @@ main(int argc, char **argv)
             break;
         }
         else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "pytracekit: unknown option '%s'\n", a);
-            usage(stderr);
+            fprintf(stderr, "pytracekit: unknown option '%s' (see --help)\n", a);
             return EXIT_USAGE;
         }
         else {
@@ -604,8 +656,8 @@ main(int argc, char **argv)
         return 0;
     }
     if (i >= argc) {
-        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE)\n");
-        usage(stderr);
+        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; "
+                "see --help)\n");
         return EXIT_USAGE;
     }
     if (nplugins == 0) {
@@ -703,11 +755,18 @@ main(int argc, char **argv)
         free(pargv);
         return EXIT_USAGE;
     }
+    if (follow) {
+        follow_outdir = outdir;
+        ptk_child_dirs_read(outdir, &follow_before);
+    }
+    report_dir = outdir;
+    main_pid = (long)getpid();
     on_exit(exit_status_hook, NULL);
     int status = Py_RunMain(); /* runs the program, then finalises */
     if (status == 0 && report_failed) {
         status = PTK_EXIT_REPORT_FAILED;
     }
+
     free(plugin_path);
     free(filter);
     free(pargv);

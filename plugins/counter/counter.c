@@ -12,11 +12,13 @@
 
 #include <pytracekit/plugin.h>
 
+#include "../common/c_label.h"
+
 typedef struct fn_entry {
     const void *key;     /* code object, or the C function's PyMethodDef */
     PyObject *obj;       /* strong: the code object; for a C function its
-                            (name, qualname, module), taken at first sight,
-                            or a callable keyed by identity */
+                            (name, qualname, module, label), taken at first
+                            sight, or a callable keyed by identity */
     int is_c;            /* 0: Python; 1: C, obj the callable; 2: C, obj its names */
     uint64_t calls;
 } fn_entry;
@@ -107,42 +109,22 @@ lookup(counter *c, const void *key)
     return &c->tab[h];
 }
 
+/* (name, qualname, module, label) of a C callable: its names after the
+ * class that defines it, and cProfile's label. */
 static PyObject *
-attr_or_none(PyObject *o, const char *name)
+c_names(PyObject *obj, PyObject *cself)
 {
-    PyObject *v = PyObject_GetAttrString(o, name);
-    if (v == NULL) {
-        PyErr_Clear();
-        v = Py_NewRef(Py_None);
+    PyObject *names = ptk_kit_c_names(obj, cself);
+    PyObject *label = ptk_kit_c_label(obj, cself);
+    PyObject *res = NULL;
+    if (names != NULL && label != NULL) {
+        res = Py_BuildValue("(OOOO)", PyTuple_GET_ITEM(names, 0),
+                            PyTuple_GET_ITEM(names, 1),
+                            PyTuple_GET_ITEM(names, 2), label);
     }
-    return v;
-}
-
-/* The same for a method descriptor called on self (PTK_FLAG_UNBOUND_C):
- * what its bound method would answer (the qualname of type(self), or of
- * self if it is a type, then the name; no module). */
-static PyObject *
-c_names_unbound(PyObject *descr, PyObject *self)
-{
-    const char *name = ((PyMethodDescrObject *)descr)->d_method->ml_name;
-    PyObject *type = PyType_Check(self) ? self : (PyObject *)Py_TYPE(self);
-    PyObject *tq = PyObject_GetAttrString(type, "__qualname__");
-    if (tq == NULL) {
-        return NULL;
-    }
-    PyObject *res = Py_BuildValue("(sNO)", name,
-                                  PyUnicode_FromFormat("%S.%s", tq, name), Py_None);
-    Py_DECREF(tq);
+    Py_XDECREF(names);
+    Py_XDECREF(label);
     return res;
-}
-
-/* (__name__, __qualname__, __module__) of a callable. */
-static PyObject *
-c_names(PyObject *fn)
-{
-    return Py_BuildValue("(NNN)", attr_or_none(fn, "__name__"),
-                         attr_or_none(fn, "__qualname__"),
-                         attr_or_none(fn, "__module__"));
 }
 
 static int
@@ -166,9 +148,7 @@ count_call(counter *c, const void *key, PyObject *obj, PyObject *cself,
                      PyCFunction_Check(obj))) {
             is_c = 2;
         }
-        e->obj = is_c != 2                                   ? Py_NewRef(obj)
-                 : Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself ? c_names_unbound(obj, cself)
-                                                                 : c_names(obj);
+        e->obj = is_c != 2 ? Py_NewRef(obj) : c_names(obj, cself);
         if (e->obj == NULL) {
             return PTK_ENOMEM;
         }
@@ -243,18 +223,31 @@ function_record(const fn_entry *e)
                                     (unsigned long long)e->calls);
         return d;
     }
-    PyObject *names = e->is_c == 2 ? Py_NewRef(e->obj) : c_names(e->obj);
+    PyObject *names = e->is_c == 2 ? Py_NewRef(e->obj) : c_names(e->obj, NULL);
     if (names == NULL) {
         return NULL;
     }
-    PyObject *d = Py_BuildValue("{s:s,s:O,s:O,s:O,s:O,s:i,s:K}", "kind", "c",
-                                "name", PyTuple_GET_ITEM(names, 0), "qualname",
-                                PyTuple_GET_ITEM(names, 1), "module",
-                                PyTuple_GET_ITEM(names, 2),
+    PyObject *d = Py_BuildValue("{s:s,s:O,s:O,s:O,s:O,s:O,s:i,s:K}", "kind",
+                                "c", "name", PyTuple_GET_ITEM(names, 0),
+                                "qualname", PyTuple_GET_ITEM(names, 1),
+                                "module", PyTuple_GET_ITEM(names, 2), "label",
+                                PyTuple_GET_ITEM(names, 3),
                                 "file", Py_None, "line", 0, "calls",
                                 (unsigned long long)e->calls);
     Py_DECREF(names);
     return d;
+}
+
+static PyObject *
+c_display(PyObject *obj)
+{
+    PyObject *label = ptk_kit_c_label(obj, NULL);
+    if (label == NULL) {
+        return NULL;
+    }
+    PyObject *res = ptk_kit_c_display(label);
+    Py_DECREF(label);
+    return res;
 }
 
 static int
@@ -349,9 +342,14 @@ counter_report(void *state, const ptk_report_args *args)
     }
     for (size_t i = 0; i < n && (int64_t)i < c->top; i++) {
         const fn_entry *e = sorted[i];
+        /* C functions as pstats prints them */
         PyObject *q = !e->is_c ? Py_NewRef(((PyCodeObject *)e->obj)->co_qualname)
-                      : e->is_c == 2 ? Py_NewRef(PyTuple_GET_ITEM(e->obj, 1))
-                                              : attr_or_none(e->obj, "__qualname__");
+                      : e->is_c == 2 ? ptk_kit_c_display(PyTuple_GET_ITEM(e->obj, 3))
+                                     : c_display(e->obj);
+        if (q == NULL) {
+            PyErr_Clear();
+            q = Py_NewRef(Py_None);
+        }
         const char *qs = PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : "?";
         if (e->is_c) {
             fprintf(out, "%12llu  %-6s %s\n", (unsigned long long)e->calls, "c",

@@ -1998,6 +1998,9 @@ cov_report(void *state, const ptk_report_args *args)
     if (rc == PTK_OK) {
         rc = write_text(st, "coverage.xml", "cobertura_text", data);
     }
+    if (rc == PTK_OK) {
+        rc = write_text(st, "coverage.txt", "summary_text", data);
+    }
     if (rc == PTK_OK && st->coveragepy != COVPY_NO) {
         rc = write_coveragepy(st, args, data, out);
     }
@@ -2005,11 +2008,12 @@ cov_report(void *state, const ptk_report_args *args)
         rc = write_in_dir(st, args, "write_html", data, "/html", "writing the HTML report");
     }
     if (rc == PTK_OK) {
-        PyObject *fn = PyDict_GetItemString(st->format, "summary_text");
+        /* the whole table is coverage.txt */
+        PyObject *fn = PyDict_GetItemString(st->format, "summary_short");
         PyObject *text = fn ? PyObject_CallOneArg(fn, data) : NULL;
         const char *s = text ? PyUnicode_AsUTF8(text) : NULL;
         if (!s) {
-            rc = cov_fail_python(st, "summary_text");
+            rc = cov_fail_python(st, "summary_short");
         }
         else {
             fputs(s, out);

@@ -333,7 +333,7 @@ tl_current_task(tl_state *st, uint64_t now)
         Py_DECREF(task);
         return NULL;
     }
-    tl_task *tk = tl__map_get(&st->task_map, task, 0);
+    tl_task *tk = ptk_kit_map_get(&st->task_map, task, NULL);
     if (tk != NULL && tl_weak_is(tk->wref, task)) {
         Py_DECREF(task);
         return tk;
@@ -371,7 +371,7 @@ tl_current_task(tl_state *st, uint64_t now)
     Py_DECREF(task);
     if (tk->wref == NULL || tk->track.name == NULL ||
         tl__name_label(&tk->label, label) != 0 ||
-        tl__map_put(&st->task_map, task, 0, tk) != 0) {
+        ptk_kit_map_put(&st->task_map, task, NULL, tk) != 0) {
         PyErr_Clear();
         Py_XDECREF(tk->wref);
         free(tk->track.name);
@@ -1089,6 +1089,11 @@ tl_report(void *state, const ptk_report_args *args)
             st->path, (unsigned long long)st->events,
             (unsigned long long)st->out.written,
             (unsigned long long)st->dropped_total, st->ntasks);
+    if (strcmp(st->fmt->filename, "timeline.json") == 0) {
+        fprintf(args->summary,
+                "timeline: Perfetto's format (format=perfetto, the default) "
+                "holds the same in about a quarter of the bytes\n");
+    }
     if (st->dropped_total > 0) {
         fprintf(args->summary,
                 "timeline: %llu events dropped in %llu gaps (marked in the "
@@ -1153,7 +1158,7 @@ tl_fini(void *state)
     }
     free(st->threads);
     free(st->task_list);
-    tl__map_free(&st->task_map);
+    ptk_kit_map_free(&st->task_map);
     tl_track_free(&st->process_track);
     tl_track_free(&st->events_track);
     tl_track_free(&st->gc_track);

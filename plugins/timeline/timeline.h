@@ -15,6 +15,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first: it sets the feature macros */
 
+#include "../common/pair_map.h"
+
 #include <pthread.h>
 #include <sys/types.h>
 #include <stdatomic.h>
@@ -107,24 +109,10 @@ typedef struct tl_file {
     uint64_t iid;
 } tl_file;
 
-typedef struct tl_slot {
-    const void *a;
-    uintptr_t b;
-    void *value;
-} tl_slot;
+/** The pointer-pair map of the plugin kit (plugins/common/pair_map.h):
+ *  keys (pointer, tag), the tag cast to a pointer. */
+typedef ptk_kit_map tl_map;
 
-/** Open addressing map from (pointer, tag) to a pointer. */
-typedef struct tl_map {
-    tl_slot *slots;
-    size_t mask;
-    size_t count;
-} tl_map;
-
-void *tl__map_get(const tl_map *m, const void *a, uintptr_t b);
-int tl__map_put(tl_map *m, const void *a, uintptr_t b, void *value);
-void tl__map_free(tl_map *m);
-
-char *tl__json_quote(const char *s, size_t n); /* malloc'd "..." or NULL */
 
 /* ---- tracks, frames, threads, tasks ------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "../common/json_quote.h"
 #include "../common/put_decimal.h"
 
 static char *
@@ -76,7 +77,7 @@ tl_room(tl_state *st, tl_track *t, size_t n, uint64_t now, char **start)
     }
     *start = p;
     if (meta) {
-        char *q = tl__json_quote(t->name, strlen(t->name));
+        char *q = ptk_kit_json_quote(t->name, strlen(t->name));
         if (q == NULL) {
             return NULL;
         }
@@ -111,7 +112,7 @@ static int
 tl_json_start(tl_state *st, uint64_t now)
 {
     const char *name = st->process_track.name;
-    char *q = tl__json_quote(name, strlen(name));
+    char *q = ptk_kit_json_quote(name, strlen(name));
     if (q == NULL) {
         return -1;
     }
@@ -193,7 +194,7 @@ tl_json_counter(tl_state *st, tl_track *t, double v, uint64_t ts)
     if (p == NULL) {
         return -1;
     }
-    char *q = tl__json_quote(t->name, strlen(t->name));
+    char *q = ptk_kit_json_quote(t->name, strlen(t->name));
     if (q == NULL) {
         return -1;
     }

@@ -4,111 +4,11 @@
  * labels for C functions — and the map that finds them.
  */
 #include "timeline.h"
+#include "../common/c_label.h"
+#include "../common/json_quote.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- map ---------------------------------------------------------------- */
-
-static inline size_t
-tl_hash(const void *a, uintptr_t b)
-{
-    uint64_t h = (uint64_t)(uintptr_t)a * UINT64_C(0x9E3779B97F4A7C15);
-    h ^= (uint64_t)b * UINT64_C(0xC2B2AE3D27D4EB4F);
-    return (size_t)(h ^ (h >> 29));
-}
-
-void *
-tl__map_get(const tl_map *m, const void *a, uintptr_t b)
-{
-    if (m->slots == NULL) {
-        return NULL;
-    }
-    for (size_t i = tl_hash(a, b) & m->mask;; i = (i + 1) & m->mask) {
-        const tl_slot *s = &m->slots[i];
-        if (s->value == NULL) {
-            return NULL;
-        }
-        if (s->a == a && s->b == b) {
-            return s->value;
-        }
-    }
-}
-
-int
-tl__map_put(tl_map *m, const void *a, uintptr_t b, void *value)
-{
-    if (m->slots == NULL || (m->count + 1) * 2 > m->mask + 1) {
-        size_t cap = m->slots ? (m->mask + 1) * 2 : 256;
-        tl_slot *slots = calloc(cap, sizeof(*slots));
-        if (slots == NULL) {
-            return -1;
-        }
-        for (size_t i = 0; m->slots && i <= m->mask; i++) {
-            tl_slot *s = &m->slots[i];
-            if (s->value == NULL) {
-                continue;
-            }
-            size_t j = tl_hash(s->a, s->b) & (cap - 1);
-            while (slots[j].value != NULL) {
-                j = (j + 1) & (cap - 1);
-            }
-            slots[j] = *s;
-        }
-        free(m->slots);
-        m->slots = slots;
-        m->mask = cap - 1;
-    }
-    size_t i = tl_hash(a, b) & m->mask;
-    while (m->slots[i].value != NULL) {
-        if (m->slots[i].a == a && m->slots[i].b == b) {
-            m->slots[i].value = value;
-            return 0;
-        }
-        i = (i + 1) & m->mask;
-    }
-    m->slots[i].a = a;
-    m->slots[i].b = b;
-    m->slots[i].value = value;
-    m->count++;
-    return 0;
-}
-
-void
-tl__map_free(tl_map *m)
-{
-    free(m->slots);
-    memset(m, 0, sizeof(*m));
-}
-
-/* ---- JSON strings ------------------------------------------------------- */
-
-char *
-tl__json_quote(const char *s, size_t n)
-{
-    char *out = malloc(n * 6 + 3);
-    if (out == NULL) {
-        return NULL;
-    }
-    char *p = out;
-    *p++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            *p++ = '\\';
-            *p++ = (char)c;
-        }
-        else if (c < 0x20) {
-            p += sprintf(p, "\\u%04x", c);
-        }
-        else {
-            *p++ = (char)c;
-        }
-    }
-    *p++ = '"';
-    *p = '\0';
-    return out;
-}
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -121,7 +21,7 @@ tl_set_text(tl_name *n, PyObject *text)
         return -1;
     }
     n->text = malloc((size_t)len + 1);
-    n->json = tl__json_quote(u, (size_t)len);
+    n->json = ptk_kit_json_quote(u, (size_t)len);
     if (n->text == NULL || n->json == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -134,7 +34,7 @@ int
 tl__name_label(tl_name *n, const char *text)
 {
     n->text = strdup(text);
-    n->json = tl__json_quote(text, strlen(text));
+    n->json = ptk_kit_json_quote(text, strlen(text));
     n->kind = TL_NAME_OTHER;
     return n->text && n->json ? 0 : -1;
 }
@@ -142,7 +42,7 @@ tl__name_label(tl_name *n, const char *text)
 static tl_file *
 tl_file_get(tl_state *st, PyObject *filename)
 {
-    tl_file *f = tl__map_get(&st->files, filename, 0);
+    tl_file *f = ptk_kit_map_get(&st->files, filename, NULL);
     if (f != NULL) {
         return f;
     }
@@ -163,8 +63,8 @@ tl_file_get(tl_state *st, PyObject *filename)
     }
     f = calloc(1, sizeof(*f));
     if (f == NULL || (f->text = strdup(u)) == NULL ||
-        (f->json = tl__json_quote(u, (size_t)len)) == NULL ||
-        tl__map_put(&st->files, filename, 0, f) != 0) {
+        (f->json = ptk_kit_json_quote(u, (size_t)len)) == NULL ||
+        ptk_kit_map_put(&st->files, filename, NULL, f) != 0) {
         if (f != NULL) {
             free(f->text);
             free(f->json);
@@ -190,7 +90,7 @@ tl_name_add(tl_state *st, tl_name *n)
         st->name_list = list;
         st->names_cap = cap;
     }
-    if (tl__map_put(&st->names, n->key, (uintptr_t)n->kind, n) != 0) {
+    if (ptk_kit_map_put(&st->names, n->key, (const void *)(uintptr_t)n->kind, n) != 0) {
         goto fail;
     }
     st->name_list[st->nnames++] = n;
@@ -224,7 +124,7 @@ tl__name_code(tl_state *st, PyCodeObject *code)
             return *slot;
         }
     }
-    tl_name *n = tl__map_get(&st->names, code, TL_NAME_PY);
+    tl_name *n = ptk_kit_map_get(&st->names, code, (const void *)(uintptr_t)TL_NAME_PY);
     if (n != NULL) {
         if (slot != NULL) {
             *slot = n;
@@ -262,39 +162,10 @@ tl__name_code(tl_state *st, PyCodeObject *code)
     return n;
 }
 
-/* cProfile's label for a C callable: "<built-in method NAME>" for methods,
- * "<MODULE.NAME>" or "<NAME>" (builtins) for functions; a method descriptor
- * with its self (PTK_FLAG_UNBOUND_C) is named as its bound method. */
-static PyObject *
-tl_c_label(PyObject *obj, PyObject *cself)
-{
-    if (Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself != NULL) {
-        return PyUnicode_FromFormat("<built-in method %s of %s object>",
-                                    ((PyMethodDescrObject *)obj)->d_method->ml_name,
-                                    Py_TYPE(cself)->tp_name);
-    }
-    if (!PyCFunction_Check(obj)) {
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
-    }
-    PyCFunctionObject *fn = (PyCFunctionObject *)obj;
-    const char *name = fn->m_ml->ml_name;
-    PyObject *self = fn->m_self;
-    if (self == NULL || PyModule_Check(self)) {
-        PyObject *mod = fn->m_module;
-        if (mod != NULL && PyUnicode_Check(mod) &&
-            PyUnicode_CompareWithASCIIString(mod, "builtins") != 0) {
-            return PyUnicode_FromFormat("<%U.%s>", mod, name);
-        }
-        return PyUnicode_FromFormat("<%s>", name);
-    }
-    return PyUnicode_FromFormat("<built-in method %s of %s object>", name,
-                                Py_TYPE(self)->tp_name);
-}
-
 tl_name *
 tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
 {
-    tl_name *n = tl__map_get(&st->names, key, TL_NAME_C);
+    tl_name *n = ptk_kit_map_get(&st->names, key, (const void *)(uintptr_t)TL_NAME_C);
     if (n != NULL) {
         return n;
     }
@@ -305,7 +176,7 @@ tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
     }
     n->key = key;
     n->kind = TL_NAME_C;
-    PyObject *text = tl_c_label(callable, cself);
+    PyObject *text = ptk_kit_c_label(callable, cself);
     if (text == NULL || tl_set_text(n, text) != 0) {
         Py_XDECREF(text);
         tl_name_drop(n);
@@ -325,7 +196,7 @@ tl__name_c(tl_state *st, PyObject *callable, PyObject *cself, const void *key)
 tl_name *
 tl__name_exc(tl_state *st, PyObject *type)
 {
-    tl_name *n = tl__map_get(&st->names, type, TL_NAME_OTHER);
+    tl_name *n = ptk_kit_map_get(&st->names, type, (const void *)(uintptr_t)TL_NAME_OTHER);
     if (n != NULL) {
         return n;
     }
@@ -371,8 +242,8 @@ tl__names_free(tl_state *st)
     }
     free(st->name_list);
     free(st->file_list);
-    tl__map_free(&st->names);
-    tl__map_free(&st->files);
+    ptk_kit_map_free(&st->names);
+    ptk_kit_map_free(&st->files);
     st->name_list = NULL;
     st->file_list = NULL;
     st->nnames = st->nfiles = 0;

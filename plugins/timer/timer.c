@@ -10,6 +10,7 @@
  * twice, and the other activations count as recursive calls.
  */
 #include "timer.h"
+#include "../common/c_label.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +42,10 @@ static const ptk_option_spec tm_options[] = {
     [OPT_CONTEXTS] = {"contexts", PTK_OPT_BOOL, "true",
                       "keep calling contexts (false: none is kept, and no "
                       "speedscope or folded file is written)", NULL},
-    [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "20000",
-                          "calling contexts kept; calls in new contexts past "
-                          "this are merged by caller and counted (0: no limit)",
+    [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "50000",
+                          "calling contexts in the flame graph files: the "
+                          "heaviest by time, the lighter ones merged by "
+                          "function under their kept caller (0: no limit)",
                           NULL},
     [OPT_SPEEDSCOPE] = {"speedscope", PTK_OPT_BOOL, "true",
                         "write timer.speedscope.json (calling contexts)", NULL},
@@ -67,81 +69,12 @@ tm__cpu_now(void)
 
 /* ---- functions ---------------------------------------------------------- */
 
-/* cProfile's name for a built-in method: the repr of the attribute on
- * type(self), else "<built-in method [mod.]name>". */
-static PyObject *
-tm_method_label(const char *name, PyObject *self, PyObject *module)
-{
-    PyObject *pyname = PyUnicode_FromString(name);
-    if (pyname != NULL) {
-        PyObject *mo = _PyType_Lookup(Py_TYPE(self), pyname);
-        Py_XINCREF(mo);
-        Py_DECREF(pyname);
-        if (mo != NULL) {
-            PyObject *res = PyObject_Repr(mo);
-            Py_DECREF(mo);
-            if (res != NULL) {
-                return res;
-            }
-        }
-    }
-    PyErr_Clear();
-    if (module != NULL && PyUnicode_Check(module)) {
-        return PyUnicode_FromFormat("<built-in method %U.%s>", module, name);
-    }
-    return PyUnicode_FromFormat("<built-in method %s>", name);
-}
-
-/* cProfile's name for a C function (normalizeUserObj in Modules/_lsprof.c):
- * "<mod.name>" / "<name>" for a function without self, else the repr of the
- * attribute on type(self), else "<built-in method [mod.]name>"; a method
- * descriptor with its self (PTK_FLAG_UNBOUND_C) is named as its bound method. */
-static PyObject *
-tm_c_label(PyObject *obj, PyObject *cself)
-{
-    if (Py_IS_TYPE(obj, &PyMethodDescr_Type) && cself != NULL) {
-        /* unbound (PTK_FLAG_UNBOUND_C): named as its bound method */
-        return tm_method_label(((PyMethodDescrObject *)obj)->d_method->ml_name,
-                               cself, NULL);
-    }
-    if (!PyCFunction_Check(obj)) {
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(obj)->tp_name);
-    }
-    PyCFunctionObject *fn = (PyCFunctionObject *)obj;
-    const char *name = fn->m_ml->ml_name;
-    if (fn->m_self == NULL) {
-        PyObject *mod = fn->m_module;
-        PyObject *modname = NULL;
-        if (mod != NULL && PyUnicode_Check(mod)) {
-            modname = Py_NewRef(mod);
-        }
-        else if (mod != NULL && PyModule_Check(mod)) {
-            modname = PyModule_GetNameObject(mod);
-            if (modname == NULL) {
-                PyErr_Clear();
-            }
-        }
-        if (modname != NULL) {
-            PyObject *res = NULL;
-            if (PyUnicode_CompareWithASCIIString(modname, "builtins") != 0) {
-                res = PyUnicode_FromFormat("<%U.%s>", modname, name);
-            }
-            Py_DECREF(modname);
-            if (res != NULL) {
-                return res;
-            }
-        }
-        return PyUnicode_FromFormat("<%s>", name);
-    }
-    return tm_method_label(name, fn->m_self, fn->m_module);
-}
-
 /* The shared record of a function, made on first sight. */
 static tm_func *
 tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
             int is_c)
 {
-    tm_func *fn = tm__map_get(&st->funcs, key, NULL);
+    tm_func *fn = ptk_kit_map_get(&st->funcs, key, NULL);
     if (fn != NULL) {
         return fn;
     }
@@ -161,7 +94,7 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
     fn->key = key;
     fn->is_c = is_c;
     if (is_c) {
-        fn->label = tm_c_label(obj, cself);
+        fn->label = ptk_kit_c_label(obj, cself);
         if (fn->label == NULL) {
             return NULL;
         }
@@ -172,7 +105,7 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
     else {
         fn->code = Py_NewRef(obj);
     }
-    if (tm__map_put(&st->funcs, key, NULL, fn) != 0) {
+    if (ptk_kit_map_put(&st->funcs, key, NULL, fn) != 0) {
         Py_CLEAR(fn->label);
         Py_CLEAR(fn->code);
         Py_CLEAR(fn->ref);
@@ -235,28 +168,28 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
 {
     int merged = parent->merged || !st->contexts ||
                  (st->max_contexts > 0 &&
-                  st->ncontexts >= (size_t)st->max_contexts);
+                  st->ncontexts >= tm_record_limit(st->max_contexts));
     const void *anchor = parent;
     if (merged) {
         anchor = parent->stat != NULL ? (const void *)parent->stat
                                       : (const void *)&th->root_edge;
     }
-    tm_node *n = tm__map_get(&th->nodes, anchor, key);
+    tm_node *n = ptk_kit_map_get(&th->nodes, anchor, key);
     if (n == NULL && merged && anchor != (const void *)parent) {
-        /* over max_contexts now, but this context was kept before */
-        n = tm__map_get(&th->nodes, parent, key);
+        /* over the recording limit now, but this context was kept before */
+        n = ptk_kit_map_get(&th->nodes, parent, key);
     }
     if (n != NULL) {
         return n;
     }
-    tm_stat *s = tm__map_get(&th->stats, key, NULL);
+    tm_stat *s = ptk_kit_map_get(&th->stats, key, NULL);
     if (s == NULL) {
         tm_func *fn = tm_func_get(st, key, obj, cself, is_c);
         if (fn == NULL) {
             return NULL;
         }
         s = tm__arena_alloc(&th->arena, sizeof(*s));
-        if (s == NULL || tm__map_put(&th->stats, key, NULL, s) != 0) {
+        if (s == NULL || ptk_kit_map_put(&th->stats, key, NULL, s) != 0) {
             return NULL;
         }
         s->fn = fn;
@@ -264,10 +197,10 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     }
     tm_edge *e = &th->root_edge; /* a sink: never reported */
     if (parent->stat != NULL) {
-        e = tm__map_get(&th->edges, parent->stat, s);
+        e = ptk_kit_map_get(&th->edges, parent->stat, s);
         if (e == NULL) {
             e = tm__arena_alloc(&th->arena, sizeof(*e));
-            if (e == NULL || tm__map_put(&th->edges, parent->stat, s, e) != 0) {
+            if (e == NULL || ptk_kit_map_put(&th->edges, parent->stat, s, e) != 0) {
                 return NULL;
             }
             e->caller = parent->stat;
@@ -275,7 +208,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
         }
     }
     n = tm__arena_alloc(&th->arena, sizeof(*n));
-    if (n == NULL || tm__map_put(&th->nodes, anchor, key, n) != 0) {
+    if (n == NULL || ptk_kit_map_put(&th->nodes, anchor, key, n) != 0) {
         return NULL;
     }
     n->parent = parent;
@@ -673,10 +606,10 @@ tm_fig_add(tm_fig *to, const tm_fig *f)
 static tm_stat *
 tm_gone_stat(tm_thread *g, tm_func *fn)
 {
-    tm_stat *s = tm__map_get(&g->stats, fn->key, NULL);
+    tm_stat *s = ptk_kit_map_get(&g->stats, fn->key, NULL);
     if (s == NULL) {
         s = tm__arena_alloc(&g->arena, sizeof(*s));
-        if (s == NULL || tm__map_put(&g->stats, fn->key, NULL, s) != 0) {
+        if (s == NULL || ptk_kit_map_put(&g->stats, fn->key, NULL, s) != 0) {
             return NULL;
         }
         s->fn = fn;
@@ -691,10 +624,10 @@ tm_gone_edge(tm_thread *g, tm_stat *caller, tm_stat *callee)
     if (caller == NULL) {
         return &g->root_edge;
     }
-    tm_edge *e = tm__map_get(&g->edges, caller, callee);
+    tm_edge *e = ptk_kit_map_get(&g->edges, caller, callee);
     if (e == NULL) {
         e = tm__arena_alloc(&g->arena, sizeof(*e));
-        if (e == NULL || tm__map_put(&g->edges, caller, callee, e) != 0) {
+        if (e == NULL || ptk_kit_map_put(&g->edges, caller, callee, e) != 0) {
             return NULL;
         }
         e->caller = caller;
@@ -725,13 +658,13 @@ tm_gone_node(tm_state *st, tm_thread *g, tm_node *gparent, const tm_node *n)
     const void *anchor = n->merged ? (gcaller != NULL ? (const void *)gcaller
                                                       : (const void *)&g->root_edge)
                                    : (const void *)gparent;
-    tm_node *gn = tm__map_get(&g->nodes, anchor, n->key);
+    tm_node *gn = ptk_kit_map_get(&g->nodes, anchor, n->key);
     if (gn != NULL) {
         return gn;
     }
     tm_edge *ge = tm_gone_edge(g, gcaller, gs);
     gn = ge != NULL ? tm__arena_alloc(&g->arena, sizeof(*gn)) : NULL;
-    if (gn == NULL || tm__map_put(&g->nodes, anchor, n->key, gn) != 0) {
+    if (gn == NULL || ptk_kit_map_put(&g->nodes, anchor, n->key, gn) != 0) {
         return NULL;
     }
     gn->key = n->key;
@@ -840,9 +773,9 @@ static void
 tm_thread_free(tm_state *st, tm_thread *th)
 {
     st->ncontexts -= th->ncontexts;
-    tm__map_free(&th->stats);
-    tm__map_free(&th->edges);
-    tm__map_free(&th->nodes);
+    ptk_kit_map_free(&th->stats);
+    ptk_kit_map_free(&th->edges);
+    ptk_kit_map_free(&th->nodes);
     tm__arena_free(&th->arena);
     free(th->stack);
     free(th->name);
@@ -991,12 +924,12 @@ tm_fini(void *state)
     }
     free(st->threads);
     free(st->done);
-    tm__map_free(&st->gone.stats);
-    tm__map_free(&st->gone.edges);
-    tm__map_free(&st->gone.nodes);
+    ptk_kit_map_free(&st->gone.stats);
+    ptk_kit_map_free(&st->gone.edges);
+    ptk_kit_map_free(&st->gone.nodes);
     tm__arena_free(&st->gone.arena);
     free(st->func_list);
-    tm__map_free(&st->funcs);
+    ptk_kit_map_free(&st->funcs);
     tm__arena_free(&st->arena);
     free(st);
 }

@@ -14,6 +14,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first: it sets the feature macros */
 
+#include "../common/pair_map.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,22 +34,8 @@ typedef struct tm_arena {
 void *tm__arena_alloc(tm_arena *a, size_t size); /* zeroed; NULL on ENOMEM */
 void tm__arena_free(tm_arena *a);
 
-/** Open-addressing map from a pair of pointers to a pointer (never removes). */
-typedef struct tm_map_slot {
-    const void *a;
-    const void *b;
-    void *value;
-} tm_map_slot;
-
-typedef struct tm_map {
-    tm_map_slot *slots;
-    size_t mask;  /* capacity - 1; capacity is a power of two */
-    size_t count;
-} tm_map;
-
-void *tm__map_get(const tm_map *m, const void *a, const void *b);
-int tm__map_put(tm_map *m, const void *a, const void *b, void *value); /* 0 or -1 */
-void tm__map_free(tm_map *m);
+/** The pointer-pair map of the plugin kit (plugins/common/pair_map.h). */
+typedef ptk_kit_map tm_map;
 
 /* ---- the figures -------------------------------------------------------- */
 
@@ -159,6 +147,23 @@ typedef struct tm_done {
 enum { TM_SORT_TOTTIME = 0, TM_SORT_CUMTIME = 1, TM_SORT_CALLS = 2 };
 
 /** The plugin instance. */
+/** How many more contexts than max_contexts are recorded (and at least
+ *  TM_RECORD_MIN): the files keep the max_contexts heaviest of them, chosen
+ *  when they are written; calls in newer contexts are merged by caller. */
+#define TM_RECORD_FACTOR 20
+#define TM_RECORD_MIN 1000000
+
+/** The contexts recorded before newer ones are merged by caller. */
+static inline size_t
+tm_record_limit(int64_t max_contexts)
+{
+    if ((uint64_t)max_contexts > SIZE_MAX / TM_RECORD_FACTOR) {
+        return SIZE_MAX;
+    }
+    size_t n = (size_t)max_contexts * TM_RECORD_FACTOR;
+    return n > TM_RECORD_MIN ? n : TM_RECORD_MIN;
+}
+
 typedef struct tm_state {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
@@ -171,8 +176,11 @@ typedef struct tm_state {
     int contexts;         /* keep calling contexts */
     int speedscope;       /* write timer.speedscope.json */
     int folded;           /* write timer.folded */
-    int64_t max_contexts; /* 0: unlimited */
+    int64_t max_contexts; /* contexts in the flame graph files; 0: unlimited */
     size_t ncontexts;     /* context nodes of every tm_thread, gone included */
+    size_t flame_kept;    /* written contexts of the all-threads files */
+    size_t flame_merged;  /* contexts of theirs merged as too light */
+    uint64_t flame_merged_ns; /* the own time of those */
     tm_arena arena;       /* tm_func records */
     tm_map funcs;       /* (key, NULL) -> tm_func */
     tm_func **func_list;

@@ -8,6 +8,8 @@
  */
 #include "timer.h"
 
+#include "../common/c_label.h"
+#include "../common/json_quote.h"
 #include "../common/put_decimal.h"
 
 #include <stdlib.h>
@@ -66,18 +68,13 @@ tm_func_key(const tm_func *fn)
                          co->co_name);
 }
 
-/* "qualname (file:line)" for Python code, the cProfile name without its
- * angle brackets for C functions. */
+/* "qualname (file:line)" for Python code, the cProfile name as pstats
+ * prints it ("{method 'append' of 'list' objects}") for C functions. */
 static PyObject *
 tm_func_name(const tm_func *fn)
 {
     if (fn->is_c) {
-        Py_ssize_t n = PyUnicode_GetLength(fn->label);
-        if (n >= 2 && PyUnicode_READ_CHAR(fn->label, 0) == '<' &&
-            PyUnicode_READ_CHAR(fn->label, n - 1) == '>') {
-            return PyUnicode_Substring(fn->label, 1, n - 1);
-        }
-        return Py_NewRef(fn->label);
+        return ptk_kit_c_display(fn->label);
     }
     PyCodeObject *co = (PyCodeObject *)fn->code;
     return PyUnicode_FromFormat("%U (%U:%d)", co->co_qualname, co->co_filename,
@@ -304,7 +301,7 @@ tm_view_clear(tm_view *v)
 {
     free(v->fn);
     free(v->edges);
-    tm__map_free(&v->edge_map);
+    ptk_kit_map_free(&v->edge_map);
     memset(v, 0, sizeof(*v));
 }
 
@@ -328,7 +325,7 @@ tm_view_add_thread(tm_view *v, const tm_labels *L, const tm_thread *th)
         uint32_t a = L->canon[e->caller->fn->id], b = L->canon[e->callee->fn->id];
         const void *ka = (const void *)(uintptr_t)(a + 1);
         const void *kb = (const void *)(uintptr_t)(b + 1);
-        uintptr_t at = (uintptr_t)tm__map_get(&v->edge_map, ka, kb);
+        uintptr_t at = (uintptr_t)ptk_kit_map_get(&v->edge_map, ka, kb);
         if (at == 0) {
             if (v->nedges == v->edges_cap) {
                 size_t cap = v->edges_cap ? v->edges_cap * 2 : 256;
@@ -344,7 +341,7 @@ tm_view_add_thread(tm_view *v, const tm_labels *L, const tm_thread *th)
             v->edges[v->nedges].callee = b;
             v->nedges++;
             at = v->nedges;
-            if (tm__map_put(&v->edge_map, ka, kb, (void *)at) != 0) {
+            if (ptk_kit_map_put(&v->edge_map, ka, kb, (void *)at) != 0) {
                 return -1;
             }
         }
@@ -456,13 +453,15 @@ typedef struct tm_rtree {
     tm_map map; /* (parent+1, label+1) -> index */
     uint32_t deeper, merged; /* the labels of the two pseudo frames */
     uint64_t merged_edges, merged_ns;
+    size_t pruned;      /* contexts merged by tm_rtree_cap */
+    uint64_t pruned_ns; /* their own time */
 } tm_rtree;
 
 static void
 tm_rtree_clear(tm_rtree *r)
 {
     free(r->v);
-    tm__map_free(&r->map);
+    ptk_kit_map_free(&r->map);
     memset(r, 0, sizeof(*r));
 }
 
@@ -472,7 +471,7 @@ tm_rtree_child(tm_rtree *r, uint32_t parent, uint32_t label)
 {
     const void *ka = (const void *)(uintptr_t)(parent + 1);
     const void *kb = (const void *)(uintptr_t)(label + 1);
-    uintptr_t at = (uintptr_t)tm__map_get(&r->map, ka, kb);
+    uintptr_t at = (uintptr_t)ptk_kit_map_get(&r->map, ka, kb);
     if (at != 0) {
         return (uint32_t)at;
     }
@@ -491,7 +490,7 @@ tm_rtree_child(tm_rtree *r, uint32_t parent, uint32_t label)
     r->v[i].label = label;
     r->v[i].next_sibling = r->v[parent].first_child;
     r->v[parent].first_child = i;
-    if (tm__map_put(&r->map, ka, kb, (void *)(uintptr_t)i) != 0) {
+    if (ptk_kit_map_put(&r->map, ka, kb, (void *)(uintptr_t)i) != 0) {
         return (uint32_t)-1;
     }
     return i;
@@ -572,6 +571,19 @@ tm_rtree_add_thread(tm_rtree *r, const tm_labels *L, const tm_thread *th,
     return 0;
 }
 
+static void
+tm_rtree_sum(tm_rtree *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        r->v[i].incl_ns = 0;
+    }
+    for (size_t i = r->n; i-- > 1;) {
+        r->v[i].incl_ns += r->v[i].self_ns;
+        r->v[r->v[i].parent].incl_ns += r->v[i].incl_ns;
+    }
+    r->v[0].incl_ns += r->v[0].self_ns;
+}
+
 /* The contexts of one thread (@p only >= 0) or of every thread, with the
  * inclusive time of each node. */
 static int
@@ -600,11 +612,104 @@ tm_rtree_build(tm_state *st, const tm_labels *L, long only, tm_rtree *r)
         PyErr_NoMemory();
         return -1;
     }
-    for (size_t i = r->n; i-- > 1;) {
-        r->v[i].incl_ns += r->v[i].self_ns;
-        r->v[r->v[i].parent].incl_ns += r->v[i].incl_ns;
+    tm_rtree_sum(r);
+    return 0;
+}
+
+typedef struct {
+    uint64_t incl;
+    uint32_t node;
+} tm_rweight;
+
+static int
+tm_rweight_cmp(const void *a, const void *b)
+{
+    const tm_rweight *x = a, *y = b;
+    if (x->incl != y->incl) {
+        return x->incl < y->incl ? 1 : -1;
     }
-    r->v[0].incl_ns += r->v[0].self_ns;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Which nodes to keep: the @p max heaviest by inclusive time (a parent
+ * weighs at least what its child does and comes first among equals, so
+ * the set holds every kept node's callers). NULL when out of memory. */
+static char *
+tm_rtree_heaviest(const tm_rtree *r, size_t max)
+{
+    size_t nw = r->n > 1 ? r->n - 1 : 1;
+    tm_rweight *w = malloc(nw * sizeof(*w));
+    char *keep = calloc(r->n, 1);
+    if (w == NULL || keep == NULL) {
+        free(w);
+        free(keep);
+        return NULL;
+    }
+    for (size_t i = 1; i < r->n; i++) {
+        w[i - 1] = (tm_rweight){r->v[i].incl_ns, (uint32_t)i};
+    }
+    qsort(w, r->n - 1, sizeof(*w), tm_rweight_cmp);
+    keep[0] = 1;
+    for (size_t k = 0; k < max; k++) {
+        keep[w[k].node] = 1;
+    }
+    free(w);
+    for (size_t i = 1; i < r->n; i++) {
+        keep[i] = keep[i] && keep[r->v[i].parent];
+    }
+    return keep;
+}
+
+/* Keeps the @p max heaviest contexts of @p r (by inclusive time); the
+ * lighter ones become one "[merged contexts]" frame under their nearest kept
+ * caller, so every kept frame keeps its width and the file at most about
+ * twice @p max nodes. 0, or -1 when out of memory (@p r unchanged). */
+static int
+tm_rtree_cap(tm_rtree *r, int64_t max)
+{
+    if (max <= 0 || r->n < 2 || r->n - 1 <= (size_t)max) {
+        return 0;
+    }
+    char *keep = tm_rtree_heaviest(r, (size_t)max);
+    uint32_t *to = malloc(r->n * sizeof(*to));  /* node in the new tree */
+    uint32_t *anc = malloc(r->n * sizeof(*anc)); /* its kept caller's */
+    tm_rtree nr;
+    memset(&nr, 0, sizeof(nr));
+    nr.deeper = r->deeper;
+    nr.merged = r->merged;
+    nr.merged_edges = r->merged_edges;
+    nr.merged_ns = r->merged_ns;
+    nr.cap = (size_t)max + 1024;
+    nr.v = calloc(nr.cap, sizeof(*nr.v));
+    int bad = keep == NULL || to == NULL || anc == NULL || nr.v == NULL;
+    nr.n = 1;
+    to[0] = anc[0] = 0;
+    for (size_t i = 1; !bad && i < r->n; i++) {
+        uint32_t p = r->v[i].parent;
+        if (keep[i]) {
+            to[i] = anc[i] = tm_rtree_child(&nr, to[p], r->v[i].label);
+        }
+        else {
+            anc[i] = keep[p] ? to[p] : anc[p];
+            to[i] = tm_rtree_child(&nr, anc[i], nr.merged);
+            nr.pruned++;
+            nr.pruned_ns += r->v[i].self_ns;
+        }
+        bad = to[i] == (uint32_t)-1;
+        if (!bad) {
+            nr.v[to[i]].self_ns += r->v[i].self_ns;
+        }
+    }
+    free(keep);
+    free(to);
+    free(anc);
+    if (bad) {
+        tm_rtree_clear(&nr);
+        return -1;
+    }
+    tm_rtree_sum(&nr);
+    tm_rtree_clear(r);
+    *r = nr;
     return 0;
 }
 
@@ -780,37 +885,6 @@ tm_ss_visit(void *arg, const tm_rtree *r, uint32_t node, int in, size_t depth)
     return rc < 0 ? -1 : 0;
 }
 
-/* Writes @p s as a JSON string: the runs that need no escape in one
- * fwrite each (a report has thousands of file names; a call per
- * character cost tens of millions of instructions). */
-static int
-tm_json_str(FILE *f, const char *s)
-{
-    if (fputc('"', f) == EOF) {
-        return -1;
-    }
-    const unsigned char *p = (const unsigned char *)s;
-    for (;;) {
-        const unsigned char *run = p;
-        while (*p >= 0x20 && *p != '"' && *p != '\\') {
-            p++;
-        }
-        if (p > run && fwrite(run, 1, (size_t)(p - run), f) != (size_t)(p - run)) {
-            return -1;
-        }
-        if (*p == 0) {
-            break;
-        }
-        int rc = *p == '"' || *p == '\\' ? fprintf(f, "\\%c", *p)
-                                         : fprintf(f, "\\u%04x", *p);
-        if (rc < 0) {
-            return -1;
-        }
-        p++;
-    }
-    return fputc('"', f) == EOF ? -1 : 0;
-}
-
 static int
 tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
                     const char *filename, const char *title)
@@ -824,11 +898,11 @@ tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
                    "file-format-schema.json\",\n\"exporter\":\"pytracekit timer\",\n"
                    "\"name\":",
                    f) != EOF &&
-             tm_json_str(f, title) == 0 &&
+             ptk_kit_json_write(f, title) == 0 &&
              fputs(",\n\"shared\":{\"frames\":[", f) != EOF;
     for (size_t i = 0; ok && i < L->n + 2; i++) {
         ok = fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f) != EOF &&
-             tm_json_str(f, tm_rname(L, r, (uint32_t)i)) == 0;
+             ptk_kit_json_write(f, tm_rname(L, r, (uint32_t)i)) == 0;
         if (ok && i < L->n) {
             PyObject *key = PyList_GET_ITEM(L->keys, i);
             const char *file = PyUnicode_AsUTF8(PyTuple_GET_ITEM(key, 0));
@@ -837,14 +911,14 @@ tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
                 PyErr_Clear();
             }
             else if (strcmp(file, "~") != 0) {
-                ok = fputs(",\"file\":", f) != EOF && tm_json_str(f, file) == 0 &&
+                ok = fputs(",\"file\":", f) != EOF && ptk_kit_json_write(f, file) == 0 &&
                      fprintf(f, ",\"line\":%ld", line) >= 0;
             }
         }
         ok = ok && fputc('}', f) != EOF;
     }
     ok = ok && fprintf(f, "]},\n\"profiles\":[{\"type\":\"evented\",\"name\":") >= 0 &&
-         tm_json_str(f, title) == 0 &&
+         ptk_kit_json_write(f, title) == 0 &&
          fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,"
                     "\n\"events\":[",
                  (unsigned long long)r->v[0].incl_ns) >= 0;
@@ -871,6 +945,17 @@ tm_write_flame(tm_state *st, const tm_labels *L, long only, const char *prefix,
     if (tm_rtree_build(st, L, only, &r) != 0) {
         return PTK_EPYTHON;
     }
+    size_t recorded = r.n - 1;
+    if (tm_rtree_cap(&r, st->max_contexts) != 0) {
+        tm_rtree_clear(&r);
+        PyErr_NoMemory();
+        return PTK_EPYTHON;
+    }
+    if (only < 0) {
+        st->flame_kept = recorded - r.pruned;
+        st->flame_merged = r.pruned;
+        st->flame_merged_ns = r.pruned_ns;
+    }
     int rc = PTK_OK;
     if (st->speedscope) {
         snprintf(name, sizeof(name), "%s.speedscope.json", prefix);
@@ -887,6 +972,27 @@ tm_write_flame(tm_state *st, const tm_labels *L, long only, const char *prefix,
         tm_rtree_clear(&r);
     }
     return rc;
+}
+
+/* "timer.thread-N-NAME": the thread's index (unique) and its name, cut to
+ * 32 bytes, with what a file name should not hold as '_'. */
+static void
+tm_thread_prefix(tm_state *st, char *buf, size_t size, const tm_thread *th)
+{
+    /* the name the thread has now: it may have had none when first seen */
+    const ptk_thread *t = st->host->thread_at(th->index);
+    const char *tname = t != NULL && t->name != NULL && t->name[0] ? t->name : th->name;
+    char name[33];
+    size_t n = 0;
+    for (const char *p = tname ? tname : ""; *p && n < 32; p++) {
+        unsigned char c = (unsigned char)*p;
+        name[n++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
+                        ? (char)c
+                        : '_';
+    }
+    name[n] = '\0';
+    snprintf(buf, size, n ? "timer.thread-%u-%s" : "timer.thread-%u%s", th->index, name);
 }
 
 /* ---- timer.json ---------------------------------------------------------- */
@@ -935,7 +1041,7 @@ tm_json_pystr(FILE *f, PyObject *s)
     if (u == NULL) {
         return -1;
     }
-    return tm_json_str(f, u);
+    return ptk_kit_json_write(f, u);
 }
 
 /* "total_ns":…,"calls":…,"primitive_calls":…,"functions":[…],"edges":[…] */
@@ -966,7 +1072,7 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
         p = tm_put(p, ",\"id\":");
         p = ptk_put_u64(p, i);
         p = tm_put(p, ",\"file\":");
-        if (tm_write_buf(f, buf, p) < 0 || tm_json_str(f, file) < 0 ||
+        if (tm_write_buf(f, buf, p) < 0 || ptk_kit_json_write(f, file) < 0 ||
             fprintf(f, ",\"line\":%ld,\"name\":", line) < 0 ||
             tm_json_pystr(f, PyTuple_GET_ITEM(key, 2)) < 0 ||
             fputs(",\"display\":", f) == EOF ||
@@ -1051,14 +1157,18 @@ tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
                         "\"max_depth\":%llu,\"unmatched_returns\":%llu,"
                         "\"resynced_frames\":%llu,\n\"calling_contexts\":{"
                         "\"kept\":%s,\"max_contexts\":%lld,\"contexts\":%zu,"
-                        "\"written\":%zu,\"merged_edges\":%llu,\"merged_ns\":%llu},\n",
+                        "\"written\":%zu,\"merged_edges\":%llu,\"merged_ns\":%llu,"
+                        "\"kept_contexts\":%zu,\"merged_contexts\":%zu,"
+                        "\"merged_contexts_ns\":%llu},\n",
                      run != NULL ? "" : "{",
                      st->cpu_clock ? "cpu" : "wall", st->builtins ? "true" : "false",
                      st->per_thread ? "true" : "false", args->elapsed_s,
                      (unsigned long long)max_depth, (unsigned long long)unmatched,
                      (unsigned long long)resynced, st->contexts ? "true" : "false",
                      (long long)st->max_contexts, st->ncontexts, written,
-                     (unsigned long long)medges, (unsigned long long)mns) >= 0 &&
+                     (unsigned long long)medges, (unsigned long long)mns,
+                     st->flame_kept, st->flame_merged,
+                     (unsigned long long)st->flame_merged_ns) >= 0 &&
              tm_json_figures(f, L, all) == 0 && fputs(",\n\"threads\":[", f) != EOF;
     int first = 1;
     for (size_t i = 0; ok && i < st->nthreads; i++) {
@@ -1075,7 +1185,7 @@ tm_write_json(tm_state *st, const tm_labels *L, const tm_view *all,
         ok = fprintf(f, "%s\n{\"index\":%zu,\"ident\":%llu,\"name\":",
                      first ? "" : ",", i,
                      (unsigned long long)(th != NULL ? th->ident : dn->ident)) >= 0 &&
-             (name != NULL ? tm_json_str(f, name) == 0 : fputs("null", f) != EOF) &&
+             (name != NULL ? ptk_kit_json_write(f, name) == 0 : fputs("null", f) != EOF) &&
              fprintf(f, ",\"max_depth\":%zu,\"unmatched_returns\":%llu,"
                         "\"resynced_frames\":%llu,\"ended\":%s,",
                      depth,
@@ -1156,9 +1266,21 @@ tm_summary(tm_state *st, const tm_labels *L, const tm_view *v,
     tm_merged_counts(st, &medges, &mns);
     if (st->contexts && medges > 0) {
         fprintf(out,
-                "timer: %zu calling contexts kept (max_contexts=%lld); %.6f s "
-                "in newer contexts is shown merged by caller\n",
-                st->ncontexts, (long long)st->max_contexts, (double)mns * 1e-9);
+                "timer: %zu calling contexts recorded (the most kept at run "
+                "time); %.6f s in newer contexts is shown merged by caller\n",
+                st->ncontexts, (double)mns * 1e-9);
+    }
+    if (st->contexts && st->flame_merged > 0) {
+        fprintf(out,
+                "timer: the flame graph keeps the %zu heaviest calling "
+                "contexts (max_contexts=%lld); %.6f s (%.1f%%) in %zu lighter "
+                "ones is shown under [merged contexts]\n",
+                st->flame_kept, (long long)st->max_contexts,
+                (double)st->flame_merged_ns * 1e-9,
+                v->total_ns ? 100.0 * (double)st->flame_merged_ns /
+                                  (double)v->total_ns
+                            : 0.0,
+                st->flame_merged);
     }
     if (st->top == 0 || L->n == 0) {
         return;
@@ -1271,11 +1393,11 @@ tm__report(tm_state *st, const ptk_report_args *args)
         }
         if (st->per_thread) {
             tm_view v;
-            char prefix[48];
+            char prefix[64];
             if (tm_view_build(st, &L, (long)i, &v) != 0) {
                 goto done;
             }
-            snprintf(prefix, sizeof(prefix), "timer.thread-%u", th->index);
+            tm_thread_prefix(st, prefix, sizeof(prefix), th);
             rc = tm_write_view(st, &L, &v, prefix);
             if (rc == PTK_OK) {
                 rc = tm_write_flame(st, &L, (long)i, prefix, NULL);

@@ -105,7 +105,7 @@ def parse(argv):
             rest = i
             break
         elif a.startswith("-") and a != "-":
-            raise Usage(f"unknown option '{a}'", show_usage=True)
+            raise Usage(f"unknown option '{a}' (see --help)")
         else:
             rest = i
             break
@@ -117,8 +117,7 @@ def parse(argv):
         return o
     if o["mode"] is None:
         if rest >= n:
-            raise Usage("no program given (SCRIPT, -m MODULE or -c CODE)",
-                        show_usage=True)
+            raise Usage("no program given (SCRIPT, -m MODULE or -c CODE; see --help)")
         o["target"] = argv[rest]
         rest += 1
     o["args"] = list(argv[rest:])
@@ -152,6 +151,14 @@ def _fresh_main(filename=None):
     return main
 
 
+def _start(session):
+    """Starts the session; at exit it is stopped first, by the C method
+    itself, so that no frame of this runner (its atexit callback) gets into
+    the program's profile."""
+    atexit.register(session.stop)
+    session.start()
+
+
 def _run(o, session):
     """Runs the program as `python` would, with the session started."""
     mode, target, args = o["mode"], o["target"], o["args"]
@@ -160,13 +167,13 @@ def _run(o, session):
         sys.path[0] = ""
         main = _fresh_main()
         code = compile(target, "<string>", "exec")
-        session.start()
+        _start(session)
         exec(code, main.__dict__)
     elif mode == "-m":
         import runpy
         sys.argv = ["-m"] + args
         sys.path[0] = os.getcwd()
-        session.start()
+        _start(session)
         runpy._run_module_as_main(target, alter_argv=True)
     else:
         sys.argv = [target] + args
@@ -174,7 +181,7 @@ def _run(o, session):
         if os.path.isdir(target) or not target.endswith(".py") and _is_zip(target):
             import runpy  # a directory or zip with __main__.py: as python
             sys.path[0] = path  # runs it (pymain_run_python)
-            session.start()
+            _start(session)
             runpy._run_module_as_main("__main__", alter_argv=False)
             return
         try:
@@ -193,7 +200,7 @@ def _run(o, session):
         filename = target if target == "<stdin>" else path
         main = _fresh_main(None if target == "<stdin>" else filename)
         code = compile(source, filename, "exec")
-        session.start()
+        _start(session)
         exec(code, main.__dict__)
 
 
@@ -203,6 +210,12 @@ def _is_zip(path):
         return zipfile.is_zipfile(path)
     except OSError:
         return False
+
+
+def module_usage():
+    """The command's usage text, as `python -m pytracekit`."""
+    return (_c._usage.replace("usage: pytracekit", "usage: python -m pytracekit")
+            .replace("\n       pytracekit ", "\n       python -m pytracekit "))
 
 
 def main(argv=None):
@@ -216,14 +229,12 @@ def main(argv=None):
         o = parse(argv)
     except Usage as e:
         print(f"pytracekit: {e}", file=sys.stderr)
-        if e.show_usage:
-            sys.stderr.write(_c._usage)
         return EXIT_USAGE
     if o["action"] == "version":
         print(f"pytracekit {_c.version()} (built for Python {_c._built_for})")
         return 0
     if o["action"] == "help":
-        sys.stdout.write(_c._usage)
+        sys.stdout.write(module_usage())
         return 0
     if o["action"] == "list":
         list_plugins(o["plugin_path"])
@@ -241,6 +252,7 @@ def main(argv=None):
         return EXIT_USAGE
 
     status = {"code": None}  # the program's exit status, once known
+    main_pid = os.getpid()  # a forked child reports into its pid-N/
 
     def finish():
         if session.running:
@@ -249,6 +261,9 @@ def main(argv=None):
         session.report()
         failed = session.failures > before
         session.close()
+        if os.getpid() == main_pid:
+            print(f"pytracekit: reports in {o['output']}/ (run.json lists them)",
+                  file=sys.stderr)
         if failed and status["code"] == 0:
             # as the command: a report that could not be written turns
             # the program's 0 into EXIT_REPORT_FAILED
@@ -263,6 +278,7 @@ def main(argv=None):
         if session.running:  # the program ran: its own error
             raise
         atexit.unregister(finish)
+        atexit.unregister(session.stop)
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as e:

@@ -8,11 +8,15 @@
 Each INPUT is a report directory; the report sets in it and in the
 directories below it (a followed child's pid-N/, CI shards unpacked side by
 side) are merged: counter.json (calls and events added), timer.pstats (with
-pstats.Stats.add), timer.folded (the time of each calling context added),
-timer.json (functions and caller edges added) and coverage.json (through the
+pstats.Stats.add), timer.folded and timer.speedscope.json (the time of each
+calling context added), timer.json (functions and caller edges added) and
+coverage.json (through the
 coverage plugin's own merge, which writes coverage.lcov and coverage.xml
 too). A report directory that has a run.json contributes only the files that
 run.json lists, so the leftovers of an earlier run are never mixed in.
+What is not combined (a timeline, reftrack.json, per-thread timer files), and
+a format that only some of a plugin's report sets have, is said on stderr
+and listed in the output's run.json under "left_out".
 
 --paths maps file names recorded on other machines onto this one, as the
 [paths] section of coverage.py does: a recorded path that starts with one of
@@ -29,7 +33,11 @@ import time
 
 from . import _coverage_format as covfmt
 
-REPORTS = ("counter.json", "timer.pstats", "timer.folded", "timer.json", "coverage.json")
+REPORTS = ("counter.json", "timer.pstats", "timer.folded", "timer.speedscope.json",
+           "timer.json", "coverage.json")
+# written again from coverage.json, so combined with it; and a followed
+# child's human summaries, which are no report
+DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt", "summary.txt")
 
 
 class CombineError(Exception):
@@ -104,6 +112,34 @@ def find_sets(inputs, exclude=None):
     if not sets:
         raise CombineError("no reports found in %s" % ", ".join(inputs))
     return sets
+
+
+def _left_out(sets):
+    """What combining these report sets leaves out, one sentence each: the
+    files nothing combines, and a format only some of its plugin's report
+    sets have (its combined file covers those only)."""
+    out = []
+    others = {}
+    for d, run, have in sets:
+        listed = (run or {}).get("files")
+        if listed is None:
+            listed = [n for n in os.listdir(d) if os.path.isfile(os.path.join(d, n))]
+        for n in listed:
+            if n not in REPORTS and n not in DERIVED and n != "run.json":
+                others.setdefault(n, []).append(d)
+    for n in sorted(others):
+        out.append("%s is not combined (in %d report set%s)"
+                   % (n, len(others[n]), "" if len(others[n]) == 1 else "s"))
+    for n in REPORTS:
+        plugin = n.split(".")[0]
+        mine = [d for d, _, have in sets if n in have]
+        theirs = [d for d, _, have in sets
+                  if n not in have and any(h.split(".")[0] == plugin for h in have)]
+        if mine and theirs:
+            out.append("%s covers %d of the %d %s report sets (not in: %s)"
+                       % (n, len(mine), len(mine) + len(theirs), plugin,
+                          ", ".join(theirs)))
+    return out
 
 
 def _load_json(path):
@@ -196,6 +232,67 @@ def merge_folded(paths, remap):
     return "".join("%s %d\n" % (k, stacks[k]) for k in sorted(stacks))
 
 
+def merge_speedscope(paths, remap):
+    """The calling contexts of timer.speedscope.json files, the time of each
+    context added, as one evented profile (frames: one per function, by
+    file, line and name)."""
+    frames, index = [], {}
+    root = [0, {}]  # [inclusive ns, {frame index: node}]
+    for path in paths:
+        doc = _load_json(path)
+        try:
+            local = []
+            for fr in doc["shared"]["frames"]:
+                f = dict(fr)
+                if f.get("file"):
+                    f["file"] = remap(f["file"])
+                base = f["name"].split(" (")[0] if f.get("file") else f["name"]
+                key = (f.get("file"), f.get("line"), base)
+                if key not in index:
+                    index[key] = len(frames)
+                    frames.append(f)
+                local.append(index[key])
+            for prof in doc["profiles"]:
+                stack = [(root, None)]
+                for ev in prof["events"]:
+                    if ev["type"] == "O":
+                        kids = stack[-1][0][1]
+                        node = kids.setdefault(local[ev["frame"]], [0, {}])
+                        stack.append((node, ev["at"]))
+                    else:
+                        node, at = stack.pop()
+                        node[0] += ev["at"] - at
+        except (KeyError, IndexError, TypeError) as e:
+            raise CombineError("%s: not a speedscope file of the timer (%s)" % (path, e))
+    root[0] = sum(n[0] for n in root[1].values())
+    return {"$schema": "https://www.speedscope.app/file-format-schema.json",
+            "exporter": "pytracekit combine", "name": "timer (%d runs)" % len(paths),
+            "shared": {"frames": frames},
+            "profiles": [{"type": "evented", "name": "timer", "unit": "nanoseconds",
+                          "startValue": 0, "endValue": root[0],
+                          "events": _speedscope_events(root)}]}
+
+
+def _speedscope_events(root):
+    """Evented open/close events of a context tree ([ns, {frame: node}])."""
+    events = []
+    todo = [("walk", root, None, 0)]
+    while todo:
+        what, node, frame, at = todo.pop()
+        if what == "close":
+            events.append({"type": "C", "frame": frame, "at": at})
+            continue
+        if frame is not None:
+            events.append({"type": "O", "frame": frame, "at": at})
+            todo.append(("close", None, frame, at + node[0]))
+        pending, t = [], at
+        for k in sorted(node[1]):
+            pending.append(("walk", node[1][k], k, t))
+            t += node[1][k][0]
+        todo.extend(reversed(pending))
+    return events
+
+
 def merge_timer_json(datas, remap):
     funcs, edges, threads = {}, {}, []
     out = {"plugin": "timer", "unit": "ns", "processes": len(datas)}
@@ -264,6 +361,7 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     else:
         remap = PathMap(paths or ())
     sets = find_sets([os.fspath(i) for i in inputs], os.path.realpath(output_dir))
+    left_out = _left_out(sets)
     by_name = {n: [] for n in REPORTS}
     runs = []
     for d, run, have in sets:
@@ -281,6 +379,9 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     if by_name["timer.folded"]:
         outputs.append(("timer.folded",
                         merge_folded([p for p, _ in by_name["timer.folded"]], remap)))
+    if by_name["timer.speedscope.json"]:
+        doc = merge_speedscope([p for p, _ in by_name["timer.speedscope.json"]], remap)
+        outputs.append(("timer.speedscope.json", json.dumps(doc, separators=(",", ":")) + "\n"))
     if by_name["timer.json"]:
         datas = [(_load_json(p), r) for p, r in by_name["timer.json"]]
         outputs.append(("timer.json",
@@ -313,8 +414,11 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
         written.append(name)
     if merged is not None and summary is not None:
         summary.write(covfmt.summary_text(merged))
+    if summary is not None:
+        for line in left_out:
+            summary.write("pytracekit combine: %s\n" % line)
     manifest = {"format": "pytracekit-run", "version": 1, "combined": runs,
-                "ended": time.time(), "files": written}
+                "ended": time.time(), "files": written, "left_out": left_out}
     _write(os.path.join(output_dir, "run.json"), json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -324,7 +428,8 @@ USAGE = """usage: pytracekit combine [-o DIR] [--paths CANONICAL=PATTERN[,PATTER
 
 Merges the reports of the report directories in and below each INPUT (a run
 with --follow-children, CI shards) into DIR (default pytracekit-combined):
-counter.json, timer.pstats, timer.folded, timer.json, coverage.{json,lcov,xml}.
+counter.json, timer.pstats, timer.folded, timer.speedscope.json, timer.json,
+coverage.{json,lcov,xml}; what it leaves out is said on stderr.
 --paths maps paths recorded elsewhere onto CANONICAL (coverage.py's [paths]).
 Exit status: 0, or 2 for bad input (nothing is written then).
 """

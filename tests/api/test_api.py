@@ -316,7 +316,7 @@ class Leaks(Tmp):
         del d
         self.assertIsNone(r())
         names = {(f["name"], f["qualname"]) for f in s.results["counter"]["functions"]}
-        self.assertIn(("get", D.__qualname__ + ".get"), names)  # still counted, by name
+        self.assertIn(("get", "dict.get"), names)  # still counted, by name
 
     def test_many_sessions_memory(self):
         # The C heap (glibc's mallinfo2: the library's and the plugins'

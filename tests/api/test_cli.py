@@ -148,6 +148,24 @@ class Arguments(Case):
         self.same_reports()
 
 
+    def test_runner_frames_are_not_the_programs(self):
+        # neither the interpreter's work for the script (importlib's
+        # FileLoader.__init__ for __main__.__loader__) nor the module's
+        # atexit callback is in the program's profile
+        with open(os.path.join(self.dir, "plain.py"), "w") as f:
+            f.write("def f():\n    return 1\nf()\n")  # imports nothing
+        c, _ = self.both("plain.py", reports=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        for out in ("out-cmd", "out-mod"):
+            with open(os.path.join(self.dir, out, "counter.json")) as f:
+                funcs = json.load(f)["functions"]
+            files = {f["file"] for f in funcs if f["kind"] == "python"}
+            self.assertIn(os.path.join(self.dir, "plain.py"), files, out)
+            # a program that imports nothing runs no importlib code, and
+            # nothing of python -m pytracekit's own
+            self.assertEqual({f for f in files if "importlib" in f or
+                              f.endswith(os.sep + "__main__.py")}, set(), out)
+
     def test_filter_options(self):
         # the program's own file only, two frames deep (the last --max-depth):
         # the same filter from both, so the same (filtered) reports
@@ -171,9 +189,22 @@ class Informational(Case):
 
     def test_help(self):
         for a in ("--help", "-h"):
-            c, _ = self.both(a)
-            self.assertEqual(c.returncode, 0)
-            self.assertTrue(c.stdout.startswith("usage: pytracekit"))
+            c = self.run_one([T.CLI, a], "out-cmd")
+            m = self.run_one([T.PYTHON, "-m", "pytracekit", a], "out-mod")
+            self.assertEqual((c.returncode, m.returncode), (0, 0))
+            self.assertTrue(c.stdout.startswith("usage: pytracekit "))
+            # the module names itself as it is run, the rest the same
+            self.assertTrue(m.stdout.startswith("usage: python -m pytracekit "), m.stdout)
+            self.assertNotIn("\n       pytracekit ", m.stdout)
+            self.assertEqual(m.stdout.replace("python -m pytracekit", "pytracekit"),
+                             c.stdout)
+
+    def test_says_where_the_reports_are(self):
+        c, m = self.both("prog.py", reports=True)
+        self.assertEqual(c.stderr.splitlines()[-1],
+                         "pytracekit: reports in out-cmd/ (run.json lists them)")
+        self.assertEqual(m.stderr.splitlines()[-1],
+                         "pytracekit: reports in out-mod/ (run.json lists them)")
 
     def test_list_plugins(self):
         c, _ = self.both("--list-plugins")
@@ -193,10 +224,13 @@ class Errors(Case):
 
     def test_unknown_option(self):
         c = self.usage_error("--bogus", "prog.py", message="pytracekit: unknown option '--bogus'")
-        self.assertIn("usage: pytracekit", c.stderr)
+        # one line, not the whole help
+        self.assertEqual(c.stderr, "pytracekit: unknown option '--bogus' (see --help)\n")
 
     def test_no_program(self):
-        self.usage_error(message="pytracekit: no program given")
+        c = self.usage_error(message="pytracekit: no program given")
+        self.assertEqual(c.stderr.count("\n"), 1, c.stderr)
+        self.assertIn("see --help", c.stderr)
         self.usage_error("-p", "counter", message="pytracekit: no program given")
         self.usage_error("--", message="pytracekit: no program given")
 
@@ -215,6 +249,11 @@ class Errors(Case):
 
     def test_bad_plugin(self):
         self.usage_error("-p", "nosuch", "prog.py", message="plugin 'nosuch' not found")
+        c = self.usage_error("-p", "timr", "prog.py", message="; did you mean 'timer'?")
+        # only directories that exist are named as searched
+        looked = c.stderr.split(" in ", 1)[1].split(";")[0].split(", ")
+        self.assertTrue(looked and all(os.path.isdir(d) for d in looked), looked)
+        self.assertNotIn("did you mean", self.both("-p", "nosuch", "prog.py")[0].stderr)
         self.usage_error("-p", "timer:bogus=1", "prog.py", message="unknown option 'bogus'")
 
 

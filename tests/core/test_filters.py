@@ -366,11 +366,14 @@ class Malformed(unittest.TestCase):
                 self.assertFalse(os.path.exists(marker), "the program ran")
 
     def test_command_line_defaults_refused(self):
-        for args, msg in ([["--max-depth", "-1"], "session filter': filter max_depth=-1"],
+        for args, msg in ([["--max-depth", "-1"], "pytracekit: filter max_depth=-1"],
+                          [["--max-depth", "x"], "pytracekit: filter option 'max_depth' expects an integer, found 'x'"],
+                          [["--include", ""], "pytracekit: filter 'include' is empty"],
                           [["--modules", "a..b"], "modules='a..b' is not a module name"]):
             r = run_cli(args + ["-c", "pass"])
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(msg, r.stderr)
+            self.assertNotIn("plugin 'session filter'", r.stderr)
 
     def test_session_keywords(self):
         p = run_python("""

@@ -13,6 +13,7 @@ three highlight colours. Skips (77), saying why, when Chromium is absent
 """
 import html.parser
 import os
+import re
 import struct
 import subprocess
 import zlib
@@ -166,6 +167,13 @@ def main():
             u.fail("index row %s: %r, coverage.json says %r" % (name, got, want))
         pcs.append(s["percent_covered"])
         page = parse(dump_dom(browser, wd, os.path.join(htmldir, href)))
+        # the page's figures are labelled as the index's columns
+        with open(os.path.join(htmldir, href)) as f:
+            m = re.search(r'<table class="index" id="summary"><thead><tr>(.*?)</tr></thead>',
+                          f.read())
+        heads = re.findall(r"<th>(.*?)</th>", m.group(1)) if m else None
+        if heads != ["Statements", "Missing", "Branches", "Partial", "Coverage"]:
+            u.fail("%s: the page's figures are labelled %r" % (name, heads))
         want_lines = expected_classes(rec)
         with open(os.path.join(wd, name)) as f:
             nsrc = len(f.read().splitlines())

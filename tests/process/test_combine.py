@@ -114,6 +114,65 @@ def case_sum(tmp):
     print("ok: 9 processes, combined = sum of parts")
 
 
+def contexts(path):
+    """{stack of frame (file, line, name without its file part): inclusive
+    ns} of a speedscope evented profile."""
+    doc = load(os.path.dirname(path), os.path.basename(path))
+    frames = doc["shared"]["frames"]
+    key = [(f.get("file"), f.get("line"), f["name"].split(" (")[0] if f.get("file")
+            else f["name"]) for f in frames]
+    out, stack = {}, []
+    for prof in doc["profiles"]:
+        for ev in prof["events"]:
+            if ev["type"] == "O":
+                stack.append((key[ev["frame"]], ev["at"]))
+            else:
+                k, at = stack[-1]
+                path_ = tuple(s[0] for s in stack)
+                stack.pop()
+                out[path_] = out.get(path_, 0) + ev["at"] - at
+    return out
+
+
+def case_formats(tmp):
+    """Every format combines (timer.speedscope.json: the time of each
+    calling context summed), and what is not combined is said."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write(EIGHT)
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "counter:top=0", "-p", "timer:top=0", "--follow-children",
+                 "-o", out, prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    # the parent also with a timeline and timer.folded: formats of some sets only
+    p = run_cli(["-p", "counter:top=0", "-p", "timer:top=0,folded=true", "-p",
+                 "timeline", "-o", os.path.join(tmp, "extra"), prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    dirs = parts(out) + parts(os.path.join(tmp, "extra"))
+    comb = os.path.join(tmp, "comb")
+    p = run_cli(["combine", "-o", comb, out, os.path.join(tmp, "extra")], cwd=tmp)
+    check(p.returncode == 0, f"combine: {p.returncode} {p.stderr}")
+    want = {}
+    for d in dirs:
+        for k, v in contexts(os.path.join(d, "timer.speedscope.json")).items():
+            want[k] = want.get(k, 0) + v
+    got = contexts(os.path.join(comb, "timer.speedscope.json"))
+    check(got == want, "combined speedscope contexts differ from the sum of the parts")
+    doc = load(comb, "timer.speedscope.json")
+    check(doc["profiles"][0]["endValue"] ==
+          sum(load(d, "timer.speedscope.json")["profiles"][0]["endValue"] for d in dirs),
+          "endValue is not the sum")
+    said = [ln for ln in p.stderr.splitlines() if ln.startswith("pytracekit combine: ")]
+    for want_line in (
+            "pytracekit combine: timeline.perfetto-trace is not combined (in 1 report set)",
+            "pytracekit combine: timeline.summary.json is not combined (in 1 report set)",
+            "pytracekit combine: timer.folded covers 1 of the %d timer report sets" % len(dirs)):
+        check(any(ln.startswith(want_line) for ln in said), f"{want_line!r} not in {said}")
+    m = load(comb, "run.json")
+    check(len(m["left_out"]) == 3, f"run.json left_out: {m['left_out']}")
+    print("ok: speedscope combined, %d left out said" % len(m["left_out"]))
+
+
 PROG = """\
 import sys
 def work(n):
@@ -229,7 +288,8 @@ def main():
     if CLI is None:
         skip("PTK_CLI is not set")
     with tempfile.TemporaryDirectory() as tmp:
-        {"sum": case_sum, "paths": case_paths, "coverage": case_coverage,
+        {"sum": case_sum, "formats": case_formats, "paths": case_paths,
+         "coverage": case_coverage,
          "errors": case_errors}[CASE](tmp)
 
 

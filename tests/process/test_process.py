@@ -445,6 +445,123 @@ def case_sigkill_rerun(tmp):
     check_set(out, json.load(open(os.path.join(out, "run.json")))["run"]["pid"], {"work": 3})
 
 
+LATE = """\
+import subprocess, sys
+def parent_work(): pass
+child = '''
+import atexit, sys, time
+def child_work(): pass
+for _ in range(4): child_work()
+atexit.register(time.sleep, float(sys.argv[1]))  # runs before the report
+'''
+parent_work()
+p = subprocess.Popen([sys.executable, "-c", child, sys.argv[1]],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(p.pid, flush=True)
+# no wait: the program ends while the child has not written its report
+"""
+
+
+def case_late_child(tmp):
+    """The command waits for a followed child that is still writing."""
+    p, out = run(tmp, LATE, ["1.5"])
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    child = int(p.stdout.split()[0])
+    kids = children(out)
+    if not FOLLOW:
+        check(kids == [], f"an unfollowed child wrote {kids}")
+        wait_gone(child)
+        return
+    check([pid_of(k) for k in kids] == [child], f"child directories {kids}")
+    # right after the command returned: complete
+    check_set(kids[0], child, {"parent_work": 0, "child_work": 4})
+    check("no complete report" not in p.stderr, p.stderr)
+
+
+def case_stuck_child(tmp):
+    """A followed child that outlives the wait is named, the wait bounded."""
+    t0 = time.time()
+    p, out = run(tmp, LATE, ["60"], env={"PYTRACEKIT_CHILD_WAIT": "1"})
+    spent = time.time() - t0
+    child = int(p.stdout.split()[0])
+    try:
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+        check(spent < 20, f"the command took {spent:.1f} s")
+        # named, with or without its directory made yet
+        said = [ln for ln in p.stderr.splitlines()
+                if ln.startswith(f"pytracekit: followed child {child} has no ")
+                and "still running after the wait" in ln]
+        check(len(said) == 1, f"child {child} not named once in:\n{p.stderr}")
+    finally:
+        os.kill(child, signal.SIGKILL)
+        wait_gone(child)
+
+
+def case_manifest(tmp):
+    """run.json lists every file and directory the run wrote, also those a
+    plugin writes itself (the timeline's trace, coverage's html/), and
+    nothing an earlier run left."""
+    out = os.path.join(tmp, "out")
+    os.makedirs(out)
+    old = os.path.join(out, "earlier.json")
+    with open(old, "w") as f:
+        f.write("{}")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write("def work(): pass\nfor _ in range(3): work()\n")
+    p = run_cli(["-p", "counter:top=0", "-p", "timeline", "-p",
+                 "coverage:html=true", "-o", out, prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    with open(os.path.join(out, "run.json")) as f:
+        files = json.load(f)["files"]
+    want = {n + "/" if os.path.isdir(os.path.join(out, n)) else n
+            for n in os.listdir(out)} - {"run.json", "earlier.json"}
+    check(len(files) == len(set(files)), f"listed twice: {files}")
+    check(set(files) == want, f"run.json lists {sorted(files)}, the run wrote {sorted(want)}")
+    for must in ("timeline.perfetto-trace", "html/", "coverage.json"):
+        check(must in files, f"{must} not in {files}")
+
+
+SESSION_CHILD = """\
+import os, subprocess, sys, time
+import pytracekit
+out = sys.argv[1]
+child = '''
+import atexit, time
+atexit.register(time.sleep, 1.0)
+'''
+s = pytracekit.Session(["counter:top=0"], output_dir=out, follow_children=True)
+s.start()
+p = subprocess.Popen([sys.executable, "-c", child],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+end = time.time() + 60
+while not os.path.isdir(os.path.join(out, "pid-%d" % p.pid)) and time.time() < end:
+    time.sleep(0.01)
+s.stop()
+print(p.pid, flush=True)
+s.report()
+s.close()
+p.wait()
+"""
+
+
+def case_session_child(tmp):
+    """Session.stop() with follow_children names a child still running."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write(SESSION_CHILD)
+    out = os.path.join(tmp, "out")
+    p = subprocess.run([PYTHON, prog, out], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, p.stderr)
+    child = int(p.stdout.split()[0])
+    want = (f"pytracekit: followed child {child} is still running: its report will "
+            f"be in {out}/pid-{child} when it ends")
+    check(want in p.stderr, f"wanted {want!r} in:\\n{p.stderr}")
+    # and it does, once it has ended
+    check(os.path.exists(os.path.join(out, f"pid-{child}", "run.json")), "no report")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")
@@ -475,6 +592,14 @@ def main():
             case_report_fails(tmp)
         elif CASE == "sigkill_rerun":
             case_sigkill_rerun(tmp)
+        elif CASE == "session_child":
+            case_session_child(tmp)
+        elif CASE == "manifest":
+            case_manifest(tmp)
+        elif CASE == "late_child":
+            case_late_child(tmp)
+        elif CASE == "stuck_child":
+            case_stuck_child(tmp)
         else:
             fail(f"unknown case {CASE}")
     print("ok", CASE, "follow" if FOLLOW else "")

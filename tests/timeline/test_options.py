@@ -22,7 +22,7 @@ def min_duration():
     for nodes in trees.values():
         for n, _ in U.walk(nodes):
             U.check(n[3] - n[2] >= 5000 - 1e-3, "%s lasted %.3f us" % (n[0], n[3] - n[2]))
-    for want in ("(slow)", "(main)", "(<module>)", "<time.sleep>"):
+    for want in ("(slow)", "(main)", "(<module>)", "<built-in method time.sleep>"):
         U.check(any(s.endswith(want) for s in seen), "no %s span among %s" % (want, sorted(seen)))
     # inner() takes well under a µs: one kept means the thread was
     # descheduled for 5 ms in it (a loaded machine); more than a few is a bug
@@ -59,5 +59,17 @@ def bad():
                 "%s: a file was left behind" % opts)
 
 
-{"min_duration": min_duration, "max_depth": max_depth, "bad": bad}[case]()
+def size_note():
+    # the JSON trace is about four times the Perfetto one: the run says so
+    sizes = {}
+    for f in ("json", "perfetto"):
+        outdir, p = U.run(script, "format=%s" % f, args=(2000,))
+        said = "Perfetto's format (format=perfetto, the default) holds the same" in p.stderr
+        U.check(said == (f == "json"), "format=%s: %r" % (f, p.stderr))
+        sizes[f] = os.path.getsize(os.path.join(outdir, U.FILES[f]))
+    U.check(sizes["json"] > 3 * sizes["perfetto"], "sizes %s" % sizes)
+
+
+{"min_duration": min_duration, "max_depth": max_depth, "bad": bad,
+ "size_note": size_note}[case]()
 print("OK:", case, fmt)

@@ -109,7 +109,7 @@ def main():
     gcs = [n for nodes in trees.values() for n, d in U.walk(nodes) if n[0] == "gc"]
     U.check(summary["gc_collections"] >= 1 and len(gcs) == summary["gc_collections"],
             "%d gc spans, summary %d" % (len(gcs), summary["gc_collections"]))
-    U.check(any(n[0] == "<gc.collect>" and any(c[0] == "gc" for c in n[4])
+    U.check(any(n[0] == "<built-in method gc.collect>" and any(c[0] == "gc" for c in n[4])
                 for n, _ in U.walk(trees["MainThread"])), "no gc span in <gc.collect>")
     # counter tracks: a last sample at the end at least
     for c in ("counter:events/s", "counter:GC pause (ms per s)"):

@@ -32,6 +32,16 @@ def main():
         U.parse_folded(folded)
     U.check(sorted(per) == [(0, 700), (300, 0), (1000, 0)],
             "per-thread (work_a, work_b) = %s" % sorted(per))
+    # each file says whose it is: timer.thread-INDEX-NAME
+    by_name = {}
+    for path in files:
+        name = os.path.basename(path)[len("timer.thread-"):-len(".pstats")]
+        by_name[name.split("-", 1)[1] if "-" in name else ""] = \
+            counts(U.load_pstats(path), script)
+    for thread, want in (("thread-a", (1000, 0)), ("thread-b", (0, 700)),
+                         ("MainThread", (300, 0))):
+        U.check(by_name.get(thread) == want, "%s: %s (files: %s)"
+                % (thread, by_name.get(thread), [os.path.basename(f) for f in files]))
     meta = U.load_json(outdir)
     U.check(len(meta["threads"]) == len(files),
             "%d threads in json, %d files" % (len(meta["threads"]), len(files)))

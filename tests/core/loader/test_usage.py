@@ -19,7 +19,9 @@ def usage_error(s, args, needles, usage=False):
     for n in needles:
         check_in(n, r.err, "stderr", r)
     if usage:
-        check_in("usage: pytracekit ", r.err, "usage on stderr", r)
+        # one line pointing to --help, not the whole usage text
+        check("usage: pytracekit " not in r.err and r.err.count("\n") == 1 and
+              "see --help" in r.err, "one line and 'see --help' on stderr", r)
     check(not os.path.exists(s.join("pytracekit-out")) and not os.path.exists(s.join("out")),
           "an output directory was created", r)
     return r
@@ -90,7 +92,7 @@ def backend_valid():
 def no_program():
     with Scratch("noprog") as s:
         for args in ([], ["-p", "counter"], ["-o", s.join("out")], ["--threads", "all"], ["--"]):
-            usage_error(s, args, ["pytracekit: no program given (SCRIPT, -m MODULE or -c CODE)"],
+            usage_error(s, args, ["pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; see --help)"],
                         usage=True)
 
 

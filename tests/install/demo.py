@@ -1,0 +1,68 @@
+"""tools/run-demo, one of the README's two commands, as written: on a clean
+copy of the checkout, for this build's Python and then again (built once:
+the second run must be quick). It must say which Python and backend it
+used, head every plugin's table, not repeat a section, and end with what
+opens each report. usage: demo.py PYTHON"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ENV = os.environ
+SOURCE = ENV["PTK_SOURCE_DIR"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from wheel import clean_env, source_files  # noqa: E402
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def main():
+    python = sys.argv[1]
+    v = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                       capture_output=True, text=True, check=True).stdout.strip()
+    root = os.path.join(ENV["PTK_WORK"], "demo")
+    shutil.rmtree(root, ignore_errors=True)
+    for f in source_files():
+        src, dst = os.path.join(SOURCE, f), os.path.join(root, f)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(src, dst)
+    for attempt in ("first", "again"):
+        t0 = time.time()
+        p = subprocess.run([os.path.join(root, "tools", "run-demo"), python], cwd=root,
+                           env=clean_env(),
+                           capture_output=True, text=True, timeout=900)
+        spent = time.time() - t0
+        if p.returncode != 0:
+            fail("run-demo exited %d:\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
+        print("%s run: %.1f s" % (attempt, spent))
+    out = p.stdout
+    if not os.path.isdir(os.path.join(root, "build", "demo-" + v)):
+        fail("no build directory of its own for Python %s" % v)
+    if spent > 60:
+        fail("a second run took %.0f s" % spent)
+    backend = "monitoring" if tuple(map(int, v.split(".")[:2])) >= (3, 12) else "legacy"
+    if not re.search(r"Python %s, backend %s" % (re.escape(v), backend), out):
+        fail("it does not say Python %s and backend %s:\n%s" % (v, backend, out))
+    heads = [ln for ln in out.splitlines() if ln.startswith("== ")]
+    if len(heads) != len(set(heads)):
+        fail("a repeated section: %s" % heads)
+    for want in ("== counter:", "== timer:", "== coverage:", "== timeline:",
+                 "== what was written, and what opens it"):
+        if not any(h.startswith(want) for h in heads):
+            fail("no section %r: %s" % (want, heads))
+    for opener in ("pstats", "speedscope", "ui.perfetto.dev", "genhtml", "index.html"):
+        if opener not in out.split("== what was written")[-1]:
+            fail("the list does not say what opens the reports (%s)" % opener)
+    # the counter's table appears once
+    if out.count("pytracekit counter:") != 1:
+        fail("the counter's figures are shown %d times" % out.count("pytracekit counter:"))
+    print("ok: demo for Python %s (%s), second run %.1f s" % (v, backend, spent))
+
+
+main()

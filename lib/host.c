@@ -239,9 +239,9 @@ host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
                 "one ('%s') is %s\n",
                 dir, filename, ctx->name, rf->final);
     }
-    /* The pid in the name lets the next session there remove it if this
-     * process dies before the rename (process.c). */
-    rf->tmp = ptk__asprintf("%s/.%s.%ld.XXXXXX", dir, name, (long)getpid());
+    /* The writer's identity in the name lets the next session there remove
+     * it if this process dies before the rename (process.c). */
+    rf->tmp = ptk__process_temp_name(dir, name);
     rf->ctx = ctx;
     int fd = rf->tmp ? mkstemp(rf->tmp) : -1;
     if (fd >= 0) {

@@ -7,6 +7,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,44 +56,161 @@ ptk__process_owns(const ptk_session *s)
 
 /* ---- stale temporary files ------------------------------------------- */
 
-/* ".NAME.PID.XXXXXX" (host.c's report_open): the pid, or -1. */
-static long
-temp_owner(const char *name)
+/* A report is written to a temporary file first (host.c's report_open),
+ * named ".pytracekit-tmp.BOOT.PIDNS.PID.START.NAME.XXXXXX": the boot id
+ * (32 hex digits), the inode of the pid namespace, the writer's pid and its
+ * start time (clock ticks since boot, /proc/PID/stat). A later session
+ * removes such a file only when the writer provably is gone: same boot and
+ * same pid namespace as its own, and no process with that pid and that
+ * start time. Nothing else in the directory is ever removed. */
+#define TEMP_PREFIX ".pytracekit-tmp."
+
+typedef struct temp_id {
+    char boot[33];
+    unsigned long long ns;
+    unsigned long long start;
+} temp_id;
+
+/* The start time of process pid, or 0 if it cannot be read. */
+static unsigned long long
+start_time_of(long pid)
 {
-    size_t n = strlen(name);
-    if (name[0] != '.' || n < 10 || name[n - 7] != '.') {
-        return -1;
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return 0;
     }
-    const char *end = name + n - 7;
-    const char *p = end;
-    while (p > name + 1 && p[-1] >= '0' && p[-1] <= '9') {
-        p--;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* the name (field 2) may hold anything: fields 3.. follow the last ')' */
+    char *p = strrchr(buf, ')');
+    if (p == NULL) {
+        return 0;
     }
-    if (p == end || p[-1] != '.' || p - 1 == name) {
-        return -1;
+    p++;
+    for (int field = 3; field < 22 && *p; field++) {
+        while (*p == ' ') {
+            p++;
+        }
+        while (*p && *p != ' ') {
+            p++;
+        }
     }
-    return strtol(p, NULL, 10);
+    return strtoull(p, NULL, 10);
+}
+
+/* This process's identity; 0 if some part is not known (no /proc): then
+ * its temporaries carry "0" there and are never removed by anyone. */
+static int
+own_temp_id(temp_id *id)
+{
+    memset(id, 0, sizeof *id);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    char raw[64] = "";
+    if (f != NULL) {
+        if (fgets(raw, sizeof raw, f) == NULL) {
+            raw[0] = '\0';
+        }
+        fclose(f);
+    }
+    size_t k = 0;
+    for (const char *p = raw; *p && k < 32; p++) {
+        if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) {
+            id->boot[k++] = *p;
+        }
+    }
+    id->boot[k] = '\0';
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) == 0) {
+        id->ns = (unsigned long long)st.st_ino;
+    }
+    id->start = start_time_of((long)getpid());
+    if (k != 32 || id->ns == 0 || id->start == 0) {
+        strcpy(id->boot, "0");
+        return 0;
+    }
+    return 1;
+}
+
+char *
+ptk__process_temp_name(const char *dir, const char *name)
+{
+    static temp_id id;
+    static long id_pid; /* a forked child computes its own */
+    if (id_pid != (long)getpid()) {
+        own_temp_id(&id);
+        id_pid = (long)getpid();
+    }
+    /* the final name is there for people only: cut to keep under NAME_MAX */
+    return ptk__asprintf("%s/" TEMP_PREFIX "%s.%llu.%ld.%llu.%.120s.XXXXXX",
+                         dir, id.boot, id.ns, id_pid, id.start, name);
+}
+
+static int
+parse_u(const char **p, unsigned long long *out)
+{
+    const char *s = *p;
+    if (*s < '0' || *s > '9') {
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    *out = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '.') {
+        return 0;
+    }
+    *p = end + 1;
+    return 1;
+}
+
+/* Was `name` written by a process of this boot and pid namespace that is
+ * gone? */
+static int
+temp_is_stale(const char *name, const temp_id *own)
+{
+    if (strncmp(name, TEMP_PREFIX, sizeof TEMP_PREFIX - 1) != 0) {
+        return 0;
+    }
+    const char *p = name + sizeof TEMP_PREFIX - 1;
+    if (strncmp(p, own->boot, 32) != 0 || p[32] != '.') {
+        return 0;
+    }
+    p += 33;
+    unsigned long long ns, pid, start;
+    if (!parse_u(&p, &ns) || !parse_u(&p, &pid) || !parse_u(&p, &start) ||
+        ns != own->ns || pid == 0 || pid > (unsigned long long)LONG_MAX ||
+        start == 0 || (long)pid == (long)getpid()) {
+        return 0;
+    }
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+        /* a process has that pid: the writer unless it started later */
+        unsigned long long now = start_time_of((long)pid);
+        return now != 0 && now != start;
+    }
+    return 1;
 }
 
 static void
 clean_stale_temporaries(const char *dir)
 {
+    temp_id own;
+    if (!own_temp_id(&own)) {
+        return; /* nothing can be proven gone */
+    }
     DIR *d = opendir(dir);
     if (d == NULL) {
         return;
     }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long pid = temp_owner(e->d_name);
-        if (pid <= 0 || (pid != (long)getpid() &&
-                         !(kill((pid_t)pid, 0) != 0 && errno == ESRCH))) {
-            continue;
+        struct stat st;
+        if (temp_is_stale(e->d_name, &own) &&
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+            unlinkat(dirfd(d), e->d_name, 0);
         }
-        char *path = ptk__asprintf("%s/%s", dir, e->d_name);
-        if (path != NULL) {
-            unlink(path);
-        }
-        free(path);
     }
     closedir(d);
 }

@@ -973,6 +973,9 @@ void ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name);
 /* {"pid", "ppid", "started", "argv", "host"}: the run, for JSON reports.
  * A new reference, or NULL with an exception. */
 PyObject *ptk__process_identity(const struct ptk_session *s);
+/* DIR/.pytracekit-tmp.<this process's identity>.NAME.XXXXXX, for mkstemp:
+ * the name a later session's clean-up can tell is ours and stale. */
+char *ptk__process_temp_name(const char *dir, const char *name);
 void ptk__process_session_free(struct ptk_session *s);
 
 /* ---- host services (host.c) ------------------------------------------- */

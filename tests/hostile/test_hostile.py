@@ -1,0 +1,131 @@
+"""The hostile suite: failures found by attacking the documented command line
+and Python API. Usage: test_hostile.py CASE. Each case reproduces one and
+checks what must happen instead."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+from ptk_testlib import CLI, PYTHON, check, fail, run_cli, skip
+
+CASE = sys.argv[1]
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path
+
+
+def prog(tmp, text="def work(): pass\nfor _ in range(3): work()\n"):
+    return write(os.path.join(tmp, "prog.py"), text)
+
+
+# ---- 1: the stale-temporary clean-up deletes only its own dead files -------
+
+def boot_id():
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        return f.read().strip().replace("-", "")
+
+
+def start_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def own_ns():
+    return os.stat("/proc/self/ns/pid").st_ino
+
+
+def temp_name(boot, ns, pid, start, name="counter.json"):
+    return f".pytracekit-tmp.{boot}.{ns}.{pid}.{start}.{name}.AbC123"
+
+
+def case_stale_foreign(tmp):
+    """Files of other programs named like a number between dots (coverage.py's
+    parallel data, backups) stay, whatever the number."""
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    names = [f".coverage.host.{dead.pid}.XkZ3ab", ".db.31337.tar.gz",
+             ".notes.2024.backup", f".counter.json.{dead.pid}.AbC123",
+             f".timer.json.{os.getpid()}.XyZ789"]
+    for n in names:
+        write(os.path.join(out, n), "precious")
+    p = run_cli(["-p", "counter", "-o", out, prog(tmp)], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    gone = [n for n in names if not os.path.exists(os.path.join(out, n))]
+    check(not gone, f"files not its own were deleted: {gone}")
+
+
+def case_stale_live_elsewhere(tmp):
+    """A temporary of a writer this session cannot prove gone stays: another
+    pid namespace (a container sharing the volume: the pid means nothing
+    here), another boot or host, a live process with that pid."""
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    boot, ns = boot_id(), own_ns()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        names = [temp_name(boot, ns + 1, dead.pid, 12345),      # other namespace
+                 temp_name("f" * 32, ns, dead.pid, 12345),      # other boot
+                 temp_name(boot, ns, live.pid, start_of(live.pid)),  # alive
+                 temp_name(boot, ns, os.getpid(), start_of(os.getpid()))]
+        for n in names:
+            write(os.path.join(out, n), "{half")
+        p = run_cli(["-p", "counter", "-o", out, prog(tmp)], cwd=tmp)
+        check(p.returncode == 0, p.stderr)
+        gone = [n for n in names if not os.path.exists(os.path.join(out, n))]
+        check(not gone, f"temporaries of writers not proven gone were deleted: {gone}")
+    finally:
+        live.kill()
+        live.wait()
+
+
+def case_stale_dead(tmp):
+    """What a run of this boot and namespace left when it died between writing
+    and renaming is removed: its pid is gone, or now belongs to a process
+    that started later (pid reuse)."""
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    boot, ns = boot_id(), own_ns()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        gone_pid = temp_name(boot, ns, dead.pid, 12345)
+        reused = temp_name(boot, ns, live.pid, start_of(live.pid) - 1, "timer.json")
+        for n in (gone_pid, reused):
+            write(os.path.join(out, n), "{half")
+        # a symlink and a directory named like it are not files it wrote
+        link = temp_name(boot, ns, dead.pid, 12346, "x")
+        os.symlink(os.path.join(tmp, "target"), os.path.join(out, link))
+        p = run_cli(["-p", "counter", "-o", out, prog(tmp)], cwd=tmp)
+        check(p.returncode == 0, p.stderr)
+        left = sorted(n for n in os.listdir(out) if n.startswith("."))
+        check(left == [link], f"left: {left}")
+        with open(os.path.join(out, "counter.json")) as f:
+            check(json.load(f)["run"]["pid"] > 0, "no counter.json")
+    finally:
+        live.kill()
+        live.wait()
+
+
+def main():
+    if CLI is None:
+        skip("PTK_CLI is not set")
+    fn = globals().get("case_" + CASE)
+    if fn is None:
+        fail(f"no case {CASE}")
+    with tempfile.TemporaryDirectory() as tmp:
+        fn(tmp)
+    print("ok", CASE)
+
+
+if __name__ == "__main__":
+    main()

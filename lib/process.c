@@ -441,6 +441,10 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
         c->desc->fini(c->state);
     }
     c->state = NULL;
+    /* its service went with the state; init publishes it again */
+    c->service = NULL;
+    free(c->service_name);
+    c->service_name = NULL;
     char errbuf[1024] = "";
     ptk_init_args args = {
         .struct_size = sizeof args,

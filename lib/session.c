@@ -689,12 +689,31 @@ ptk_session_free(ptk_session *s)
     if (alive && s->running) {
         ptk_session_stop(s);
     }
-    struct ptk_plugin_ctx *c = s->plugins;
-    while (c != NULL) {
-        struct ptk_plugin_ctx *next = c->next;
+    /* Every instance is finalised before any is freed: a fini may look up
+     * another instance's service (the timeline reads reftrack's counts).
+     * Last attached first, so a consumer attached after its publisher can
+     * still use it; a publisher's service goes with its fini. */
+    size_t n = 0;
+    for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+        n++;
+    }
+    for (size_t k = n; k > 0; k--) {
+        struct ptk_plugin_ctx *c = s->plugins;
+        for (size_t i = 1; i < k; i++) {
+            c = c->next;
+        }
         if (alive && c->initialised && c->desc->fini) {
             c->desc->fini(c->state);
         }
+        c->initialised = 0;
+        c->service = NULL;
+        free(c->service_name);
+        c->service_name = NULL;
+    }
+    struct ptk_plugin_ctx *c = s->plugins;
+    s->plugins = NULL;
+    while (c != NULL) {
+        struct ptk_plugin_ctx *next = c->next;
         ptk__report_release(c->id);
         free(c->path);
         /* shared objects stay loaded: CPython may still hold pointers into

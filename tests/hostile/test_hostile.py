@@ -116,6 +116,42 @@ def case_stale_dead(tmp):
         live.wait()
 
 
+# ---- 2: closing a session frees no instance another still uses -------------
+
+def run_py(tmp, text, env=None, timeout=120):
+    """Runs `text` with this build's interpreter; MALLOC_PERTURB_ makes a read
+    of freed memory visible without ASan too."""
+    e = dict(os.environ)
+    e["MALLOC_PERTURB_"] = "165"
+    e["GLIBC_TUNABLES"] = "glibc.malloc.tcache_count=0"
+    e.update(env or {})
+    path = write(os.path.join(tmp, "p.py"), text)
+    return subprocess.run([PYTHON, path], cwd=tmp, env=e, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def case_close_services(tmp):
+    """A session with reftrack (which publishes live-object counts) and a
+    timeline (which reads them, in its fini too) closed or dropped without a
+    report: every instance is finalised before any is freed, whatever the
+    order, and no service outlives its publisher."""
+    for order in (["reftrack", "timeline:objects=5,format=json"],
+                  ["timeline:objects=5,format=json", "reftrack"]):
+        for end in ("s.close()", "del s; gc.collect()"):
+            out = os.path.join(tmp, "out")
+            p = run_py(tmp, f"""
+                import gc, pytracekit
+                s = pytracekit.Session({order!r}, output_dir={out!r})
+                s.start()
+                junk = [object() for _ in range(1000)]
+                s.stop()
+                {end}
+                print("closed")
+                """)
+            check(p.returncode == 0 and p.stdout.strip() == "closed",
+                  f"{order} {end}: exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

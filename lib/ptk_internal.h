@@ -916,6 +916,8 @@ struct ptk_session {
     long ppid;                /* its parent when the session started */
     int follow;               /* follows child processes */
     int flushed;              /* reported early (exec, _exit, a signal) */
+    int in_report;            /* ptk_session_report is running */
+    int free_pending;         /* ptk_session_free came meanwhile */
     struct ptk_session *next_unreported; /* started, not reported since */
     int unreported;           /* on that list */
     char *follow_root;        /* followed children report in pid-N/ here */

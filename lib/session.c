@@ -302,6 +302,18 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     return PTK_OK;
 }
 
+/* Reports run Python code (signal handlers, finalizers, GC callbacks run
+ * inside them): nothing that changes the session may run meanwhile. */
+static int
+session_busy(const ptk_session *s, char **errmsg)
+{
+    if (s != NULL && s->in_report) {
+        return ptk__err(errmsg, PTK_ESTATE,
+                        "the session is writing its reports");
+    }
+    return PTK_OK;
+}
+
 int
 ptk_session_add_static(ptk_session *s, const ptk_plugin_desc *desc,
                        const char *options, char **errmsg)
@@ -310,6 +322,9 @@ ptk_session_add_static(ptk_session *s, const ptk_plugin_desc *desc,
         return ptk__err(errmsg, PTK_EINVAL, "session and descriptor needed");
     }
     int rc = ptk__session_check(s, errmsg);
+    if (rc == PTK_OK) {
+        rc = session_busy(s, errmsg);
+    }
     if (rc < 0) {
         return rc;
     }
@@ -323,6 +338,9 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
         return ptk__err(errmsg, PTK_EINVAL, "empty plugin specification");
     }
     int src = ptk__session_check(s, errmsg);
+    if (src == PTK_OK) {
+        src = session_busy(s, errmsg);
+    }
     if (src < 0) {
         return src;
     }
@@ -375,7 +393,8 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
 int
 ptk_session_remove_plugin(ptk_session *s, const char *name)
 {
-    if (s != NULL && ptk__session_check(s, NULL) < 0) {
+    if (s != NULL && (ptk__session_check(s, NULL) < 0 ||
+                      session_busy(s, NULL) < 0)) {
         return PTK_ESTATE;
     }
     for (struct ptk_plugin_ctx *c = s ? s->plugins : NULL; c; c = c->next) {
@@ -478,6 +497,9 @@ int
 ptk_session_start(ptk_session *s, char **errmsg)
 {
     int crc = ptk__session_check(s, errmsg);
+    if (crc == PTK_OK) {
+        crc = session_busy(s, errmsg);
+    }
     if (crc < 0) {
         return crc;
     }
@@ -628,12 +650,17 @@ ptk_session_report(ptk_session *s, char **errmsg)
     if (s->running) {
         return ptk__err(errmsg, PTK_ESTATE, "stop the session before reporting");
     }
+    crc = session_busy(s, errmsg);
+    if (crc < 0) {
+        return crc;
+    }
     int first = PTK_OK;
     if (!ptk__process_owns(s)) {
         return PTK_OK; /* a forked child's copy, or already written */
     }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    s->in_report = 1;
     ptk__process_report_begin(s);
     ptk__thread_names_refresh();
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
@@ -674,6 +701,10 @@ ptk_session_report(ptk_session *s, char **errmsg)
     }
     fflush(s->summary);
     PyErr_Restore(et, ev, tb);
+    s->in_report = 0;
+    if (s->free_pending) {
+        ptk_session_free(s); /* asked for during the report */
+    }
     return first;
 }
 
@@ -681,6 +712,10 @@ void
 ptk_session_free(ptk_session *s)
 {
     if (s == NULL) {
+        return;
+    }
+    if (s->in_report) {
+        s->free_pending = 1; /* done when the report returns */
         return;
     }
     /* After Py_FinalizeEx the plugins' state may hold objects of the

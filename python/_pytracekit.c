@@ -21,6 +21,8 @@ typedef struct {
     PyObject_HEAD
     ptk_session *s;
     int reported;
+    int reporting;     /* in report(): close() waits for its end */
+    int close_pending; /* close() came during report() */
     PyObject *weakrefs;
 } SessionObject;
 
@@ -289,7 +291,7 @@ done:
 static int
 check(SessionObject *self)
 {
-    if (self->s == NULL) {
+    if (self->s == NULL || self->close_pending) {
         raise_str(PTK_ESTATE, "the session is closed");
         return -1;
     }
@@ -362,20 +364,35 @@ Session_report(SessionObject *self, PyObject *unused)
     if (check(self) < 0) {
         return NULL;
     }
+    if (self->reporting) {
+        /* from code the report runs: a signal handler, a finalizer */
+        return raise_str(PTK_ESTATE, "the session is writing its reports");
+    }
     char *err = NULL;
+    self->reporting = 1;
     int rc = ptk_session_report(self->s, &err);
+    self->reporting = 0;
     ptk_free(err);
+    int failed = ptk_session_failures(self->s);
+    if (self->close_pending) {
+        ptk_session_free(self->s);
+        self->s = NULL;
+    }
     if (rc == PTK_ESTATE) {
         return raise_str(rc, "stop the session before report()");
     }
     self->reported = 1;
-    return PyLong_FromLong(ptk_session_failures(self->s));
+    return PyLong_FromLong(failed);
 }
 
 static PyObject *
 Session_close(SessionObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->reporting) {
+        self->close_pending = 1; /* report() closes it when done */
+        Py_RETURN_NONE;
+    }
     ptk_session_free(self->s);
     self->s = NULL;
     Py_RETURN_NONE;

@@ -152,6 +152,94 @@ def case_close_services(tmp):
                   f"{order} {end}: exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}")
 
 
+# ---- 3: close, stop, start and report during a report ----------------------
+
+def case_close_in_report(tmp):
+    """Reports run Python code, so GC callbacks, finalizers and signal
+    handlers run inside them. A close() there is carried out when the report
+    is done (the report is whole); stop() finds the session not running,
+    start(), add_plugin() and a second report() are refused with StateError;
+    nothing crashes. A signal handler closing the session during the report
+    (SIGALRM from a timer) is the same."""
+    out = os.path.join(tmp, "out")
+    for call in ("close", "stop", "start", "report", "add_plugin"):
+        p = run_py(tmp, f"""
+            import gc, json, os, pytracekit
+            def work(): return [str(i) for i in range(50)]
+            s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+            s.start()
+            for _ in range(200): work()
+            s.stop()
+            seen = []
+            def cb(phase, info):
+                if armed and phase == "start" and not seen:
+                    try:
+                        r = getattr(s, {call!r})(*(["counter"] if {call!r} == "add_plugin" else []))
+                        seen.append(("ok", r))
+                    except pytracekit.Error as e:
+                        seen.append((type(e).__name__, None))
+            gc.callbacks.append(cb)
+            # the library's report itself (the package's reads the directory
+            # first, and a collection there would come before the report)
+            rep = pytracekit._pytracekit.Session.report
+            armed = True
+            gc.set_threshold(1)
+            failed = rep(s)
+            armed = False
+            gc.set_threshold(700)
+            gc.callbacks.remove(cb)
+            with open(os.path.join({out!r}, "counter.json")) as f:
+                n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+            try:
+                s.running and None
+                closed = False
+                s.stop()
+            except pytracekit.StateError as e:
+                closed = "closed" in str(e)
+            print(json.dumps([failed, seen[0][0] if seen else None, n, closed]))
+            """)
+        check(p.returncode == 0, f"{call}: exit {p.returncode}\n{p.stderr[-3000:]}")
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        want = {"close": [0, "ok", 200, True], "stop": [0, "StateError", 200, False],
+                "start": [0, "StateError", 200, False],
+                "report": [0, "StateError", 200, False],
+                "add_plugin": [0, "StateError", 200, False]}[call]
+        check(got == want, f"{call} during a report: {got}, expected {want}\n{p.stderr[-2000:]}")
+    # a signal handler closing the session during the report
+    p = run_py(tmp, f"""
+        import json, os, signal, pytracekit
+        def work(): return [str(i) for i in range(50)]
+        s = pytracekit.Session(["counter:top=0"], output_dir={out!r})
+        s.start()
+        for _ in range(200): work()
+        s.stop()
+        hits = []
+        def handler(*a):
+            if not hits:
+                hits.append(1)
+                s.close()
+        signal.signal(signal.SIGALRM, handler)
+        # the signal comes while the library's report runs Python code
+        def cb(phase, info):
+            if armed and not hits:
+                os.kill(os.getpid(), signal.SIGALRM)
+        import gc
+        gc.callbacks.append(cb)
+        rep = pytracekit._pytracekit.Session.report
+        armed = True
+        gc.set_threshold(1)
+        failed = rep(s)
+        armed = False
+        gc.set_threshold(700)
+        assert hits
+        with open(os.path.join({out!r}, "counter.json")) as f:
+            n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+        print(json.dumps([failed, n]))
+        """)
+    check(p.returncode == 0, f"signal: exit {p.returncode}\n{p.stderr[-3000:]}")
+    check(json.loads(p.stdout.strip().splitlines()[-1]) == [0, 200], p.stdout)
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

@@ -417,10 +417,12 @@ child_dir(const char *root)
 static void
 summary_to_file(ptk_session *s, const char *dir)
 {
-    char *path = ptk__asprintf("%s/summary.txt", dir);
-    FILE *f = path ? fopen(path, "w") : NULL;
-    free(path);
+    int fd = ptk__create_new(dir, "summary.txt");
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
         return;
     }
     if (s->summary_file != NULL) {

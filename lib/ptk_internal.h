@@ -978,6 +978,10 @@ PyObject *ptk__process_identity(const struct ptk_session *s);
 /* DIR/.pytracekit-tmp.<this process's identity>.NAME.XXXXXX, for mkstemp:
  * the name a later session's clean-up can tell is ours and stale. */
 char *ptk__process_temp_name(const char *dir, const char *name);
+/* DIR/NAME made new (host.c): a temporary file created O_EXCL in DIR (no
+ * planted symlink is followed), renamed into place; the descriptor, open
+ * for writing, or a negative error. */
+int ptk__create_new(const char *dir, const char *name);
 void ptk__process_session_free(struct ptk_session *s);
 
 /* ---- host services (host.c) ------------------------------------------- */

@@ -240,6 +240,126 @@ def case_close_in_report(tmp):
     check(json.loads(p.stdout.strip().splitlines()[-1]) == [0, 200], p.stdout)
 
 
+# ---- 7: planted symlinks are never written through -------------------------
+
+FOLLOW_PROG = """
+import os, subprocess, sys
+def work(): pass
+for _ in range(3): work()
+if os.fork() == 0:
+    work()
+    os._exit(0)
+os.wait()
+"""
+
+
+def case_symlinks(tmp):
+    """Every report name in a shared output directory may be a symlink
+    planted by someone else, to a file they want clobbered: the timeline's
+    trace (both formats), coverage's files and html/, a followed child's
+    summary.txt, the JSON reports. None is written through: each is replaced
+    by our own new file (or directory); the targets keep their content."""
+    out = os.path.join(tmp, "out")
+    victims = os.path.join(tmp, "victims")
+    os.mkdir(victims)
+    prog_path = write(os.path.join(tmp, "prog.py"), FOLLOW_PROG)
+    names = ["timeline.json", "timeline.perfetto-trace", "coverage.json",
+             "coverage.xml", "coverage.lcov", "counter.json", "run.json", "html"]
+    for fmt in ("json", "perfetto"):
+        if os.path.exists(out):
+            subprocess.run(["rm", "-rf", out], check=True)
+        os.makedirs(os.path.join(out, "pid-child"))
+        plants = {}
+        for n in names:
+            target = os.path.join(victims, n + "." + fmt)
+            if n == "html":
+                os.makedirs(target, exist_ok=True)
+                write(os.path.join(target, "index.html"), "precious")
+            else:
+                write(target, "precious")
+            os.symlink(target, os.path.join(out, n))
+            plants[n] = target
+        p = run_cli(["-p", f"timeline:format={fmt}", "-p", "counter",
+                     "-p", f"coverage:html=true",
+                     "--follow-children", "-o", out, prog_path], cwd=tmp)
+        check(p.returncode == 0, f"{fmt}: exit {p.returncode}: {p.stderr[-2000:]}")
+        for n, target in plants.items():
+            probe = os.path.join(target, "index.html") if n == "html" else target
+            with open(probe) as f:
+                check(f.read() == "precious", f"{fmt}: {n} was written through a symlink")
+        for n in ("timeline." + ("json" if fmt == "json" else "perfetto-trace"),
+                  "coverage.json", "counter.json", "run.json", "html"):
+            path = os.path.join(out, n)
+            check(not os.path.islink(path) and os.path.exists(path),
+                  f"{fmt}: {n} is not our own new file")
+        check(os.path.isfile(os.path.join(out, "html", "index.html")), "no html/index.html")
+    # a followed child's summary.txt
+    kids = [d for d in os.listdir(out) if d.startswith("pid-") and d != "pid-child"]
+    check(len(kids) == 1, f"followed children: {kids}")
+    child = os.path.join(out, kids[0])
+    check(os.path.isfile(os.path.join(child, "summary.txt")), "no summary.txt")
+    # plant one for the next run's child: the child's pid is unknown, so plant
+    # a summary.txt where a session run with that directory would write it
+    target = write(os.path.join(victims, "summary.txt"), "precious")
+    out2 = os.path.join(tmp, "out2")
+    os.mkdir(out2)
+    p = run_py(tmp, f"""
+        import os, pytracekit
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.read(r, 1)
+            s = pytracekit.Session(["counter"], output_dir={out2!r}, follow_children=True)
+            s.start(); s.stop(); s.report(); s.close()
+            os._exit(0)
+        d = os.path.join({out2!r}, "pid-%d" % pid)
+        os.makedirs(d)
+        os.symlink({target!r}, os.path.join(d, "summary.txt"))
+        os.write(w, b"x")
+        os.waitpid(pid, 0)
+        """)
+    check(p.returncode == 0, p.stderr[-2000:])
+    with open(target) as f:
+        check(f.read() == "precious", "summary.txt was written through a symlink")
+
+
+# ---- 6: two instances in one directory never share an output ---------------
+
+def case_two_instances(tmp):
+    """Two timelines (each format) and two coverage:html=true in one
+    directory: each instance gets its own files (timeline.json and
+    timeline-2.json, html/ and html-2/), each whole, and the run says so."""
+    out = os.path.join(tmp, "out")
+    prog_path = prog(tmp)
+    for fmt, name, second in (("json", "timeline.json", "timeline-2.json"),
+                              ("perfetto", "timeline.perfetto-trace",
+                               "timeline-2.perfetto-trace")):
+        subprocess.run(["rm", "-rf", out], check=True)
+        p = run_cli(["-p", f"timeline:format={fmt}", "-p", f"timeline:format={fmt}",
+                     "-p", f"coverage:html=true",
+                     "-p", f"coverage:html=true", "-o", out, prog_path],
+                    cwd=tmp)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        for n in (name, second):
+            path = os.path.join(out, n)
+            check(os.path.isfile(path), f"no {n}: {sorted(os.listdir(out))}")
+            if fmt == "json":
+                with open(path) as f:
+                    data = json.load(f)   # invalid JSON when both wrote one file
+                ev = data["traceEvents"] if isinstance(data, dict) else data
+                check(sum(1 for e in ev if e.get("name", "").endswith("(work)") and e.get("ph") in ("X", "B")) == 3,
+                      f"{n}: not the 3 calls of work")
+        for d in ("html", "html-2"):
+            idx = os.path.join(out, d, "index.html")
+            check(os.path.isfile(idx), f"no {d}/index.html")
+            pages = [x for x in os.listdir(os.path.join(out, d)) if x != "index.html"]
+            with open(idx) as f:
+                text = f.read()
+            check(pages and all(pg in text for pg in pages), f"{d}: index does not list {pages}")
+        err = p.stderr
+        check("timeline-2" in err and "html-2" in err, f"not said: {err[-2000:]}")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

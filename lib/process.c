@@ -271,10 +271,16 @@ report_running(void)
     fflush(NULL);
 }
 
+/* Set while os._exit/os.exec* report: the exec'd program is this run's
+ * continuation and is followed with the same environment. */
+static int keep_follow_env;
+
 static PyObject *
 call_original(PyObject *orig, PyObject *args, PyObject *kw)
 {
+    keep_follow_env = 1;
     report_running();
+    keep_follow_env = 0;
     return PyObject_Call(orig, args, kw);
 }
 
@@ -678,21 +684,99 @@ package_parent(void)
     return found;
 }
 
+/* PYTRACEKIT_FOLLOW carries the run that set it ("run": pid and start
+ * time of the following session). It is taken only when it is this
+ * process's own hook's (a followed child: _pytracekit._follow_run) or a
+ * following session's of this process that is still running; anything
+ * else is left over from a finished session (an environment copied to a
+ * later process): said, and replaced. The session that sets it keeps what
+ * was there before and puts it back when it stops. */
 static const char follow_env_src[] =
-    "import json, os\n"
+    "import json, os, sys\n"
+    "live = a.pop('_live')\n"
     "raw = os.environ.get('PYTRACEKIT_FOLLOW')\n"
     "root = None\n"
+    "restore = None\n"
     "if raw:\n"
     "    try:\n"
-    "        root = json.loads(raw)['output_dir']\n"
+    "        spec = json.loads(raw)\n"
+    "        root, run = spec['output_dir'], spec.get('run')\n"
     "    except (ValueError, KeyError, TypeError):\n"
+    "        root = run = None\n"
+    "    _c = sys.modules.get('pytracekit._pytracekit')\n"
+    "    if root is not None and run is not None and (\n"
+    "            run == getattr(_c, '_follow_run', None) or run in live):\n"
+    "        pass\n"
+    "    else:\n"
+    "        sys.stderr.write('pytracekit: PYTRACEKIT_FOLLOW is not this run\\'s'\n"
+    "                         ' (left over from a finished session): ignored\\n')\n"
     "        root = None\n"
     "if root is None and a['pkgdir']:\n"
     "    root = a['output_dir']\n"
-    "    os.environ['PYTRACEKIT_FOLLOW'] = json.dumps(a)\n"
     "    hook = os.path.join(a['pkgdir'], 'pytracekit', '_follow')\n"
     "    old = os.environ.get('PYTHONPATH')\n"
+    "    if old and old.split(os.pathsep)[0] == hook:\n"
+    "        old = os.pathsep.join(old.split(os.pathsep)[1:]) or None\n"
+    "    restore = {'PYTRACEKIT_FOLLOW': raw, 'PYTHONPATH': old,\n"
+    "               'hook': hook, 'follow': json.dumps(a)}\n"
+    "    os.environ['PYTRACEKIT_FOLLOW'] = restore['follow']\n"
     "    os.environ['PYTHONPATH'] = hook + (os.pathsep + old if old else '')\n";
+
+/* At stop: the environment as it was before follow_env_src set it, unless
+ * the program changed it since (then only the hook's entry goes). */
+static const char follow_restore_src[] =
+    "import os\n"
+    "r = a\n"
+    "if os.environ.get('PYTRACEKIT_FOLLOW') == r['follow']:\n"
+    "    if r['PYTRACEKIT_FOLLOW'] is None:\n"
+    "        os.environ.pop('PYTRACEKIT_FOLLOW', None)\n"
+    "    else:\n"
+    "        os.environ['PYTRACEKIT_FOLLOW'] = r['PYTRACEKIT_FOLLOW']\n"
+    "pp = os.environ.get('PYTHONPATH')\n"
+    "if pp is not None:\n"
+    "    parts = [x for x in pp.split(os.pathsep) if x != r['hook']]\n"
+    "    if len(parts) != len(pp.split(os.pathsep)):\n"
+    "        if parts:\n"
+    "            os.environ['PYTHONPATH'] = os.pathsep.join(parts)\n"
+    "        else:\n"
+    "            os.environ.pop('PYTHONPATH', None)\n";
+
+/* "PID:START": the run identity of a following session. */
+static PyObject *
+follow_run_id(const ptk_session *s)
+{
+    (void)s;
+    return PyUnicode_FromFormat("%ld:%lld", (long)getpid(),
+                                (long long)(wall_now() * 1e6));
+}
+
+/* The run ids of this process's running following sessions. */
+static PyObject *
+follow_live_runs(void)
+{
+    PyObject *live = PyList_New(0);
+    for (ptk_session *o = ptk__active_sessions; live && o; o = o->next_active) {
+        if (o->follow && o->follow_run != NULL &&
+            PyList_Append(live, o->follow_run) < 0) {
+            Py_CLEAR(live);
+        }
+    }
+    return live;
+}
+
+void
+ptk__process_session_stop(ptk_session *s)
+{
+    if (s->follow_restore == NULL || keep_follow_env) {
+        return;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Py_XDECREF(ptk__run_snippet(follow_restore_src, "a", s->follow_restore));
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    Py_CLEAR(s->follow_restore);
+}
 
 /* Children report under the directory the first followed session chose;
  * that session exports the plugins and options for Python children. */
@@ -711,16 +795,29 @@ follow_setup(ptk_session *s, char **errmsg)
         }
         Py_XDECREF(str);
     }
-    PyObject *a = plugins ? Py_BuildValue(
-        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z}", "plugins", plugins,
+    Py_CLEAR(s->follow_run);
+    s->follow_run = follow_run_id(s);
+    PyObject *live = follow_live_runs();
+    PyObject *a = plugins && s->follow_run && live ? Py_BuildValue(
+        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z,s:O}", "plugins", plugins,
         "output_dir", s->output_dir,
         "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
         "backend", ptk_backend_name(s->requested), "plugin_path",
-        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text) : NULL;
+        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text,
+        "run", s->follow_run) : NULL;
     Py_XDECREF(plugins);
     free(pkg);
-    PyObject *ns = a ? ptk__run_snippet(follow_env_src, "a", a) : NULL;
+    PyObject *ns = NULL;
+    if (a != NULL && PyDict_SetItemString(a, "_live", live) == 0) {
+        ns = ptk__run_snippet(follow_env_src, "a", a);
+    }
     Py_XDECREF(a);
+    Py_XDECREF(live);
+    PyObject *restore = ns ? PyDict_GetItemString(ns, "restore") : NULL;
+    Py_CLEAR(s->follow_restore);
+    if (restore != NULL && restore != Py_None) {
+        s->follow_restore = Py_NewRef(restore);
+    }
     PyObject *root = ns ? PyDict_GetItemString(ns, "root") : NULL;
     const char *r = root && PyUnicode_Check(root) ? PyUnicode_AsUTF8(root)
                                                   : NULL;
@@ -921,6 +1018,10 @@ ptk__process_session_free(ptk_session *s)
     unreported_remove(s);
     free_written(s);
     free(s->follow_root);
+    if (ptk__session_check(s, NULL) == PTK_OK) {
+        ptk__process_session_stop(s);
+        Py_CLEAR(s->follow_run);
+    }
     free(s->filter_text);
     if (s->summary_file != NULL) {
         fclose(s->summary_file);

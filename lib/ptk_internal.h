@@ -921,6 +921,8 @@ struct ptk_session {
     struct ptk_session *next_unreported; /* started, not reported since */
     int unreported;           /* on that list */
     char *follow_root;        /* followed children report in pid-N/ here */
+    PyObject *follow_run;     /* "PID:START" in PYTRACEKIT_FOLLOW it set */
+    PyObject *follow_restore; /* the environment before it set it */
     char *filter_text;        /* ptk_session_config::filter, as given */
     FILE *summary_file;       /* a followed child's summary.txt (owned) */
     double started_wall, ended_wall; /* seconds since the epoch */
@@ -983,6 +985,8 @@ char *ptk__process_temp_name(const char *dir, const char *name);
  * for writing, or a negative error. */
 int ptk__create_new(const char *dir, const char *name);
 void ptk__process_session_free(struct ptk_session *s);
+/* At stop: puts back the environment a following session changed. */
+void ptk__process_session_stop(struct ptk_session *s);
 
 /* ---- host services (host.c) ------------------------------------------- */
 

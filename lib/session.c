@@ -589,6 +589,7 @@ ptk_session_stop(ptk_session *s)
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         ptk__hub_forget(c);
     }
+    ptk__process_session_stop(s); /* following ends with the session */
     return PTK_OK;
 }
 

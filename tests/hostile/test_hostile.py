@@ -360,6 +360,56 @@ def case_two_instances(tmp):
         check("timeline-2" in err and "html-2" in err, f"not said: {err[-2000:]}")
 
 
+# ---- 8: following ends with its session ------------------------------------
+
+CHILD = "import os; print(os.getpid())"
+
+
+def case_follow_env(tmp):
+    """After a following session stops, the environment is what it was
+    (PYTRACEKIT_FOLLOW gone, PYTHONPATH back): later subprocesses are not
+    traced; a second following session's children go to its own directory;
+    a stale PYTRACEKIT_FOLLOW left in the environment is ignored with a note
+    and the session's summary stays on stderr."""
+    a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    p = run_py(tmp, f"""
+        import json, os, subprocess, sys, pytracekit
+        before = {{k: os.environ.get(k) for k in ("PYTRACEKIT_FOLLOW", "PYTHONPATH")}}
+        def child():
+            return int(subprocess.run([sys.executable, "-c", {CHILD!r}],
+                                      capture_output=True, text=True).stdout)
+        s = pytracekit.Session(["counter"], output_dir={a!r}, follow_children=True)
+        s.start()
+        followed = child()
+        s.stop(); s.report(); s.close()
+        after = {{k: os.environ.get(k) for k in ("PYTRACEKIT_FOLLOW", "PYTHONPATH")}}
+        later = child()
+        s2 = pytracekit.Session(["counter"], output_dir={b!r}, follow_children=True)
+        s2.start()
+        second = child()
+        s2.stop(); s2.report(); s2.close()
+        print(json.dumps([before == after, followed, later, second,
+                          sorted(os.listdir({a!r})), sorted(os.listdir({b!r}))]))
+        """)
+    check(p.returncode == 0, p.stderr[-2000:])
+    same, followed, later, second, la, lb = json.loads(p.stdout.splitlines()[-1])
+    check(same, "the environment was not restored at stop")
+    check(f"pid-{followed}" in la, f"the followed child is not in a/: {la}")
+    check(f"pid-{later}" not in la + lb, f"a subprocess after the session was traced: {la} {lb}")
+    check(f"pid-{second}" in lb and f"pid-{second}" not in la,
+          f"the second session's child went elsewhere: {la} {lb}")
+    # a stale PYTRACEKIT_FOLLOW (another run's, its hook gone)
+    stale = json.dumps({"output_dir": a, "plugins": ["counter"], "pkgdir": "/nonexistent",
+                        "run": "1:1"})
+    c = os.path.join(tmp, "c")
+    p = run_cli(["-p", "counter", "--follow-children", "-o", c, prog(tmp)], cwd=tmp,
+                env={"PYTRACEKIT_FOLLOW": stale})
+    check(p.returncode == 0, p.stderr[-2000:])
+    check("PYTRACEKIT_FOLLOW is not this run's" in p.stderr, f"no note: {p.stderr[-1000:]}")
+    check("pytracekit counter" in p.stderr or "counter" in p.stderr, "summary diverted")
+    check(not os.path.exists(os.path.join(c, "summary.txt")), "summary diverted to a file")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

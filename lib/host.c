@@ -21,6 +21,26 @@ event_frame(const ptk_event *ev)
     return ev->frame_ != NULL ? ev->frame_ : PyEval_GetFrame();
 }
 
+/* The json module, imported once when a session starts and kept: a forked
+ * child reports without importing (another thread of the parent may have
+ * held json's import lock at the fork, for ever in the child). */
+static PyObject *json_module;
+
+PyObject *
+ptk__json(void)
+{
+    if (json_module == NULL) {
+        json_module = PyImport_ImportModule("json");
+    }
+    return json_module;
+}
+
+void
+ptk__host_reset(void)
+{
+    json_module = NULL; /* its interpreter is gone */
+}
+
 char *
 ptk__format_exception(void)
 {
@@ -431,7 +451,7 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
         if (marked != NULL) {
             obj = marked;
         }
-        PyObject *json = PyImport_ImportModule("json");
+        PyObject *json = Py_XNewRef(ptk__json());
         PyObject *kw = json ? Py_BuildValue("{s:i}", "indent", 1) : NULL;
         PyObject *dumps = json ? PyObject_GetAttrString(json, "dumps") : NULL;
         PyObject *args = dumps ? PyTuple_Pack(1, obj) : NULL;
@@ -542,7 +562,7 @@ host_run_identity(ptk_plugin_ctx *ctx)
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
         PyObject *id = ptk__process_identity(ctx->session);
-        PyObject *json = id ? PyImport_ImportModule("json") : NULL;
+        PyObject *json = id ? Py_XNewRef(ptk__json()) : NULL;
         PyObject *text = json ? PyObject_CallMethod(json, "dumps", "O", id) : NULL;
         const char *u = text ? PyUnicode_AsUTF8(text) : NULL;
         ctx->identity_json = u ? ptk__strdup(u) : NULL;

@@ -274,6 +274,7 @@ report_running(void)
 /* Set while os._exit/os.exec* report: the exec'd program is this run's
  * continuation and is followed with the same environment. */
 static int keep_follow_env;
+static int in_fork_child; /* in the after-fork hook */
 
 static PyObject *
 call_original(PyObject *orig, PyObject *args, PyObject *kw)
@@ -516,6 +517,8 @@ after_fork_child(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
+    in_fork_child = 1;
+    keep_follow_env = 1; /* the child continues the parent's run */
     ptk_session *todo[64];
     int n = 0;
     ptk__clock_after_fork();
@@ -533,7 +536,11 @@ after_fork_child(PyObject *self, PyObject *unused)
         else {
             ptk_session_stop(todo[i]); /* reports nothing: not its process */
         }
+        /* the environment is the parent's session's to put back */
+        Py_CLEAR(todo[i]->follow_restore);
     }
+    in_fork_child = 0;
+    keep_follow_env = 0;
     PyErr_Clear();
     Py_RETURN_NONE;
 }
@@ -845,8 +852,14 @@ int
 ptk__process_session_start(ptk_session *s, char **errmsg)
 {
     clean_stale_temporaries(s->output_dir);
+    if (ptk__json() == NULL) {
+        PyErr_Clear(); /* said when a report needs it */
+    }
     install_hooks();
-    if (s->follow) {
+    /* A forked child's copy keeps the parent's root and environment: no
+     * Python code (imports) runs in the after-fork hook, where another
+     * thread's import lock may be held for ever. */
+    if (s->follow && !(in_fork_child && s->follow_root != NULL)) {
         int rc = follow_setup(s, errmsg);
         if (rc < 0) {
             return rc;

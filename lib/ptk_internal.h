@@ -948,6 +948,10 @@ void ptk__hub_reset(void);
 void ptk__legacy_reset(void);
 void ptk__mon_reset(void);
 void ptk__code_reset(void);
+void ptk__host_reset(void);
+/* The json module (borrowed), imported at the first session start and
+ * kept, so that reports need no import (host.c). */
+PyObject *ptk__json(void);
 void ptk__thread_reset(void);
 
 int ptk__load(const char *path_or_name, const char *extra_path,

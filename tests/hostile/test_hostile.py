@@ -410,6 +410,52 @@ def case_follow_env(tmp):
     check(not os.path.exists(os.path.join(c, "summary.txt")), "summary diverted to a file")
 
 
+# ---- 4: a fork while another thread holds an import lock -------------------
+
+SLOW_IMPORT_FORK = """
+import os, sys, threading, time
+sys.modules.pop("json", None)
+class Slow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "json":
+            time.sleep(3)   # a slow import: json's module lock is held
+        return None
+sys.meta_path.insert(0, Slow())
+def work(): pass
+t = threading.Thread(target=lambda: __import__("json"))
+t.start()
+time.sleep(0.5)
+pid = os.fork()
+if pid == 0:
+    work()
+    os._exit(0)
+_, st = os.waitpid(pid, 0)
+t.join()
+print("done", pid, st)
+"""
+
+
+def case_fork_import_lock(tmp):
+    """A fork while another thread is inside a slow import of json: the
+    followed child's after-fork hook and its reports import nothing (json
+    is the one module reports need, kept from the session's start), so the
+    child reports and the run ends; before, the child hung for ever in the
+    hook and the parent waited for it."""
+    out = os.path.join(tmp, "out")
+    path = write(os.path.join(tmp, "forker.py"), SLOW_IMPORT_FORK)
+    try:
+        p = run_cli(["-p", "counter:top=0", "-p", "timer:top=0", "--follow-children",
+                     "-o", out, path], cwd=tmp, timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("the run hung (the child deadlocked on an import lock)")
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    _, pid, st = p.stdout.split()
+    check(st == "0", f"the child ended with status {st}: {p.stderr[-2000:]}")
+    with open(os.path.join(out, f"pid-{pid}", "counter.json")) as f:
+        n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+    check(n == 1, f"the child's counter.json has work called {n} times")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

@@ -244,10 +244,29 @@ def merge_timer_json(datas, remap):
 
 
 def _write(path, data, binary=False):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
-        f.write(data)
-    os.replace(tmp, path)
+    """Writes `path` through a new temporary file (O_EXCL: never through a
+    symlink planted at either name), renamed over it."""
+    import tempfile
+    d, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=".pytracekit-tmp.%s." % base, dir=d or ".")
+    try:
+        mask = 0o022
+        try:
+            with open("/proc/self/status") as st:
+                mask = next(int(x.split()[1], 8) for x in st if x.startswith("Umask:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            pass
+        os.fchmod(fd, 0o666 & ~mask)
+        with open(fd, "wb" if binary else "w",
+                  **({} if binary else {"encoding": "utf-8"})) as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):

@@ -293,6 +293,16 @@ def case_symlinks(tmp):
             check(not os.path.islink(path) and os.path.exists(path),
                   f"{fmt}: {n} is not our own new file")
         check(os.path.isfile(os.path.join(out, "html", "index.html")), "no html/index.html")
+    # pytracekit combine's output directory
+    comb = os.path.join(tmp, "comb")
+    os.mkdir(comb)
+    target = write(os.path.join(victims, "combined.json"), "precious")
+    os.symlink(target, os.path.join(comb, "counter.json"))
+    p = run_cli(["combine", "-o", comb, out], cwd=tmp)
+    check(p.returncode == 0, f"combine: exit {p.returncode}: {p.stderr[-2000:]}")
+    with open(target) as f:
+        check(f.read() == "precious", "combine wrote through a symlink")
+    check(not os.path.islink(os.path.join(comb, "counter.json")), "combine: no own counter.json")
     # a followed child's summary.txt
     kids = [d for d in os.listdir(out) if d.startswith("pid-") and d != "pid-child"]
     check(len(kids) == 1, f"followed children: {kids}")

@@ -991,6 +991,78 @@ hold_sigint(int signum)
     (void)w;
 }
 
+/* The program's other signal handlers (SIGALRM from pytest-timeout, say)
+ * would run inside the reports, which run Python code, and an exception
+ * they raise would be blamed on a plugin: held meanwhile, delivered after.
+ * Not the synchronous signals (a crash), SIGKILL/SIGSTOP, SIGINT (above),
+ * nor SIGTERM/SIGHUP (written, then the process ends: below). */
+#ifndef NSIG
+#define NSIG 65
+#endif
+static volatile sig_atomic_t other_held[NSIG];
+static struct sigaction other_saved[NSIG];
+static unsigned char other_holding[NSIG];
+
+static void
+hold_other(int signum)
+{
+    if (signum > 0 && signum < NSIG) {
+        other_held[signum] = 1;
+    }
+}
+
+static int
+holdable(int sig)
+{
+    switch (sig) {
+    case SIGINT: case SIGTERM: case SIGHUP: case SIGKILL: case SIGSTOP:
+    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP:
+    case SIGSYS: case SIGABRT: case SIGTSTP: case SIGTTIN: case SIGTTOU:
+    case SIGCONT:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static void
+hold_others(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction cur;
+        if (!holdable(sig) || sigaction(sig, NULL, &cur) != 0 ||
+            (cur.sa_flags & SA_SIGINFO) || cur.sa_handler == SIG_DFL ||
+            cur.sa_handler == SIG_IGN || cur.sa_handler == hold_other) {
+            continue;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = hold_other;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        other_held[sig] = 0;
+        if (sigaction(sig, &sa, &other_saved[sig]) == 0) {
+            other_holding[sig] = 1;
+        }
+    }
+}
+
+static void
+release_others(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (!other_holding[sig]) {
+            continue;
+        }
+        other_holding[sig] = 0;
+        sigaction(sig, &other_saved[sig], NULL);
+        if (other_held[sig]) {
+            other_held[sig] = 0;
+            raise(sig); /* delivered now, as if it came now */
+        }
+    }
+}
+
 void
 ptk__process_report_begin(ptk_session *s)
 {
@@ -1006,6 +1078,9 @@ ptk__process_report_begin(ptk_session *s)
         sigint_held = 0;
         sigaction(SIGINT, &sa, &sigint_saved);
     }
+    if (reporting == 1) {
+        hold_others();
+    }
 }
 
 void
@@ -1018,6 +1093,9 @@ ptk__process_report_end(ptk_session *s)
             sigint_held = 0;
             PyErr_SetInterrupt(); /* delivered now, as if it came now */
         }
+    }
+    if (reporting == 1) {
+        release_others();
     }
     if (--reporting == 0 && pending_signal != 0) {
         fflush(NULL);

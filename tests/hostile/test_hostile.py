@@ -466,6 +466,57 @@ def case_fork_import_lock(tmp):
     check(n == 1, f"the child's counter.json has work called {n} times")
 
 
+# ---- 13: a program's signal handler that raises during the reports ---------
+
+def case_handler_raises_in_report(tmp):
+    """SIGALRM (pytest-timeout works this way) whose handler raises, arriving
+    while the reports are written: the handler is held until they are all
+    written, then runs (its exception reaches the program after report());
+    no plugin is blamed and every report is there."""
+    out = os.path.join(tmp, "out")
+    p = run_py(tmp, f"""
+        import gc, json, os, signal, pytracekit
+        def work(): return [str(i) for i in range(50)]
+        s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+        s.start()
+        for _ in range(200): work()
+        s.stop()
+        class Timeout(Exception): pass
+        def handler(*a):
+            raise Timeout("timed out")
+        signal.signal(signal.SIGALRM, handler)
+        sent = []
+        def cb(phase, info):
+            if armed and not sent:
+                sent.append(1)
+                os.kill(os.getpid(), signal.SIGALRM)
+        gc.callbacks.append(cb)
+        rep = pytracekit._pytracekit.Session.report
+        raised = None
+        armed = True
+        gc.set_threshold(1)
+        try:
+            failed = rep(s)
+            for _ in range(1000): pass   # the handler runs at the latest here
+        except Timeout as e:
+            raised = str(e)
+        armed = False
+        gc.set_threshold(700)
+        names = sorted(os.listdir({out!r}))
+        with open(os.path.join({out!r}, "counter.json")) as f:
+            n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+        print(json.dumps([bool(sent), raised, s.failures, n, names]))
+        """)
+    check(p.returncode == 0, f"exit {p.returncode}\n{p.stderr[-3000:]}")
+    sent, raised, failures, n, names = json.loads(p.stdout.splitlines()[-1])
+    check(sent, "the signal was not sent during the report")
+    check(failures == 0, f"{failures} plugins blamed: {p.stderr[-2000:]}")
+    check(raised == "timed out", f"the handler's exception did not reach the program: {raised}")
+    check(n == 200, f"counter.json: work called {n} times")
+    for name in ("counter.json", "timer.json", "timer.pstats", "run.json"):
+        check(name in names, f"{name} missing: {names}")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

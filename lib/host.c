@@ -30,7 +30,8 @@ PyObject *
 ptk__json(void)
 {
     if (json_module == NULL) {
-        json_module = PyImport_ImportModule("json");
+        /* not left in sys.modules: the program's modules stay its own */
+        json_module = ptk__import_quietly("json");
     }
     return json_module;
 }

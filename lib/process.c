@@ -372,6 +372,15 @@ on_signal(PyObject *self, PyObject *args)
     }
     retry_stop();
     if (reporting > 0) {
+        if (pending_signal != 0) {
+            /* a second one: a report may be stuck (a FIFO, a hung disk);
+             * end now with what is written */
+            static const char msg[] = "pytracekit: signalled again while "
+                                      "writing reports; ending now\n";
+            ssize_t w = write(2, msg, sizeof msg - 1);
+            (void)w;
+            die_by(signum);
+        }
         /* Reports are being written (at exit, say): end once they are. */
         pending_signal = signum;
         Py_RETURN_NONE;

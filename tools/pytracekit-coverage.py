@@ -452,10 +452,19 @@ def _page_names(stats):
 
 
 def _read_source(path):
+    import io
+    import stat
     import tokenize
     try:
-        with tokenize.open(path) as f:
-            return f.read().splitlines()
+        # never what is not a regular file (a FIFO would block for ever)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as raw:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            os.set_blocking(fd, True)
+            data = raw.read()
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(enc).splitlines()
     except (OSError, SyntaxError, UnicodeDecodeError):
         return None
 

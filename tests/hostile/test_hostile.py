@@ -3,10 +3,12 @@ and Python API. Usage: test_hostile.py CASE. Each case reproduces one and
 checks what must happen instead."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 from ptk_testlib import CLI, PYTHON, check, fail, run_cli, skip
 
@@ -515,6 +517,76 @@ def case_handler_raises_in_report(tmp):
     check(n == 200, f"counter.json: work called {n} times")
     for name in ("counter.json", "timer.json", "timer.pstats", "run.json"):
         check(name in names, f"{name} missing: {names}")
+
+
+# ---- 10: a report that blocks can be stopped; reports open regular files only
+
+def case_fifo_source(tmp):
+    """A FIFO named like a module under coverage:source=: the report does
+    not open it (it would block for ever), every report is written, the run
+    ends."""
+    src = os.path.join(tmp, "src")
+    os.makedirs(src)
+    write(os.path.join(src, "used.py"), "def f():\n    return 1\n")
+    os.mkfifo(os.path.join(src, "trap.py"))
+    main = write(os.path.join(tmp, "main.py"),
+                 f"import sys; sys.path.insert(0, {src!r}); import used; used.f()\n")
+    out = os.path.join(tmp, "out")
+    try:
+        p = run_cli(["-p", f"coverage:source={src},html=true", "-o", out, main], cwd=tmp,
+                    timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("the report blocked on a FIFO")
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    with open(os.path.join(out, "coverage.json")) as f:
+        files = json.load(f)["files"]
+    used = [k for k in files if k.endswith("used.py")]
+    check(used and files[used[0]]["hits"], f"used.py not measured: {list(files)}")
+    check(os.path.isfile(os.path.join(out, "html", "index.html")), "no html/")
+
+
+def case_second_sigterm(tmp):
+    """A report stuck in Python code (here a GC callback that sleeps): the
+    first SIGTERM waits for the reports, a second one ends the process by
+    SIGTERM at once, saying so."""
+    out = os.path.join(tmp, "out")
+    path = write(os.path.join(tmp, "stuck.py"), f"""
+        import gc, sys, time, pytracekit
+        def work(): return [str(i) for i in range(50)]
+        s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+        s.start()
+        for _ in range(200): work()
+        s.stop()
+        def cb(phase, info):
+            if armed:
+                print("stuck", flush=True)
+                time.sleep(600)
+        gc.callbacks.append(cb)
+        rep = pytracekit._pytracekit.Session.report
+        armed = True
+        gc.set_threshold(1)
+        rep(s)
+        """)
+    e = dict(os.environ)
+    p = subprocess.Popen([PYTHON, path], cwd=tmp, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        check(p.stdout.readline().strip() == "stuck", "the report did not get stuck")
+        p.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        check(p.poll() is None, f"the first SIGTERM ended the reports: {p.returncode}")
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            fail("a second SIGTERM did not end a stuck report")
+        err = p.stderr.read()
+        check(rc == -signal.SIGTERM, f"exit {rc}: {err[-2000:]}")
+        check("signalled again while writing reports" in err, f"not said: {err[-2000:]}")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def main():

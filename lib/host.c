@@ -200,8 +200,10 @@ report_claim(const char *dir, const char *filename, uint64_t id, int *fresh)
     const char *dot = strrchr(filename, '.');
     int base = dot && dot != filename ? (int)(dot - filename)
                                       : (int)strlen(filename);
+    /* run.json is the session's manifest (process.c), no plugin's */
+    int reserved = id != 0 && strcmp(filename, "run.json") == 0;
     for (int n = 2; path != NULL; n++) {
-        uint64_t owner = report_owner_of(path);
+        uint64_t owner = n == 2 && reserved ? UINT64_MAX : report_owner_of(path);
         if (owner == id) {
             return path;
         }

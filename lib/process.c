@@ -480,6 +480,7 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
                                 .events = c->desc->events,
                                 .flags = c->desc->flags};
     int rc = c->desc->init(&args, &c->state, &c->sub.events);
+    errbuf[sizeof errbuf - 1] = '\0'; /* a plugin may fill it all */
     if (rc < 0 || PyErr_Occurred()) {
         if (errbuf[0]) {
             free(c->fail_msg);

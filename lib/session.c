@@ -244,6 +244,7 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
             .subscription = &c->sub,
         };
         rc = desc->init(&args, &c->state, &c->sub.events);
+        errbuf[sizeof errbuf - 1] = '\0'; /* a plugin may fill it all */
         if (rc < 0 || PyErr_Occurred()) {
             char *tb = PyErr_Occurred() ? ptk__format_exception() : NULL;
             rc = ptk__err(errmsg, rc < 0 ? rc : PTK_EPYTHON,

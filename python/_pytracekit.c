@@ -92,6 +92,20 @@ choice_arg(PyObject *o, const char *what, const char *const *choices)
     return -1;
 }
 
+/* The UTF-8 text of str @p o, or NULL with ValueError if it holds a NUL
+ * (the library takes C strings: it would be cut there silently). */
+static const char *
+utf8_nonul(PyObject *o, const char *what)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(o, &n);
+    if (u != NULL && strlen(u) != (size_t)n) {
+        PyErr_Format(PyExc_ValueError, "%s contains a NUL character", what);
+        return NULL;
+    }
+    return u;
+}
+
 static const char *const thread_choices[] = {"current", "all", NULL};
 static const char *const backend_choices[] = {"auto", "legacy", "monitoring", NULL};
 
@@ -99,7 +113,7 @@ static int
 add_plugins(SessionObject *self, PyObject *plugins)
 {
     if (PyUnicode_Check(plugins)) { /* one spec, not a sequence of letters */
-        const char *spec = PyUnicode_AsUTF8(plugins);
+        const char *spec = utf8_nonul(plugins, "a plugin spec");
         char *err = NULL;
         int rc = spec ? ptk_session_add_plugin(self->s, spec, &err) : -1;
         if (rc < 0 && spec != NULL) {
@@ -122,7 +136,7 @@ add_plugins(SessionObject *self, PyObject *plugins)
         }
     }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        const char *spec = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        const char *spec = utf8_nonul(PySequence_Fast_GET_ITEM(seq, i), "a plugin spec");
         char *err = NULL;
         int rc = spec ? ptk_session_add_plugin(self->s, spec, &err) : -1;
         if (rc < 0) {
@@ -194,7 +208,7 @@ str_arg(PyObject *o, const char *fn, const char **out)
                      fn, Py_TYPE(o)->tp_name);
         return -1;
     }
-    *out = PyUnicode_AsUTF8(o);
+    *out = utf8_nonul(o, "the argument");
     return *out ? 0 : -1;
 }
 
@@ -257,7 +271,7 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.output_dir = outdir ? PyBytes_AS_STRING(outdir) : "pytracekit-out";
     cfg.plugin_path = plugin_path ? PyBytes_AS_STRING(plugin_path) : NULL;
-    cfg.filter = PyUnicode_AsUTF8(ftext); /* copied by ptk_session_new */
+    cfg.filter = utf8_nonul(ftext, "the filter"); /* copied by ptk_session_new */
     if (cfg.filter == NULL) {
         goto done;
     }

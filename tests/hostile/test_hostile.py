@@ -589,6 +589,50 @@ def case_second_sigterm(tmp):
             p.wait()
 
 
+# ---- 14: smaller ones -------------------------------------------------------
+
+def case_plugin_names(tmp):
+    """A plugin whose report is named run.json gets run-2.json: run.json
+    stays the run's manifest."""
+    from ptk_testlib import test_plugin
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", test_plugin("hostileplug") + ":report=run.json", "-o", out,
+                 prog(tmp)], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    with open(os.path.join(out, "run.json")) as f:
+        run = json.load(f)
+    check(run.get("format") == "pytracekit-run", f"run.json is not the manifest: {run}")
+    with open(os.path.join(out, "run-2.json")) as f:
+        check(json.load(f)["calls"] >= 3, "run-2.json is not the plugin's report")
+    check("run-2.json" in run["files"], f"manifest files: {run['files']}")
+
+
+def case_plugin_errbuf(tmp):
+    """A plugin that fills its whole init error buffer with no NUL: the
+    message is cut at the buffer's end (ASan: no over-read)."""
+    from ptk_testlib import test_plugin
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", test_plugin("hostileplug") + ":errbuf=true", "-o", out,
+                 prog(tmp)], cwd=tmp)
+    check(p.returncode != 0, "a failing init was accepted")
+    check("x" * 1000 in p.stderr and "x" * 1024 not in p.stderr,
+          f"the message is not the buffer cut at its end: {p.stderr[-300:]!r}")
+
+
+def case_nul_in_specs(tmp):
+    """NUL bytes in plugin specs and filters are refused, not cut silently
+    (counter\0:top=0 must not become counter)."""
+    import pytracekit
+    for bad in (dict(plugins=["counter\0junk"]), dict(plugins=["counter"], include="a\0b"),
+                dict(plugins=["counter"], filter="include=x\0y")):
+        try:
+            pytracekit.Session(output_dir=os.path.join(tmp, "o"), **bad)
+        except ValueError as e:
+            check("NUL" in str(e) or "null" in str(e).lower(), f"{bad}: {e}")
+        else:
+            fail(f"{bad} was accepted")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

@@ -633,6 +633,22 @@ def case_nul_in_specs(tmp):
             fail(f"{bad} was accepted")
 
 
+def case_filter_many(tmp):
+    """A filter list of 20,000 modules is parsed in linear time (it was
+    quadratic: the canonical text was rebuilt for every item, ~25 s here);
+    the filter still holds every item."""
+    p = run_py(tmp, f"""
+        import time, pytracekit
+        mods = ["m%d" % i for i in range(20000)]
+        t = time.perf_counter()
+        s = pytracekit.Session(["counter"], output_dir={os.path.join(tmp, "o")!r}, modules=mods)
+        print(time.perf_counter() - t)
+        """, timeout=300)
+    check(p.returncode == 0, p.stderr[-2000:])
+    took = float(p.stdout.split()[-1])
+    check(took < 5.0, f"20,000 modules took {took:.1f} s to parse")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

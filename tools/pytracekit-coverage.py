@@ -441,6 +441,12 @@ def _page_names(stats):
     used = set()
     for fs in stats:
         base = "".join(c if c.isalnum() else "_" for c in _display_name(fs.path).lstrip("/"))
+        if len(base.encode("utf-8", "surrogatepass")) > 120:
+            # a file name has at most 255 bytes: the path's end, told
+            # apart by a digest of the whole
+            import hashlib
+            digest = hashlib.sha1(fs.path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+            base = digest + "_" + base[-40:]
         name = base + ".html"
         n = 2
         while name in used or name == "index.html":

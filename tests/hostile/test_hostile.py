@@ -670,6 +670,30 @@ def case_paths_stars(tmp):
     check(evil("/x" + "a" * 30 + "y/q") == "/c/q", "a many-star pattern no longer matches")
 
 
+def case_html_long_paths(tmp):
+    """A module whose path is longer than a file name may be (nested
+    directories of 200-character names): the HTML report has a page for it
+    (a shortened name) and the index links it; nothing half-written."""
+    d = tmp
+    for k in range(3):
+        d = os.path.join(d, chr(ord("a") + k) * 200)
+    os.makedirs(d)
+    write(os.path.join(d, "deep_module_" + "m" * 150 + ".py"), "def f():\n    return 1\n")
+    main = write(os.path.join(tmp, "main.py"),
+                 f"import sys; sys.path.insert(0, {d!r})\n"
+                 f"import deep_module_{'m' * 150} as m; m.f()\n")
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "coverage:html=true", "-o", out, main], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    pages = sorted(os.listdir(os.path.join(out, "html")))
+    deep = [x for x in pages if "mmmm" in x]
+    check(len(deep) == 1 and len(deep[0]) <= 255, f"pages: {pages}")
+    with open(os.path.join(out, "html", "index.html")) as f:
+        check(deep[0] in f.read(), "the index does not link the page")
+    check(not [x for x in os.listdir(out) if x.startswith(".pytracekit-tmp")],
+          "a temporary was left")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

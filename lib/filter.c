@@ -246,12 +246,17 @@ add_item(filter_impl *f, int which, const char *item, size_t n,
                         "plugin '%s': filter %s='%.*s' has a '[' with no ']'",
                         plugin, list_keys[which], (int)n, item);
     }
-    ptk__pat *nv = realloc(l->v, (size_t)(l->n + 1) * sizeof *nv);
-    if (nv == NULL) {
-        free(text);
-        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    /* room for 4, 8, 16, ... items: grown when n reaches a power of two
+     * (one more each time made 20,000 items quadratic) */
+    if (l->n == 0 || (l->n >= 4 && (l->n & (l->n - 1)) == 0)) {
+        size_t want = l->n == 0 ? 4 : (size_t)l->n * 2;
+        ptk__pat *nv = realloc(l->v, want * sizeof *nv);
+        if (nv == NULL) {
+            free(text);
+            return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+        }
+        l->v = nv;
     }
-    l->v = nv;
     l->v[l->n++] = (ptk__pat){text, neg, prefix};
     l->npos += !neg;
     return PTK_OK;

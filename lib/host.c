@@ -5,6 +5,7 @@
 
 #include <marshal.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,27 @@ static PyFrameObject *
 event_frame(const ptk_event *ev)
 {
     return ev->frame_ != NULL ? ev->frame_ : PyEval_GetFrame();
+}
+
+/* The json module, imported once when a session starts and kept: a forked
+ * child reports without importing (another thread of the parent may have
+ * held json's import lock at the fork, for ever in the child). */
+static PyObject *json_module;
+
+PyObject *
+ptk__json(void)
+{
+    if (json_module == NULL) {
+        /* not left in sys.modules: the program's modules stay its own */
+        json_module = ptk__import_quietly("json");
+    }
+    return json_module;
+}
+
+void
+ptk__host_reset(void)
+{
+    json_module = NULL; /* its interpreter is gone */
 }
 
 char *
@@ -171,18 +193,22 @@ ptk__report_release(uint64_t id)
 /* DIR/NAME, or DIR/BASE-N.EXT for the first N >= 2 that no other instance
  * of this process has written; the name is claimed for `id`. */
 static char *
-report_claim(const char *dir, const char *filename, uint64_t id)
+report_claim(const char *dir, const char *filename, uint64_t id, int *fresh)
 {
+    *fresh = 0;
     char *path = ptk__asprintf("%s/%s", dir, filename);
     const char *dot = strrchr(filename, '.');
     int base = dot && dot != filename ? (int)(dot - filename)
                                       : (int)strlen(filename);
+    /* run.json is the session's manifest (process.c), no plugin's */
+    int reserved = id != 0 && strcmp(filename, "run.json") == 0;
     for (int n = 2; path != NULL; n++) {
-        uint64_t owner = report_owner_of(path);
+        uint64_t owner = n == 2 && reserved ? UINT64_MAX : report_owner_of(path);
         if (owner == id) {
             return path;
         }
         if (owner == 0) {
+            *fresh = 1;
             report_owner *o = malloc(sizeof *o);
             if (o == NULL) {
                 return path; /* unclaimed, still written */
@@ -204,6 +230,128 @@ report_claim(const char *dir, const char *filename, uint64_t id)
     return NULL;
 }
 
+/* The process's umask, read without changing it: umask(0); umask(old)
+ * would let another thread create a world-writable file in between. */
+static mode_t
+current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    mode_t mask = 022; /* no /proc: the usual one */
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "Umask:", 6) == 0) {
+            mask = (mode_t)strtoul(line + 6, NULL, 8) & 0777;
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return mask;
+}
+
+/* The claimed path of `filename` for ctx's instance, saying so when another
+ * instance has the name (NULL: out of memory). */
+static char *
+claim_and_say(ptk_plugin_ctx *ctx, const char *dir, const char *filename)
+{
+    int fresh = 0;
+    char *path = ctx ? report_claim(dir, filename, ctx->id, &fresh)
+                     : ptk__asprintf("%s/%s", dir, filename);
+    const char *name = path ? strrchr(path, '/') + 1 : filename;
+    if (ctx && path && fresh && strcmp(name, filename) != 0) {
+        FILE *say = ctx->session && ctx->session->summary
+                        ? ctx->session->summary
+                        : stderr;
+        fprintf(say,
+                "pytracekit: %s/%s is another plugin instance's report: this "
+                "one ('%s') is %s\n",
+                dir, filename, ctx->name, path);
+    }
+    return path;
+}
+
+/* A new temporary file in dir, O_EXCL (never through a planted symlink),
+ * with the mode any new file gets; its name in *tmp. */
+static int
+temp_create(const char *dir, const char *name, char **tmp)
+{
+    /* The writer's identity in the name lets the next session there remove
+     * it if this process dies before the rename (process.c). */
+    *tmp = ptk__process_temp_name(dir, name);
+    int fd = *tmp ? mkostemp(*tmp, O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        /* mkstemp makes the file 0600; a report gets the mode any new
+         * file gets (0666 less the umask). */
+        fchmod(fd, 0666 & ~current_umask());
+    }
+    return fd;
+}
+
+static const char *
+session_dir(ptk_plugin_ctx *ctx)
+{
+    return ctx && ctx->session ? ctx->session->output_dir : ".";
+}
+
+static int
+host_report_claim(ptk_plugin_ctx *ctx, const char *name, char *buf,
+                  size_t size)
+{
+    if (ctx == NULL || name == NULL || buf == NULL || size == 0 ||
+        name[0] == '\0' || strchr(name, '/') != NULL ||
+        strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        return PTK_EINVAL;
+    }
+    char *path = claim_and_say(ctx, session_dir(ctx), name);
+    if (path == NULL) {
+        return PTK_ENOMEM;
+    }
+    int rc = strlen(path) < size ? PTK_OK : PTK_EINVAL;
+    if (rc == PTK_OK) {
+        memcpy(buf, path, strlen(path) + 1);
+    }
+    free(path);
+    return rc;
+}
+
+static int
+host_report_create(ptk_plugin_ctx *ctx, const char *name, char *buf,
+                   size_t size)
+{
+    int rc = host_report_claim(ctx, name, buf, size);
+    if (rc < 0) {
+        return rc;
+    }
+    int fd = ptk__create_new(session_dir(ctx), strrchr(buf, '/') + 1);
+    if (fd < 0) {
+        return fd;
+    }
+    ptk__process_note_written(ctx, strrchr(buf, '/') + 1);
+    return fd;
+}
+
+int
+ptk__create_new(const char *dir, const char *name)
+{
+    char *tmp = NULL;
+    char *path = ptk__asprintf("%s/%s", dir, name);
+    int fd = path ? temp_create(dir, name, &tmp) : -1;
+    if (fd < 0 || rename(tmp, path) != 0) {
+        int rc = errno == ENOMEM ? PTK_ENOMEM : PTK_EIO;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        free(path);
+        return rc;
+    }
+    free(tmp);
+    free(path);
+    return fd;
+}
+
 typedef struct report_file {
     FILE *fp;
     char *tmp;
@@ -215,7 +363,7 @@ static FILE *
 host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
 {
     *token = NULL;
-    const char *dir = ctx && ctx->session ? ctx->session->output_dir : ".";
+    const char *dir = session_dir(ctx);
     if (strchr(filename, '/') != NULL) {
         host_fail(ctx, PTK_EINVAL, "report name '%s' must not contain '/'",
                   filename);
@@ -227,30 +375,10 @@ host_report_open(ptk_plugin_ctx *ctx, const char *filename, void **token)
                   filename);
         return NULL;
     }
-    rf->final = ctx ? report_claim(dir, filename, ctx->id)
-                    : ptk__asprintf("%s/%s", dir, filename);
+    rf->final = claim_and_say(ctx, dir, filename);
     const char *name = rf->final ? strrchr(rf->final, '/') + 1 : filename;
-    if (ctx && rf->final && strcmp(name, filename) != 0) {
-        FILE *say = ctx->session && ctx->session->summary
-                        ? ctx->session->summary
-                        : stderr;
-        fprintf(say,
-                "pytracekit: %s/%s is another plugin instance's report: this "
-                "one ('%s') is %s\n",
-                dir, filename, ctx->name, rf->final);
-    }
-    /* The pid in the name lets the next session there remove it if this
-     * process dies before the rename (process.c). */
-    rf->tmp = ptk__asprintf("%s/.%s.%ld.XXXXXX", dir, name, (long)getpid());
     rf->ctx = ctx;
-    int fd = rf->tmp ? mkstemp(rf->tmp) : -1;
-    if (fd >= 0) {
-        /* mkstemp makes the file 0600; a report gets the mode any new
-         * file gets (0666 less the umask). */
-        mode_t mask = umask(0);
-        umask(mask);
-        fchmod(fd, 0666 & ~mask);
-    }
+    int fd = rf->final ? temp_create(dir, name, &rf->tmp) : -1;
     if (fd < 0 || (rf->fp = fdopen(fd, "w")) == NULL) {
         host_fail(ctx, PTK_EIO, "cannot write report %s: %s",
                   rf->final ? rf->final : filename, strerror(errno));
@@ -326,7 +454,7 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
         if (marked != NULL) {
             obj = marked;
         }
-        PyObject *json = PyImport_ImportModule("json");
+        PyObject *json = Py_XNewRef(ptk__json());
         PyObject *kw = json ? Py_BuildValue("{s:i}", "indent", 1) : NULL;
         PyObject *dumps = json ? PyObject_GetAttrString(json, "dumps") : NULL;
         PyObject *args = dumps ? PyTuple_Pack(1, obj) : NULL;
@@ -437,7 +565,7 @@ host_run_identity(ptk_plugin_ctx *ctx)
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
         PyObject *id = ptk__process_identity(ctx->session);
-        PyObject *json = id ? PyImport_ImportModule("json") : NULL;
+        PyObject *json = id ? Py_XNewRef(ptk__json()) : NULL;
         PyObject *text = json ? PyObject_CallMethod(json, "dumps", "O", id) : NULL;
         const char *u = text ? PyUnicode_AsUTF8(text) : NULL;
         ctx->identity_json = u ? ptk__strdup(u) : NULL;
@@ -507,6 +635,8 @@ const ptk_host ptk__host = {
     .run_identity = host_run_identity,
     .publish = host_publish,
     .lookup = host_lookup,
+    .report_claim = host_report_claim,
+    .report_create = host_report_create,
 };
 
 const ptk_host *

@@ -38,6 +38,7 @@ after_finalize(void)
     ptk__legacy_reset();
     ptk__mon_reset();
     ptk__code_reset();
+    ptk__host_reset();
     ptk__thread_reset();
     ptk__interp_gen++;
     watching = 0;

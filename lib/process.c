@@ -8,6 +8,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,44 +57,161 @@ ptk__process_owns(const ptk_session *s)
 
 /* ---- stale temporary files ------------------------------------------- */
 
-/* ".NAME.PID.XXXXXX" (host.c's report_open): the pid, or -1. */
-static long
-temp_owner(const char *name)
+/* A report is written to a temporary file first (host.c's report_open),
+ * named ".pytracekit-tmp.BOOT.PIDNS.PID.START.NAME.XXXXXX": the boot id
+ * (32 hex digits), the inode of the pid namespace, the writer's pid and its
+ * start time (clock ticks since boot, /proc/PID/stat). A later session
+ * removes such a file only when the writer provably is gone: same boot and
+ * same pid namespace as its own, and no process with that pid and that
+ * start time. Nothing else in the directory is ever removed. */
+#define TEMP_PREFIX ".pytracekit-tmp."
+
+typedef struct temp_id {
+    char boot[33];
+    unsigned long long ns;
+    unsigned long long start;
+} temp_id;
+
+/* The start time of process pid, or 0 if it cannot be read. */
+static unsigned long long
+start_time_of(long pid)
 {
-    size_t n = strlen(name);
-    if (name[0] != '.' || n < 10 || name[n - 7] != '.') {
-        return -1;
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return 0;
     }
-    const char *end = name + n - 7;
-    const char *p = end;
-    while (p > name + 1 && p[-1] >= '0' && p[-1] <= '9') {
-        p--;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* the name (field 2) may hold anything: fields 3.. follow the last ')' */
+    char *p = strrchr(buf, ')');
+    if (p == NULL) {
+        return 0;
     }
-    if (p == end || p[-1] != '.' || p - 1 == name) {
-        return -1;
+    p++;
+    for (int field = 3; field < 22 && *p; field++) {
+        while (*p == ' ') {
+            p++;
+        }
+        while (*p && *p != ' ') {
+            p++;
+        }
     }
-    return strtol(p, NULL, 10);
+    return strtoull(p, NULL, 10);
+}
+
+/* This process's identity; 0 if some part is not known (no /proc): then
+ * its temporaries carry "0" there and are never removed by anyone. */
+static int
+own_temp_id(temp_id *id)
+{
+    memset(id, 0, sizeof *id);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    char raw[64] = "";
+    if (f != NULL) {
+        if (fgets(raw, sizeof raw, f) == NULL) {
+            raw[0] = '\0';
+        }
+        fclose(f);
+    }
+    size_t k = 0;
+    for (const char *p = raw; *p && k < 32; p++) {
+        if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) {
+            id->boot[k++] = *p;
+        }
+    }
+    id->boot[k] = '\0';
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) == 0) {
+        id->ns = (unsigned long long)st.st_ino;
+    }
+    id->start = start_time_of((long)getpid());
+    if (k != 32 || id->ns == 0 || id->start == 0) {
+        strcpy(id->boot, "0");
+        return 0;
+    }
+    return 1;
+}
+
+char *
+ptk__process_temp_name(const char *dir, const char *name)
+{
+    static temp_id id;
+    static long id_pid; /* a forked child computes its own */
+    if (id_pid != (long)getpid()) {
+        own_temp_id(&id);
+        id_pid = (long)getpid();
+    }
+    /* the final name is there for people only: cut to keep under NAME_MAX */
+    return ptk__asprintf("%s/" TEMP_PREFIX "%s.%llu.%ld.%llu.%.120s.XXXXXX",
+                         dir, id.boot, id.ns, id_pid, id.start, name);
+}
+
+static int
+parse_u(const char **p, unsigned long long *out)
+{
+    const char *s = *p;
+    if (*s < '0' || *s > '9') {
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    *out = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '.') {
+        return 0;
+    }
+    *p = end + 1;
+    return 1;
+}
+
+/* Was `name` written by a process of this boot and pid namespace that is
+ * gone? */
+static int
+temp_is_stale(const char *name, const temp_id *own)
+{
+    if (strncmp(name, TEMP_PREFIX, sizeof TEMP_PREFIX - 1) != 0) {
+        return 0;
+    }
+    const char *p = name + sizeof TEMP_PREFIX - 1;
+    if (strncmp(p, own->boot, 32) != 0 || p[32] != '.') {
+        return 0;
+    }
+    p += 33;
+    unsigned long long ns, pid, start;
+    if (!parse_u(&p, &ns) || !parse_u(&p, &pid) || !parse_u(&p, &start) ||
+        ns != own->ns || pid == 0 || pid > (unsigned long long)LONG_MAX ||
+        start == 0 || (long)pid == (long)getpid()) {
+        return 0;
+    }
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+        /* a process has that pid: the writer unless it started later */
+        unsigned long long now = start_time_of((long)pid);
+        return now != 0 && now != start;
+    }
+    return 1;
 }
 
 static void
 clean_stale_temporaries(const char *dir)
 {
+    temp_id own;
+    if (!own_temp_id(&own)) {
+        return; /* nothing can be proven gone */
+    }
     DIR *d = opendir(dir);
     if (d == NULL) {
         return;
     }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long pid = temp_owner(e->d_name);
-        if (pid <= 0 || (pid != (long)getpid() &&
-                         !(kill((pid_t)pid, 0) != 0 && errno == ESRCH))) {
-            continue;
+        struct stat st;
+        if (temp_is_stale(e->d_name, &own) &&
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+            unlinkat(dirfd(d), e->d_name, 0);
         }
-        char *path = ptk__asprintf("%s/%s", dir, e->d_name);
-        if (path != NULL) {
-            unlink(path);
-        }
-        free(path);
     }
     closedir(d);
 }
@@ -152,10 +272,17 @@ report_running(void)
     fflush(NULL);
 }
 
+/* Set while os._exit/os.exec* report: the exec'd program is this run's
+ * continuation and is followed with the same environment. */
+static int keep_follow_env;
+static int in_fork_child; /* in the after-fork hook */
+
 static PyObject *
 call_original(PyObject *orig, PyObject *args, PyObject *kw)
 {
+    keep_follow_env = 1;
     report_running();
+    keep_follow_env = 0;
     return PyObject_Call(orig, args, kw);
 }
 
@@ -246,6 +373,15 @@ on_signal(PyObject *self, PyObject *args)
     }
     retry_stop();
     if (reporting > 0) {
+        if (pending_signal != 0) {
+            /* a second one: a report may be stuck (a FIFO, a hung disk);
+             * end now with what is written */
+            static const char msg[] = "pytracekit: signalled again while "
+                                      "writing reports; ending now\n";
+            ssize_t w = write(2, msg, sizeof msg - 1);
+            (void)w;
+            die_by(signum);
+        }
         /* Reports are being written (at exit, say): end once they are. */
         pending_signal = signum;
         Py_RETURN_NONE;
@@ -298,10 +434,12 @@ child_dir(const char *root)
 static void
 summary_to_file(ptk_session *s, const char *dir)
 {
-    char *path = ptk__asprintf("%s/summary.txt", dir);
-    FILE *f = path ? fopen(path, "w") : NULL;
-    free(path);
+    int fd = ptk__create_new(dir, "summary.txt");
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
         return;
     }
     if (s->summary_file != NULL) {
@@ -322,6 +460,10 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
         c->desc->fini(c->state);
     }
     c->state = NULL;
+    /* its service went with the state; init publishes it again */
+    c->service = NULL;
+    free(c->service_name);
+    c->service_name = NULL;
     char errbuf[1024] = "";
     ptk_init_args args = {
         .struct_size = sizeof args,
@@ -339,6 +481,7 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
                                 .events = c->desc->events,
                                 .flags = c->desc->flags};
     int rc = c->desc->init(&args, &c->state, &c->sub.events);
+    errbuf[sizeof errbuf - 1] = '\0'; /* a plugin may fill it all */
     if (rc < 0 || PyErr_Occurred()) {
         if (errbuf[0]) {
             free(c->fail_msg);
@@ -385,6 +528,8 @@ after_fork_child(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
+    in_fork_child = 1;
+    keep_follow_env = 1; /* the child continues the parent's run */
     ptk_session *todo[64];
     int n = 0;
     ptk__clock_after_fork();
@@ -402,7 +547,11 @@ after_fork_child(PyObject *self, PyObject *unused)
         else {
             ptk_session_stop(todo[i]); /* reports nothing: not its process */
         }
+        /* the environment is the parent's session's to put back */
+        Py_CLEAR(todo[i]->follow_restore);
     }
+    in_fork_child = 0;
+    keep_follow_env = 0;
     PyErr_Clear();
     Py_RETURN_NONE;
 }
@@ -553,21 +702,99 @@ package_parent(void)
     return found;
 }
 
+/* PYTRACEKIT_FOLLOW carries the run that set it ("run": pid and start
+ * time of the following session). It is taken only when it is this
+ * process's own hook's (a followed child: _pytracekit._follow_run) or a
+ * following session's of this process that is still running; anything
+ * else is left over from a finished session (an environment copied to a
+ * later process): said, and replaced. The session that sets it keeps what
+ * was there before and puts it back when it stops. */
 static const char follow_env_src[] =
-    "import json, os\n"
+    "import json, os, sys\n"
+    "live = a.pop('_live')\n"
     "raw = os.environ.get('PYTRACEKIT_FOLLOW')\n"
     "root = None\n"
+    "restore = None\n"
     "if raw:\n"
     "    try:\n"
-    "        root = json.loads(raw)['output_dir']\n"
+    "        spec = json.loads(raw)\n"
+    "        root, run = spec['output_dir'], spec.get('run')\n"
     "    except (ValueError, KeyError, TypeError):\n"
+    "        root = run = None\n"
+    "    _c = sys.modules.get('pytracekit._pytracekit')\n"
+    "    if root is not None and run is not None and (\n"
+    "            run == getattr(_c, '_follow_run', None) or run in live):\n"
+    "        pass\n"
+    "    else:\n"
+    "        sys.stderr.write('pytracekit: PYTRACEKIT_FOLLOW is not this run\\'s'\n"
+    "                         ' (left over from a finished session): ignored\\n')\n"
     "        root = None\n"
     "if root is None and a['pkgdir']:\n"
     "    root = a['output_dir']\n"
-    "    os.environ['PYTRACEKIT_FOLLOW'] = json.dumps(a)\n"
     "    hook = os.path.join(a['pkgdir'], 'pytracekit', '_follow')\n"
     "    old = os.environ.get('PYTHONPATH')\n"
+    "    if old and old.split(os.pathsep)[0] == hook:\n"
+    "        old = os.pathsep.join(old.split(os.pathsep)[1:]) or None\n"
+    "    restore = {'PYTRACEKIT_FOLLOW': raw, 'PYTHONPATH': old,\n"
+    "               'hook': hook, 'follow': json.dumps(a)}\n"
+    "    os.environ['PYTRACEKIT_FOLLOW'] = restore['follow']\n"
     "    os.environ['PYTHONPATH'] = hook + (os.pathsep + old if old else '')\n";
+
+/* At stop: the environment as it was before follow_env_src set it, unless
+ * the program changed it since (then only the hook's entry goes). */
+static const char follow_restore_src[] =
+    "import os\n"
+    "r = a\n"
+    "if os.environ.get('PYTRACEKIT_FOLLOW') == r['follow']:\n"
+    "    if r['PYTRACEKIT_FOLLOW'] is None:\n"
+    "        os.environ.pop('PYTRACEKIT_FOLLOW', None)\n"
+    "    else:\n"
+    "        os.environ['PYTRACEKIT_FOLLOW'] = r['PYTRACEKIT_FOLLOW']\n"
+    "pp = os.environ.get('PYTHONPATH')\n"
+    "if pp is not None:\n"
+    "    parts = [x for x in pp.split(os.pathsep) if x != r['hook']]\n"
+    "    if len(parts) != len(pp.split(os.pathsep)):\n"
+    "        if parts:\n"
+    "            os.environ['PYTHONPATH'] = os.pathsep.join(parts)\n"
+    "        else:\n"
+    "            os.environ.pop('PYTHONPATH', None)\n";
+
+/* "PID:START": the run identity of a following session. */
+static PyObject *
+follow_run_id(const ptk_session *s)
+{
+    (void)s;
+    return PyUnicode_FromFormat("%ld:%lld", (long)getpid(),
+                                (long long)(wall_now() * 1e6));
+}
+
+/* The run ids of this process's running following sessions. */
+static PyObject *
+follow_live_runs(void)
+{
+    PyObject *live = PyList_New(0);
+    for (ptk_session *o = ptk__active_sessions; live && o; o = o->next_active) {
+        if (o->follow && o->follow_run != NULL &&
+            PyList_Append(live, o->follow_run) < 0) {
+            Py_CLEAR(live);
+        }
+    }
+    return live;
+}
+
+void
+ptk__process_session_stop(ptk_session *s)
+{
+    if (s->follow_restore == NULL || keep_follow_env) {
+        return;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Py_XDECREF(ptk__run_snippet(follow_restore_src, "a", s->follow_restore));
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    Py_CLEAR(s->follow_restore);
+}
 
 /* Children report under the directory the first followed session chose;
  * that session exports the plugins and options for Python children. */
@@ -586,16 +813,29 @@ follow_setup(ptk_session *s, char **errmsg)
         }
         Py_XDECREF(str);
     }
-    PyObject *a = plugins ? Py_BuildValue(
-        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z}", "plugins", plugins,
+    Py_CLEAR(s->follow_run);
+    s->follow_run = follow_run_id(s);
+    PyObject *live = follow_live_runs();
+    PyObject *a = plugins && s->follow_run && live ? Py_BuildValue(
+        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z,s:O}", "plugins", plugins,
         "output_dir", s->output_dir,
         "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
         "backend", ptk_backend_name(s->requested), "plugin_path",
-        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text) : NULL;
+        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text,
+        "run", s->follow_run) : NULL;
     Py_XDECREF(plugins);
     free(pkg);
-    PyObject *ns = a ? ptk__run_snippet(follow_env_src, "a", a) : NULL;
+    PyObject *ns = NULL;
+    if (a != NULL && PyDict_SetItemString(a, "_live", live) == 0) {
+        ns = ptk__run_snippet(follow_env_src, "a", a);
+    }
     Py_XDECREF(a);
+    Py_XDECREF(live);
+    PyObject *restore = ns ? PyDict_GetItemString(ns, "restore") : NULL;
+    Py_CLEAR(s->follow_restore);
+    if (restore != NULL && restore != Py_None) {
+        s->follow_restore = Py_NewRef(restore);
+    }
     PyObject *root = ns ? PyDict_GetItemString(ns, "root") : NULL;
     const char *r = root && PyUnicode_Check(root) ? PyUnicode_AsUTF8(root)
                                                   : NULL;
@@ -623,8 +863,14 @@ int
 ptk__process_session_start(ptk_session *s, char **errmsg)
 {
     clean_stale_temporaries(s->output_dir);
+    if (ptk__json() == NULL) {
+        PyErr_Clear(); /* said when a report needs it */
+    }
     install_hooks();
-    if (s->follow) {
+    /* A forked child's copy keeps the parent's root and environment: no
+     * Python code (imports) runs in the after-fork hook, where another
+     * thread's import lock may be held for ever. */
+    if (s->follow && !(in_fork_child && s->follow_root != NULL)) {
         int rc = follow_setup(s, errmsg);
         if (rc < 0) {
             return rc;
@@ -817,6 +1063,78 @@ hold_sigint(int signum)
     (void)w;
 }
 
+/* The program's other signal handlers (SIGALRM from pytest-timeout, say)
+ * would run inside the reports, which run Python code, and an exception
+ * they raise would be blamed on a plugin: held meanwhile, delivered after.
+ * Not the synchronous signals (a crash), SIGKILL/SIGSTOP, SIGINT (above),
+ * nor SIGTERM/SIGHUP (written, then the process ends: below). */
+#ifndef NSIG
+#define NSIG 65
+#endif
+static volatile sig_atomic_t other_held[NSIG];
+static struct sigaction other_saved[NSIG];
+static unsigned char other_holding[NSIG];
+
+static void
+hold_other(int signum)
+{
+    if (signum > 0 && signum < NSIG) {
+        other_held[signum] = 1;
+    }
+}
+
+static int
+holdable(int sig)
+{
+    switch (sig) {
+    case SIGINT: case SIGTERM: case SIGHUP: case SIGKILL: case SIGSTOP:
+    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP:
+    case SIGSYS: case SIGABRT: case SIGTSTP: case SIGTTIN: case SIGTTOU:
+    case SIGCONT:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static void
+hold_others(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction cur;
+        if (!holdable(sig) || sigaction(sig, NULL, &cur) != 0 ||
+            (cur.sa_flags & SA_SIGINFO) || cur.sa_handler == SIG_DFL ||
+            cur.sa_handler == SIG_IGN || cur.sa_handler == hold_other) {
+            continue;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = hold_other;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        other_held[sig] = 0;
+        if (sigaction(sig, &sa, &other_saved[sig]) == 0) {
+            other_holding[sig] = 1;
+        }
+    }
+}
+
+static void
+release_others(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (!other_holding[sig]) {
+            continue;
+        }
+        other_holding[sig] = 0;
+        sigaction(sig, &other_saved[sig], NULL);
+        if (other_held[sig]) {
+            other_held[sig] = 0;
+            raise(sig); /* delivered now, as if it came now */
+        }
+    }
+}
+
 void
 ptk__process_report_begin(ptk_session *s)
 {
@@ -832,6 +1150,9 @@ ptk__process_report_begin(ptk_session *s)
         sigint_held = 0;
         sigaction(SIGINT, &sa, &sigint_saved);
     }
+    if (reporting == 1) {
+        hold_others();
+    }
 }
 
 void
@@ -845,6 +1166,9 @@ ptk__process_report_end(ptk_session *s)
             PyErr_SetInterrupt(); /* delivered now, as if it came now */
         }
     }
+    if (reporting == 1) {
+        release_others();
+    }
     if (--reporting == 0 && pending_signal != 0) {
         fflush(NULL);
         die_by(pending_signal);
@@ -857,6 +1181,10 @@ ptk__process_session_free(ptk_session *s)
     unreported_remove(s);
     free_written(s);
     free(s->follow_root);
+    if (ptk__session_check(s, NULL) == PTK_OK) {
+        ptk__process_session_stop(s);
+        Py_CLEAR(s->follow_run);
+    }
     free(s->filter_text);
     if (s->summary_file != NULL) {
         fclose(s->summary_file);

@@ -916,9 +916,13 @@ struct ptk_session {
     long ppid;                /* its parent when the session started */
     int follow;               /* follows child processes */
     int flushed;              /* reported early (exec, _exit, a signal) */
+    int in_report;            /* ptk_session_report is running */
+    int free_pending;         /* ptk_session_free came meanwhile */
     struct ptk_session *next_unreported; /* started, not reported since */
     int unreported;           /* on that list */
     char *follow_root;        /* followed children report in pid-N/ here */
+    PyObject *follow_run;     /* "PID:START" in PYTRACEKIT_FOLLOW it set */
+    PyObject *follow_restore; /* the environment before it set it */
     char *filter_text;        /* ptk_session_config::filter, as given */
     FILE *summary_file;       /* a followed child's summary.txt (owned) */
     double started_wall, ended_wall; /* seconds since the epoch */
@@ -944,6 +948,10 @@ void ptk__hub_reset(void);
 void ptk__legacy_reset(void);
 void ptk__mon_reset(void);
 void ptk__code_reset(void);
+void ptk__host_reset(void);
+/* The json module (borrowed), imported at the first session start and
+ * kept, so that reports need no import (host.c). */
+PyObject *ptk__json(void);
 void ptk__thread_reset(void);
 
 int ptk__load(const char *path_or_name, const char *extra_path,
@@ -973,7 +981,16 @@ void ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name);
 /* {"pid", "ppid", "started", "argv", "host"}: the run, for JSON reports.
  * A new reference, or NULL with an exception. */
 PyObject *ptk__process_identity(const struct ptk_session *s);
+/* DIR/.pytracekit-tmp.<this process's identity>.NAME.XXXXXX, for mkstemp:
+ * the name a later session's clean-up can tell is ours and stale. */
+char *ptk__process_temp_name(const char *dir, const char *name);
+/* DIR/NAME made new (host.c): a temporary file created O_EXCL in DIR (no
+ * planted symlink is followed), renamed into place; the descriptor, open
+ * for writing, or a negative error. */
+int ptk__create_new(const char *dir, const char *name);
 void ptk__process_session_free(struct ptk_session *s);
+/* At stop: puts back the environment a following session changed. */
+void ptk__process_session_stop(struct ptk_session *s);
 
 /* ---- host services (host.c) ------------------------------------------- */
 

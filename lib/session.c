@@ -272,6 +272,7 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
             .subscription = &c->sub,
         };
         rc = desc->init(&args, &c->state, &c->sub.events);
+        errbuf[sizeof errbuf - 1] = '\0'; /* a plugin may fill it all */
         if (rc < 0 || PyErr_Occurred()) {
             char *tb = PyErr_Occurred() ? ptk__format_exception() : NULL;
             rc = ptk__err(errmsg, rc < 0 ? rc : PTK_EPYTHON,
@@ -330,6 +331,18 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     return PTK_OK;
 }
 
+/* Reports run Python code (signal handlers, finalizers, GC callbacks run
+ * inside them): nothing that changes the session may run meanwhile. */
+static int
+session_busy(const ptk_session *s, char **errmsg)
+{
+    if (s != NULL && s->in_report) {
+        return ptk__err(errmsg, PTK_ESTATE,
+                        "the session is writing its reports");
+    }
+    return PTK_OK;
+}
+
 int
 ptk_session_add_static(ptk_session *s, const ptk_plugin_desc *desc,
                        const char *options, char **errmsg)
@@ -338,6 +351,9 @@ ptk_session_add_static(ptk_session *s, const ptk_plugin_desc *desc,
         return ptk__err(errmsg, PTK_EINVAL, "session and descriptor needed");
     }
     int rc = ptk__session_check(s, errmsg);
+    if (rc == PTK_OK) {
+        rc = session_busy(s, errmsg);
+    }
     if (rc < 0) {
         return rc;
     }
@@ -351,6 +367,9 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
         return ptk__err(errmsg, PTK_EINVAL, "empty plugin specification");
     }
     int src = ptk__session_check(s, errmsg);
+    if (src == PTK_OK) {
+        src = session_busy(s, errmsg);
+    }
     if (src < 0) {
         return src;
     }
@@ -403,7 +422,8 @@ ptk_session_add_plugin(ptk_session *s, const char *spec, char **errmsg)
 int
 ptk_session_remove_plugin(ptk_session *s, const char *name)
 {
-    if (s != NULL && ptk__session_check(s, NULL) < 0) {
+    if (s != NULL && (ptk__session_check(s, NULL) < 0 ||
+                      session_busy(s, NULL) < 0)) {
         return PTK_ESTATE;
     }
     for (struct ptk_plugin_ctx *c = s ? s->plugins : NULL; c; c = c->next) {
@@ -506,6 +526,9 @@ int
 ptk_session_start(ptk_session *s, char **errmsg)
 {
     int crc = ptk__session_check(s, errmsg);
+    if (crc == PTK_OK) {
+        crc = session_busy(s, errmsg);
+    }
     if (crc < 0) {
         return crc;
     }
@@ -595,6 +618,7 @@ ptk_session_stop(ptk_session *s)
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
         ptk__hub_forget(c);
     }
+    ptk__process_session_stop(s); /* following ends with the session */
     return PTK_OK;
 }
 
@@ -656,12 +680,17 @@ ptk_session_report(ptk_session *s, char **errmsg)
     if (s->running) {
         return ptk__err(errmsg, PTK_ESTATE, "stop the session before reporting");
     }
+    crc = session_busy(s, errmsg);
+    if (crc < 0) {
+        return crc;
+    }
     int first = PTK_OK;
     if (!ptk__process_owns(s)) {
         return PTK_OK; /* a forked child's copy, or already written */
     }
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    s->in_report = 1;
     ptk__process_report_begin(s);
     ptk__thread_names_refresh();
     for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
@@ -702,6 +731,10 @@ ptk_session_report(ptk_session *s, char **errmsg)
     }
     fflush(s->summary);
     PyErr_Restore(et, ev, tb);
+    s->in_report = 0;
+    if (s->free_pending) {
+        ptk_session_free(s); /* asked for during the report */
+    }
     return first;
 }
 
@@ -711,18 +744,41 @@ ptk_session_free(ptk_session *s)
     if (s == NULL) {
         return;
     }
+    if (s->in_report) {
+        s->free_pending = 1; /* done when the report returns */
+        return;
+    }
     /* After Py_FinalizeEx the plugins' state may hold objects of the
      * interpreter that is gone: their fini cannot run, that memory stays. */
     int alive = ptk__session_check(s, NULL) == PTK_OK;
     if (alive && s->running) {
         ptk_session_stop(s);
     }
-    struct ptk_plugin_ctx *c = s->plugins;
-    while (c != NULL) {
-        struct ptk_plugin_ctx *next = c->next;
+    /* Every instance is finalised before any is freed: a fini may look up
+     * another instance's service (the timeline reads reftrack's counts).
+     * Last attached first, so a consumer attached after its publisher can
+     * still use it; a publisher's service goes with its fini. */
+    size_t n = 0;
+    for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+        n++;
+    }
+    for (size_t k = n; k > 0; k--) {
+        struct ptk_plugin_ctx *c = s->plugins;
+        for (size_t i = 1; i < k; i++) {
+            c = c->next;
+        }
         if (alive && c->initialised && c->desc->fini) {
             c->desc->fini(c->state);
         }
+        c->initialised = 0;
+        c->service = NULL;
+        free(c->service_name);
+        c->service_name = NULL;
+    }
+    struct ptk_plugin_ctx *c = s->plugins;
+    s->plugins = NULL;
+    while (c != NULL) {
+        struct ptk_plugin_ctx *next = c->next;
         ptk__report_release(c->id);
         free(c->path);
         /* shared objects stay loaded: CPython may still hold pointers into

@@ -23,6 +23,8 @@ typedef struct {
     PyObject_HEAD
     ptk_session *s;
     int reported;
+    int reporting;     /* in report(): close() waits for its end */
+    int close_pending; /* close() came during report() */
     PyObject *weakrefs;
     int follow;          /* follow_children */
     char *outdir;        /* output_dir as given */
@@ -96,6 +98,20 @@ choice_arg(PyObject *o, const char *what, const char *const *choices)
     return -1;
 }
 
+/* The UTF-8 text of str @p o, or NULL with ValueError if it holds a NUL
+ * (the library takes C strings: it would be cut there silently). */
+static const char *
+utf8_nonul(PyObject *o, const char *what)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(o, &n);
+    if (u != NULL && strlen(u) != (size_t)n) {
+        PyErr_Format(PyExc_ValueError, "%s contains a NUL character", what);
+        return NULL;
+    }
+    return u;
+}
+
 static const char *const thread_choices[] = {"current", "all", NULL};
 static const char *const backend_choices[] = {"auto", "legacy", "monitoring", NULL};
 
@@ -103,7 +119,7 @@ static int
 add_plugins(SessionObject *self, PyObject *plugins)
 {
     if (PyUnicode_Check(plugins)) { /* one spec, not a sequence of letters */
-        const char *spec = PyUnicode_AsUTF8(plugins);
+        const char *spec = utf8_nonul(plugins, "a plugin spec");
         char *err = NULL;
         int rc = spec ? ptk_session_add_plugin(self->s, spec, &err) : -1;
         if (rc < 0 && spec != NULL) {
@@ -126,7 +142,7 @@ add_plugins(SessionObject *self, PyObject *plugins)
         }
     }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        const char *spec = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        const char *spec = utf8_nonul(PySequence_Fast_GET_ITEM(seq, i), "a plugin spec");
         char *err = NULL;
         int rc = spec ? ptk_session_add_plugin(self->s, spec, &err) : -1;
         if (rc < 0) {
@@ -198,7 +214,7 @@ str_arg(PyObject *o, const char *fn, const char **out)
                      fn, Py_TYPE(o)->tp_name);
         return -1;
     }
-    *out = PyUnicode_AsUTF8(o);
+    *out = utf8_nonul(o, "the argument");
     return *out ? 0 : -1;
 }
 
@@ -261,7 +277,7 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.output_dir = outdir ? PyBytes_AS_STRING(outdir) : "pytracekit-out";
     cfg.plugin_path = plugin_path ? PyBytes_AS_STRING(plugin_path) : NULL;
-    cfg.filter = PyUnicode_AsUTF8(ftext); /* copied by ptk_session_new */
+    cfg.filter = utf8_nonul(ftext, "the filter"); /* copied by ptk_session_new */
     if (cfg.filter == NULL) {
         goto done;
     }
@@ -298,7 +314,7 @@ done:
 static int
 check(SessionObject *self)
 {
-    if (self->s == NULL) {
+    if (self->s == NULL || self->close_pending) {
         raise_str(PTK_ESTATE, "the session is closed");
         return -1;
     }
@@ -390,20 +406,35 @@ Session_report(SessionObject *self, PyObject *unused)
     if (check(self) < 0) {
         return NULL;
     }
+    if (self->reporting) {
+        /* from code the report runs: a signal handler, a finalizer */
+        return raise_str(PTK_ESTATE, "the session is writing its reports");
+    }
     char *err = NULL;
+    self->reporting = 1;
     int rc = ptk_session_report(self->s, &err);
+    self->reporting = 0;
     ptk_free(err);
+    int failed = ptk_session_failures(self->s);
+    if (self->close_pending) {
+        ptk_session_free(self->s);
+        self->s = NULL;
+    }
     if (rc == PTK_ESTATE) {
         return raise_str(rc, "stop the session before report()");
     }
     self->reported = 1;
-    return PyLong_FromLong(ptk_session_failures(self->s));
+    return PyLong_FromLong(failed);
 }
 
 static PyObject *
 Session_close(SessionObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->reporting) {
+        self->close_pending = 1; /* report() closes it when done */
+        Py_RETURN_NONE;
+    }
     ptk_session_free(self->s);
     self->s = NULL;
     Py_RETURN_NONE;

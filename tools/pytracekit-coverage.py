@@ -460,6 +460,12 @@ def _page_names(stats):
     used = set()
     for fs in stats:
         base = "".join(c if c.isalnum() else "_" for c in _display_name(fs.path).lstrip("/"))
+        if len(base.encode("utf-8", "surrogatepass")) > 120:
+            # a file name has at most 255 bytes: the path's end, told
+            # apart by a digest of the whole
+            import hashlib
+            digest = hashlib.sha1(fs.path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+            base = digest + "_" + base[-40:]
         name = base + ".html"
         n = 2
         while name in used or name == "index.html":
@@ -471,10 +477,19 @@ def _page_names(stats):
 
 
 def _read_source(path):
+    import io
+    import stat
     import tokenize
     try:
-        with tokenize.open(path) as f:
-            return f.read().splitlines()
+        # never what is not a regular file (a FIFO would block for ever)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as raw:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            os.set_blocking(fd, True)
+            data = raw.read()
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(enc).splitlines()
     except (OSError, SyntaxError, UnicodeDecodeError):
         return None
 
@@ -567,20 +582,82 @@ def _html_doc(title, body):
 
 
 def write_html(data, directory):
-    """Writes the HTML report into `directory` (created), each page atomically."""
-    os.makedirs(directory, exist_ok=True)
-    for name, text in html_pages(data).items():
-        _write(os.path.join(directory, name), text)
+    """Writes the HTML report into `directory`: the pages are written into a
+    new directory made next to it, which becomes `directory` if there is
+    none (a planted symlink there is replaced, never followed); if there is
+    a real directory of ours, each page is moved into it by name, through
+    directory descriptors (nothing else in it is touched)."""
+    import stat
+    import tempfile
+    parent, base = os.path.split(os.path.abspath(directory))
+    pages = html_pages(data)
+    new = tempfile.mkdtemp(prefix=".pytracekit-tmp.%s." % base, dir=parent)
+    try:
+        os.chmod(new, 0o777 & ~_umask())
+        for name, text in pages.items():
+            _write(os.path.join(new, name), text)
+        try:
+            st = os.lstat(directory)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            os.unlink(directory)  # a symlink at our report's name
+            st = None
+        if st is None:
+            os.rename(new, directory)
+            return
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise OSError("%s exists and is not a directory of this user's" % directory)
+        dst = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        src = os.open(new, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            if (os.fstat(dst).st_ino, os.fstat(dst).st_dev) != (st.st_ino, st.st_dev):
+                raise OSError("%s changed while the report was written" % directory)
+            for name in pages:
+                os.replace(name, name, src_dir_fd=src, dst_dir_fd=dst)
+        finally:
+            os.close(src)
+            os.close(dst)
+    finally:
+        if os.path.isdir(new) and not os.path.islink(new):
+            for name in os.listdir(new):
+                os.unlink(os.path.join(new, name))
+            os.rmdir(new)
 
 
 # ---- writing ---------------------------------------------------------------
 
 
+def _umask():
+    """The process's umask, read without changing it (another thread may be
+    creating files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
 def _write(path, text):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """Writes `path` atomically: a new temporary file (O_EXCL, never through
+    a symlink) next to it, renamed over it."""
+    import tempfile
+    d, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=".pytracekit-tmp.%s." % base, dir=d or ".")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def json_text(data):
@@ -596,7 +673,11 @@ def write_coveragepy(data, path):
     the executed lines, or in branch mode the arcs (coverage.py's
     convention: -N enters or leaves the code object starting at line N)."""
     import coverage
-    tmp = "%s.tmp.%d" % (path, os.getpid())
+    import tempfile
+    # in a new directory of its own: coverage.py opens the file by name
+    d, base = os.path.split(os.path.abspath(path))
+    tmpdir = tempfile.mkdtemp(prefix=".pytracekit-tmp.%s." % base, dir=d)
+    tmp = os.path.join(tmpdir, base)
     cd = coverage.CoverageData(basename=tmp)
     if data["meta"].get("branch"):
         # coverage.py takes the executed lines of branch data from its arcs;
@@ -618,7 +699,13 @@ def write_coveragepy(data, path):
     close = getattr(cd, "close", None)
     if close:
         close()
-    os.replace(tmp, path)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    finally:
+        for name in os.listdir(tmpdir):
+            os.unlink(os.path.join(tmpdir, name))
+        os.rmdir(tmpdir)
 
 
 def write_all(data, outdir, coveragepy=False, html=False):

@@ -257,6 +257,27 @@ typedef struct ptk_host {
      *  published under @p name, or NULL. GIL held. @since 0.3 (ABI 1.2) */
     const void *(*lookup)(ptk_plugin_ctx *ctx, const char *name);
     /* End of ABI 1.2. */
+    /** Claims `output_dir/name` for this instance, for a file or directory
+     *  the plugin writes itself (report_open claims its own names): if
+     *  another instance of the process has the name, this one gets
+     *  `BASE-N.EXT` (said on the summary). Writes the claimed absolute path
+     *  (NUL-terminated) into @p buf. Returns #PTK_OK, or `PTK_EINVAL` (a
+     *  name with '/', or @p size too small). Create what it names as a
+     *  new directory (mkdir, then check it is one) or through report_create:
+     *  never open an existing path there for writing (a planted symlink).
+     *  @since 0.3 (ABI 1.3) */
+    int (*report_claim)(ptk_plugin_ctx *ctx, const char *name, char *buf,
+                        size_t size);
+    /** Claims `name` as report_claim does and creates that file new: a
+     *  temporary file made with `O_EXCL` in the output directory (never
+     *  through a symlink), renamed into place at once, so it is readable
+     *  while it grows. Returns the file descriptor (open for writing,
+     *  close-on-exec; the caller closes it) and the path in @p buf, or a
+     *  negative error. For files written while the program runs; a report
+     *  written at the end goes through report_open. @since 0.3 (ABI 1.3) */
+    int (*report_create)(ptk_plugin_ctx *ctx, const char *name, char *buf,
+                         size_t size);
+    /* End of ABI 1.3. */
 } ptk_host;
 
 /**

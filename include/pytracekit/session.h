@@ -152,8 +152,15 @@ PTK_API int ptk_session_stop(ptk_session *s);
 /**
  * @brief Calls each plugin's `report` (the session must be stopped), then
  * prints the failures recorded for plugins that were detached.
+ *
+ * Reports run Python code, so signal handlers, finalizers and GC callbacks
+ * may run inside them: meanwhile ptk_session_report, ptk_session_start,
+ * ptk_session_add_plugin and ptk_session_remove_plugin on the same session
+ * return `PTK_ESTATE`, and ptk_session_free is carried out when the report
+ * returns (then the caller must not use the session after it).
  * @return #PTK_OK, or the first error (every plugin is still asked);
- *   `PTK_ESTATE` after `Py_FinalizeEx` of the session's interpreter.
+ *   `PTK_ESTATE` after `Py_FinalizeEx` of the session's interpreter, or
+ *   while the session's report is being written.
  * @since 0.1
  */
 PTK_API int ptk_session_report(ptk_session *s, char **errmsg);

@@ -260,8 +260,7 @@ def _cached_code(path, source):
     import os
     try:
         cache = importlib.util.cache_from_source(path)
-        with open(cache, "rb") as f:
-            data = f.read()
+        data = _read_regular(cache)
         st = os.stat(path)
     except (OSError, NotImplementedError, ValueError):
         return None
@@ -283,10 +282,26 @@ def _cached_code(path, source):
     return code if isinstance(code, types.CodeType) else None
 
 
+def _read_regular(path):
+    """The bytes of `path` if it is a regular file: a FIFO or a device
+    under the measured tree would block the report for ever or never end
+    (opened without blocking, checked, then read)."""
+    import os
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 def compile_file(path):
     try:
-        with open(path, "rb") as f:
-            source = f.read()
+        source = _read_regular(path)
         code = _cached_code(path, source)
         if code is not None:
             return code

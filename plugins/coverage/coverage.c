@@ -1912,12 +1912,22 @@ static int
 write_in_dir(cov_state *st, const ptk_report_args *args, const char *function,
              PyObject *data, const char *suffix, const char *what)
 {
-    size_t n = strlen(args->output_dir) + strlen(suffix) + 1;
+    size_t n = strlen(args->output_dir) + strlen(suffix) + 32;
     char *path = malloc(n);
     if (!path) {
         return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
     }
     snprintf(path, n, "%s%s", args->output_dir, suffix);
+    const ptk_host *h = st->host;
+    /* the name claimed for this instance: another coverage instance in the
+     * same directory gets html-2/, .coverage-2 */
+    if (h->struct_size >= offsetof(ptk_host, report_claim) + sizeof h->report_claim) {
+        int crc = h->report_claim(st->ctx, suffix + 1, path, n);
+        if (crc < 0) {
+            free(path);
+            return h->fail(st->ctx, crc, "%s: cannot claim %s", what, suffix + 1);
+        }
+    }
     PyObject *fn = PyDict_GetItemString(st->format, function); /* borrowed */
     PyObject *res = fn ? PyObject_CallFunction(fn, "Os", data, path) : NULL;
     int rc = PTK_OK;

@@ -15,8 +15,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- options ------------------------------------------------------------ */
@@ -857,7 +859,35 @@ tl_start(tl_state *st, uint64_t now)
 {
     char err[512];
     st->started = 1;
-    if (tl__out_open(&st->out, st->path, st->buffer_size, err, sizeof(err)) != 0) {
+    int fd = -1;
+    const ptk_host *h = st->host;
+    if (h->struct_size >= offsetof(ptk_host, report_create) + sizeof h->report_create) {
+        /* the name claimed for this instance (another timeline in the same
+         * directory gets timeline-2.json), the file made new, never through
+         * a planted symlink */
+        char path[4096];
+        struct stat sb;
+        if (h->report_claim(st->ctx, st->fmt->filename, path, sizeof path) == PTK_OK &&
+            lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode) && sb.st_uid == geteuid()) {
+            /* a FIFO of this user's there: a live reader of the trace */
+            fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        else {
+            fd = h->report_create(st->ctx, st->fmt->filename, path, sizeof path);
+        }
+        if (fd < 0) {
+            return h->fail(st->ctx, PTK_EIO, "cannot create %s in the output directory: %s",
+                           st->fmt->filename, h->strerror(fd));
+        }
+        char *copy = strdup(path);
+        if (copy == NULL) {
+            close(fd);
+            return h->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+        free(st->path);
+        st->path = copy;
+    }
+    if (tl__out_open(&st->out, st->path, fd, st->buffer_size, err, sizeof(err)) != 0) {
         return st->host->fail(st->ctx, PTK_EIO, "%s", err);
     }
     st->t_origin = now; /* the first event's time: nothing is earlier */

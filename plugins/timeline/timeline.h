@@ -56,7 +56,9 @@ typedef struct tl_out {
     uint64_t last_handoff_ns;
 } tl_out;
 
-int tl__out_open(tl_out *o, const char *path, size_t cap, char *err,
+/* Starts writing to @p fd (taken over) or, if it is negative, to @p path
+ * (O_NOFOLLOW: a symlink there is not followed). */
+int tl__out_open(tl_out *o, const char *path, int fd, size_t cap, char *err,
                  size_t errlen);
 /* Room for @p n bytes in the current buffer (after a hand-over if it is
  * full), or NULL: the writer is busy (drop), or n > cap. */

@@ -59,10 +59,12 @@ tl_writer(void *arg)
 }
 
 int
-tl__out_open(tl_out *o, const char *path, size_t cap, char *err, size_t errlen)
+tl__out_open(tl_out *o, const char *path, int fd, size_t cap, char *err,
+             size_t errlen)
 {
     memset(o, 0, sizeof(*o));
-    o->fd = -1;
+    o->fd = fd;
+    int made = 0;
     o->cap = cap;
     o->buf[0] = malloc(cap);
     o->buf[1] = malloc(cap);
@@ -70,7 +72,12 @@ tl__out_open(tl_out *o, const char *path, size_t cap, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory for two %zu-byte buffers", cap);
         goto fail;
     }
-    o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (o->fd < 0) {
+        /* an older host: at least no planted symlink is followed */
+        o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                     0644);
+        made = o->fd >= 0;
+    }
     if (o->fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
         goto fail;
@@ -90,7 +97,9 @@ tl__out_open(tl_out *o, const char *path, size_t cap, char *err, size_t errlen)
 fail:
     if (o->fd >= 0) {
         close(o->fd);
-        unlink(path);
+        if (made) {
+            unlink(path);
+        }
     }
     free(o->buf[0]);
     free(o->buf[1]);

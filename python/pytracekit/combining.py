@@ -53,11 +53,9 @@ class PathMap:
     def __init__(self, rules=()):
         self.rules = []
         for canonical, patterns in rules:
-            res = []
-            for pat in patterns:
-                pat = pat.rstrip("/\\")
-                rx = "".join("[^/\\\\]*" if c == "*" else re.escape(c) for c in pat)
-                res.append(re.compile(rx + r"(?=[/\\]|$)"))
+            # a run of '*' is one '*'; matched by _glob, not a regex, whose
+            # backtracking took minutes for patterns with many '*'
+            res = [re.sub(r"\*+", "*", pat.rstrip("/\\")) for pat in patterns]
             self.rules.append((canonical.rstrip("/\\"), res))
 
     @classmethod
@@ -74,13 +72,38 @@ class PathMap:
     def __call__(self, path):
         if not isinstance(path, str):
             return path
+        ends = [i for i, c in enumerate(path) if c in "/\\"] + [len(path)]
         for canonical, res in self.rules:
-            for rx in res:
-                m = rx.match(path)
-                if m:
-                    rest = path[m.end():].replace("\\", "/")
-                    return canonical + rest
+            for pat in res:
+                for end in ends:
+                    if _glob(pat, path, end):
+                        rest = path[end:].replace("\\", "/")
+                        return canonical + rest
         return path
+
+
+def _glob(pat, s, end):
+    """Does `pat` match s[:end] whole, '*' matching any run of characters
+    other than '/' and '\\'? Greedy with one backtrack point: time
+    O(len(pat) * end) at worst, whatever the pattern."""
+    i = j = 0
+    star = -1
+    mark = 0
+    while j < end:
+        if i < len(pat) and pat[i] == "*":
+            star, mark = i, j
+            i += 1
+        elif i < len(pat) and pat[i] == s[j]:
+            i += 1
+            j += 1
+        elif star >= 0 and s[mark] not in "/\\":
+            mark += 1
+            i, j = star + 1, mark
+        else:
+            return False
+    while i < len(pat) and pat[i] == "*":
+        i += 1
+    return i == len(pat)
 
 
 def find_sets(inputs, exclude=None):
@@ -341,10 +364,29 @@ def merge_timer_json(datas, remap):
 
 
 def _write(path, data, binary=False):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
-        f.write(data)
-    os.replace(tmp, path)
+    """Writes `path` through a new temporary file (O_EXCL: never through a
+    symlink planted at either name), renamed over it."""
+    import tempfile
+    d, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=".pytracekit-tmp.%s." % base, dir=d or ".")
+    try:
+        mask = 0o022
+        try:
+            with open("/proc/self/status") as st:
+                mask = next(int(x.split()[1], 8) for x in st if x.startswith("Umask:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            pass
+        os.fchmod(fd, 0o666 & ~mask)
+        with open(fd, "wb" if binary else "w",
+                  **({} if binary else {"encoding": "utf-8"})) as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):

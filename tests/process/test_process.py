@@ -432,8 +432,13 @@ def case_sigkill_rerun(tmp):
     # What a run killed between writing and renaming leaves behind.
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = os.path.join(out, ".counter.json.%d.AbC123" % dead.pid)
-    live = os.path.join(out, ".timer.json.%d.XyZ789" % os.getpid())
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip().replace("-", "")
+    with open("/proc/self/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])
+    ident = ".pytracekit-tmp.%s.%d" % (boot, os.stat("/proc/self/ns/pid").st_ino)
+    stale = os.path.join(out, "%s.%d.%d.counter.json.AbC123" % (ident, dead.pid, start))
+    live = os.path.join(out, "%s.%d.%d.timer.json.XyZ789" % (ident, os.getpid(), start))
     for path in (stale, live):
         with open(path, "w") as f:
             f.write("{half")

@@ -51,6 +51,9 @@ def _start():
             sys.path.remove(pkgdir)
         except ValueError:
             pass
+    # the run this process follows: a session with follow_children takes
+    # PYTRACEKIT_FOLLOW only when it is this one's
+    _pytracekit._follow_run = spec.get("run")
     try:
         session = Session(spec["plugins"], output_dir=_child_dir(root, os),
                           threads=spec.get("threads", "all"),

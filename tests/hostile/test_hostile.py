@@ -1,0 +1,711 @@
+"""The hostile suite: failures found by attacking the documented command line
+and Python API. Usage: test_hostile.py CASE. Each case reproduces one and
+checks what must happen instead."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+from ptk_testlib import CLI, PYTHON, check, fail, run_cli, skip
+
+CASE = sys.argv[1]
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path
+
+
+def prog(tmp, text="def work(): pass\nfor _ in range(3): work()\n"):
+    return write(os.path.join(tmp, "prog.py"), text)
+
+
+# ---- 1: the stale-temporary clean-up deletes only its own dead files -------
+
+def boot_id():
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        return f.read().strip().replace("-", "")
+
+
+def start_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def own_ns():
+    return os.stat("/proc/self/ns/pid").st_ino
+
+
+def temp_name(boot, ns, pid, start, name="counter.json"):
+    return f".pytracekit-tmp.{boot}.{ns}.{pid}.{start}.{name}.AbC123"
+
+
+def case_stale_foreign(tmp):
+    """Files of other programs named like a number between dots (coverage.py's
+    parallel data, backups) stay, whatever the number."""
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    names = [f".coverage.host.{dead.pid}.XkZ3ab", ".db.31337.tar.gz",
+             ".notes.2024.backup", f".counter.json.{dead.pid}.AbC123",
+             f".timer.json.{os.getpid()}.XyZ789"]
+    for n in names:
+        write(os.path.join(out, n), "precious")
+    p = run_cli(["-p", "counter", "-o", out, prog(tmp)], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    gone = [n for n in names if not os.path.exists(os.path.join(out, n))]
+    check(not gone, f"files not its own were deleted: {gone}")
+
+
+def case_stale_live_elsewhere(tmp):
+    """A temporary of a writer this session cannot prove gone stays: another
+    pid namespace (a container sharing the volume: the pid means nothing
+    here), another boot or host, a live process with that pid."""
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    boot, ns = boot_id(), own_ns()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        names = [temp_name(boot, ns + 1, dead.pid, 12345),      # other namespace
+                 temp_name("f" * 32, ns, dead.pid, 12345),      # other boot
+                 temp_name(boot, ns, live.pid, start_of(live.pid)),  # alive
+                 temp_name(boot, ns, os.getpid(), start_of(os.getpid()))]
+        for n in names:
+            write(os.path.join(out, n), "{half")
+        p = run_cli(["-p", "counter", "-o", out, prog(tmp)], cwd=tmp)
+        check(p.returncode == 0, p.stderr)
+        gone = [n for n in names if not os.path.exists(os.path.join(out, n))]
+        check(not gone, f"temporaries of writers not proven gone were deleted: {gone}")
+    finally:
+        live.kill()
+        live.wait()
+
+
+def case_stale_dead(tmp):
+    """What a run of this boot and namespace left when it died between writing
+    and renaming is removed: its pid is gone, or now belongs to a process
+    that started later (pid reuse)."""
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    boot, ns = boot_id(), own_ns()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        gone_pid = temp_name(boot, ns, dead.pid, 12345)
+        reused = temp_name(boot, ns, live.pid, start_of(live.pid) - 1, "timer.json")
+        for n in (gone_pid, reused):
+            write(os.path.join(out, n), "{half")
+        # a symlink and a directory named like it are not files it wrote
+        link = temp_name(boot, ns, dead.pid, 12346, "x")
+        os.symlink(os.path.join(tmp, "target"), os.path.join(out, link))
+        p = run_cli(["-p", "counter", "-o", out, prog(tmp)], cwd=tmp)
+        check(p.returncode == 0, p.stderr)
+        left = sorted(n for n in os.listdir(out) if n.startswith("."))
+        check(left == [link], f"left: {left}")
+        with open(os.path.join(out, "counter.json")) as f:
+            check(json.load(f)["run"]["pid"] > 0, "no counter.json")
+    finally:
+        live.kill()
+        live.wait()
+
+
+# ---- 2: closing a session frees no instance another still uses -------------
+
+def run_py(tmp, text, env=None, timeout=120):
+    """Runs `text` with this build's interpreter; MALLOC_PERTURB_ makes a read
+    of freed memory visible without ASan too."""
+    e = dict(os.environ)
+    e["MALLOC_PERTURB_"] = "165"
+    e["GLIBC_TUNABLES"] = "glibc.malloc.tcache_count=0"
+    e.update(env or {})
+    path = write(os.path.join(tmp, "p.py"), text)
+    return subprocess.run([PYTHON, path], cwd=tmp, env=e, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def case_close_services(tmp):
+    """A session with reftrack (which publishes live-object counts) and a
+    timeline (which reads them, in its fini too) closed or dropped without a
+    report: every instance is finalised before any is freed, whatever the
+    order, and no service outlives its publisher."""
+    if sys.version_info < (3, 13):
+        skip("reftrack needs CPython 3.13+ (PyRefTracer): no service to outlive")
+    for order in (["reftrack", "timeline:objects=5,format=json"],
+                  ["timeline:objects=5,format=json", "reftrack"]):
+        for end in ("s.close()", "del s; gc.collect()"):
+            out = os.path.join(tmp, "out")
+            p = run_py(tmp, f"""
+                import gc, pytracekit
+                s = pytracekit.Session({order!r}, output_dir={out!r})
+                s.start()
+                junk = [object() for _ in range(1000)]
+                s.stop()
+                {end}
+                print("closed")
+                """)
+            check(p.returncode == 0 and p.stdout.strip() == "closed",
+                  f"{order} {end}: exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}")
+
+
+# ---- 3: close, stop, start and report during a report ----------------------
+
+def case_close_in_report(tmp):
+    """Reports run Python code, so GC callbacks, finalizers and signal
+    handlers run inside them. A close() there is carried out when the report
+    is done (the report is whole); stop() finds the session not running,
+    start(), add_plugin() and a second report() are refused with StateError;
+    nothing crashes. A signal handler closing the session during the report
+    (SIGALRM from a timer) is the same."""
+    out = os.path.join(tmp, "out")
+    for call in ("close", "stop", "start", "report", "add_plugin"):
+        p = run_py(tmp, f"""
+            import gc, json, os, pytracekit
+            def work(): return [str(i) for i in range(50)]
+            s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+            s.start()
+            for _ in range(200): work()
+            s.stop()
+            seen = []
+            def cb(phase, info):
+                if armed and phase == "start" and not seen:
+                    try:
+                        r = getattr(s, {call!r})(*(["counter"] if {call!r} == "add_plugin" else []))
+                        seen.append(("ok", r))
+                    except pytracekit.Error as e:
+                        seen.append((type(e).__name__, None))
+            gc.callbacks.append(cb)
+            # the library's report itself (the package's reads the directory
+            # first, and a collection there would come before the report)
+            rep = pytracekit._pytracekit.Session.report
+            armed = True
+            gc.set_threshold(1)
+            failed = rep(s)
+            armed = False
+            gc.set_threshold(700)
+            gc.callbacks.remove(cb)
+            with open(os.path.join({out!r}, "counter.json")) as f:
+                n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+            try:
+                s.running and None
+                closed = False
+                s.stop()
+            except pytracekit.StateError as e:
+                closed = "closed" in str(e)
+            print(json.dumps([failed, seen[0][0] if seen else None, n, closed]))
+            """)
+        check(p.returncode == 0, f"{call}: exit {p.returncode}\n{p.stderr[-3000:]}")
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        want = {"close": [0, "ok", 200, True], "stop": [0, "StateError", 200, False],
+                "start": [0, "StateError", 200, False],
+                "report": [0, "StateError", 200, False],
+                "add_plugin": [0, "StateError", 200, False]}[call]
+        check(got == want, f"{call} during a report: {got}, expected {want}\n{p.stderr[-2000:]}")
+    # a signal handler closing the session during the report
+    p = run_py(tmp, f"""
+        import json, os, signal, pytracekit
+        def work(): return [str(i) for i in range(50)]
+        s = pytracekit.Session(["counter:top=0"], output_dir={out!r})
+        s.start()
+        for _ in range(200): work()
+        s.stop()
+        hits = []
+        def handler(*a):
+            if not hits:
+                hits.append(1)
+                s.close()
+        signal.signal(signal.SIGALRM, handler)
+        # the signal comes while the library's report runs Python code
+        def cb(phase, info):
+            if armed and not hits:
+                os.kill(os.getpid(), signal.SIGALRM)
+        import gc
+        gc.callbacks.append(cb)
+        rep = pytracekit._pytracekit.Session.report
+        armed = True
+        gc.set_threshold(1)
+        failed = rep(s)
+        armed = False
+        gc.set_threshold(700)
+        assert hits
+        with open(os.path.join({out!r}, "counter.json")) as f:
+            n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+        print(json.dumps([failed, n]))
+        """)
+    check(p.returncode == 0, f"signal: exit {p.returncode}\n{p.stderr[-3000:]}")
+    check(json.loads(p.stdout.strip().splitlines()[-1]) == [0, 200], p.stdout)
+
+
+# ---- 7: planted symlinks are never written through -------------------------
+
+FOLLOW_PROG = """
+import os, subprocess, sys
+def work(): pass
+for _ in range(3): work()
+if os.fork() == 0:
+    work()
+    os._exit(0)
+os.wait()
+"""
+
+
+def case_symlinks(tmp):
+    """Every report name in a shared output directory may be a symlink
+    planted by someone else, to a file they want clobbered: the timeline's
+    trace (both formats), coverage's files and html/, a followed child's
+    summary.txt, the JSON reports. None is written through: each is replaced
+    by our own new file (or directory); the targets keep their content."""
+    out = os.path.join(tmp, "out")
+    victims = os.path.join(tmp, "victims")
+    os.mkdir(victims)
+    prog_path = write(os.path.join(tmp, "prog.py"), FOLLOW_PROG)
+    names = ["timeline.json", "timeline.perfetto-trace", "coverage.json",
+             "coverage.xml", "coverage.lcov", "counter.json", "run.json", "html"]
+    for fmt in ("json", "perfetto"):
+        if os.path.exists(out):
+            subprocess.run(["rm", "-rf", out], check=True)
+        os.makedirs(os.path.join(out, "pid-child"))
+        plants = {}
+        for n in names:
+            target = os.path.join(victims, n + "." + fmt)
+            if n == "html":
+                os.makedirs(target, exist_ok=True)
+                write(os.path.join(target, "index.html"), "precious")
+            else:
+                write(target, "precious")
+            os.symlink(target, os.path.join(out, n))
+            plants[n] = target
+        p = run_cli(["-p", f"timeline:format={fmt}", "-p", "counter",
+                     "-p", f"coverage:html=true",
+                     "--follow-children", "-o", out, prog_path], cwd=tmp)
+        check(p.returncode == 0, f"{fmt}: exit {p.returncode}: {p.stderr[-2000:]}")
+        for n, target in plants.items():
+            probe = os.path.join(target, "index.html") if n == "html" else target
+            with open(probe) as f:
+                check(f.read() == "precious", f"{fmt}: {n} was written through a symlink")
+        for n in ("timeline." + ("json" if fmt == "json" else "perfetto-trace"),
+                  "coverage.json", "counter.json", "run.json", "html"):
+            path = os.path.join(out, n)
+            check(not os.path.islink(path) and os.path.exists(path),
+                  f"{fmt}: {n} is not our own new file")
+        check(os.path.isfile(os.path.join(out, "html", "index.html")), "no html/index.html")
+    # pytracekit combine's output directory
+    comb = os.path.join(tmp, "comb")
+    os.mkdir(comb)
+    target = write(os.path.join(victims, "combined.json"), "precious")
+    os.symlink(target, os.path.join(comb, "counter.json"))
+    p = run_cli(["combine", "-o", comb, out], cwd=tmp)
+    check(p.returncode == 0, f"combine: exit {p.returncode}: {p.stderr[-2000:]}")
+    with open(target) as f:
+        check(f.read() == "precious", "combine wrote through a symlink")
+    check(not os.path.islink(os.path.join(comb, "counter.json")), "combine: no own counter.json")
+    # a followed child's summary.txt
+    kids = [d for d in os.listdir(out) if d.startswith("pid-") and d != "pid-child"]
+    check(len(kids) == 1, f"followed children: {kids}")
+    child = os.path.join(out, kids[0])
+    check(os.path.isfile(os.path.join(child, "summary.txt")), "no summary.txt")
+    # plant one for the next run's child: the child's pid is unknown, so plant
+    # a summary.txt where a session run with that directory would write it
+    target = write(os.path.join(victims, "summary.txt"), "precious")
+    out2 = os.path.join(tmp, "out2")
+    os.mkdir(out2)
+    p = run_py(tmp, f"""
+        import os, pytracekit
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.read(r, 1)
+            s = pytracekit.Session(["counter"], output_dir={out2!r}, follow_children=True)
+            s.start(); s.stop(); s.report(); s.close()
+            os._exit(0)
+        d = os.path.join({out2!r}, "pid-%d" % pid)
+        os.makedirs(d)
+        os.symlink({target!r}, os.path.join(d, "summary.txt"))
+        os.write(w, b"x")
+        os.waitpid(pid, 0)
+        """)
+    check(p.returncode == 0, p.stderr[-2000:])
+    with open(target) as f:
+        check(f.read() == "precious", "summary.txt was written through a symlink")
+
+
+# ---- 6: two instances in one directory never share an output ---------------
+
+def case_two_instances(tmp):
+    """Two timelines (each format) and two coverage:html=true in one
+    directory: each instance gets its own files (timeline.json and
+    timeline-2.json, html/ and html-2/), each whole, and the run says so."""
+    out = os.path.join(tmp, "out")
+    prog_path = prog(tmp)
+    for fmt, name, second in (("json", "timeline.json", "timeline-2.json"),
+                              ("perfetto", "timeline.perfetto-trace",
+                               "timeline-2.perfetto-trace")):
+        subprocess.run(["rm", "-rf", out], check=True)
+        p = run_cli(["-p", f"timeline:format={fmt}", "-p", f"timeline:format={fmt}",
+                     "-p", f"coverage:html=true",
+                     "-p", f"coverage:html=true", "-o", out, prog_path],
+                    cwd=tmp)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        for n in (name, second):
+            path = os.path.join(out, n)
+            check(os.path.isfile(path), f"no {n}: {sorted(os.listdir(out))}")
+            if fmt == "json":
+                with open(path) as f:
+                    data = json.load(f)   # invalid JSON when both wrote one file
+                ev = data["traceEvents"] if isinstance(data, dict) else data
+                check(sum(1 for e in ev if e.get("name", "").endswith("(work)") and e.get("ph") in ("X", "B")) == 3,
+                      f"{n}: not the 3 calls of work")
+        for d in ("html", "html-2"):
+            idx = os.path.join(out, d, "index.html")
+            check(os.path.isfile(idx), f"no {d}/index.html")
+            pages = [x for x in os.listdir(os.path.join(out, d)) if x != "index.html"]
+            with open(idx) as f:
+                text = f.read()
+            check(pages and all(pg in text for pg in pages), f"{d}: index does not list {pages}")
+        err = p.stderr
+        check("timeline-2" in err and "html-2" in err, f"not said: {err[-2000:]}")
+
+
+# ---- 8: following ends with its session ------------------------------------
+
+CHILD = "import os; print(os.getpid())"
+
+
+def case_follow_env(tmp):
+    """After a following session stops, the environment is what it was
+    (PYTRACEKIT_FOLLOW gone, PYTHONPATH back): later subprocesses are not
+    traced; a second following session's children go to its own directory;
+    a stale PYTRACEKIT_FOLLOW left in the environment is ignored with a note
+    and the session's summary stays on stderr."""
+    a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    p = run_py(tmp, f"""
+        import json, os, subprocess, sys, pytracekit
+        before = {{k: os.environ.get(k) for k in ("PYTRACEKIT_FOLLOW", "PYTHONPATH")}}
+        def child():
+            return int(subprocess.run([sys.executable, "-c", {CHILD!r}],
+                                      capture_output=True, text=True).stdout)
+        s = pytracekit.Session(["counter"], output_dir={a!r}, follow_children=True)
+        s.start()
+        followed = child()
+        s.stop(); s.report(); s.close()
+        after = {{k: os.environ.get(k) for k in ("PYTRACEKIT_FOLLOW", "PYTHONPATH")}}
+        later = child()
+        s2 = pytracekit.Session(["counter"], output_dir={b!r}, follow_children=True)
+        s2.start()
+        second = child()
+        s2.stop(); s2.report(); s2.close()
+        print(json.dumps([before == after, followed, later, second,
+                          sorted(os.listdir({a!r})), sorted(os.listdir({b!r}))]))
+        """)
+    check(p.returncode == 0, p.stderr[-2000:])
+    same, followed, later, second, la, lb = json.loads(p.stdout.splitlines()[-1])
+    check(same, "the environment was not restored at stop")
+    check(f"pid-{followed}" in la, f"the followed child is not in a/: {la}")
+    check(f"pid-{later}" not in la + lb, f"a subprocess after the session was traced: {la} {lb}")
+    check(f"pid-{second}" in lb and f"pid-{second}" not in la,
+          f"the second session's child went elsewhere: {la} {lb}")
+    # a stale PYTRACEKIT_FOLLOW (another run's, its hook gone)
+    stale = json.dumps({"output_dir": a, "plugins": ["counter"], "pkgdir": "/nonexistent",
+                        "run": "1:1"})
+    c = os.path.join(tmp, "c")
+    p = run_cli(["-p", "counter", "--follow-children", "-o", c, prog(tmp)], cwd=tmp,
+                env={"PYTRACEKIT_FOLLOW": stale})
+    check(p.returncode == 0, p.stderr[-2000:])
+    check("PYTRACEKIT_FOLLOW is not this run's" in p.stderr, f"no note: {p.stderr[-1000:]}")
+    check("pytracekit counter" in p.stderr or "counter" in p.stderr, "summary diverted")
+    check(not os.path.exists(os.path.join(c, "summary.txt")), "summary diverted to a file")
+
+
+# ---- 4: a fork while another thread holds an import lock -------------------
+
+SLOW_IMPORT_FORK = """
+import os, sys, threading, time
+sys.modules.pop("json", None)
+class Slow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "json":
+            time.sleep(3)   # a slow import: json's module lock is held
+        return None
+sys.meta_path.insert(0, Slow())
+def work(): pass
+t = threading.Thread(target=lambda: __import__("json"))
+t.start()
+time.sleep(0.5)
+pid = os.fork()
+if pid == 0:
+    work()
+    os._exit(0)
+_, st = os.waitpid(pid, 0)
+t.join()
+print("done", pid, st)
+"""
+
+
+def case_fork_import_lock(tmp):
+    """A fork while another thread is inside a slow import of json: the
+    followed child's after-fork hook and its reports import nothing (json
+    is the one module reports need, kept from the session's start), so the
+    child reports and the run ends; before, the child hung for ever in the
+    hook and the parent waited for it."""
+    out = os.path.join(tmp, "out")
+    path = write(os.path.join(tmp, "forker.py"), SLOW_IMPORT_FORK)
+    try:
+        p = run_cli(["-p", "counter:top=0", "-p", "timer:top=0", "--follow-children",
+                     "-o", out, path], cwd=tmp, timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("the run hung (the child deadlocked on an import lock)")
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    _, pid, st = p.stdout.split()
+    check(st == "0", f"the child ended with status {st}: {p.stderr[-2000:]}")
+    with open(os.path.join(out, f"pid-{pid}", "counter.json")) as f:
+        n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+    check(n == 1, f"the child's counter.json has work called {n} times")
+
+
+# ---- 13: a program's signal handler that raises during the reports ---------
+
+def case_handler_raises_in_report(tmp):
+    """SIGALRM (pytest-timeout works this way) whose handler raises, arriving
+    while the reports are written: the handler is held until they are all
+    written, then runs (its exception reaches the program after report());
+    no plugin is blamed and every report is there."""
+    out = os.path.join(tmp, "out")
+    p = run_py(tmp, f"""
+        import gc, json, os, signal, pytracekit
+        def work(): return [str(i) for i in range(50)]
+        s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+        s.start()
+        for _ in range(200): work()
+        s.stop()
+        class Timeout(Exception): pass
+        def handler(*a):
+            raise Timeout("timed out")
+        signal.signal(signal.SIGALRM, handler)
+        sent = []
+        def cb(phase, info):
+            if armed and not sent:
+                sent.append(1)
+                os.kill(os.getpid(), signal.SIGALRM)
+        gc.callbacks.append(cb)
+        rep = pytracekit._pytracekit.Session.report
+        raised = None
+        armed = True
+        gc.set_threshold(1)
+        try:
+            failed = rep(s)
+            for _ in range(1000): pass   # the handler runs at the latest here
+        except Timeout as e:
+            raised = str(e)
+        armed = False
+        gc.set_threshold(700)
+        names = sorted(os.listdir({out!r}))
+        with open(os.path.join({out!r}, "counter.json")) as f:
+            n = sum(x["calls"] for x in json.load(f)["functions"] if x["name"] == "work")
+        print(json.dumps([bool(sent), raised, s.failures, n, names]))
+        """)
+    check(p.returncode == 0, f"exit {p.returncode}\n{p.stderr[-3000:]}")
+    sent, raised, failures, n, names = json.loads(p.stdout.splitlines()[-1])
+    check(sent, "the signal was not sent during the report")
+    check(failures == 0, f"{failures} plugins blamed: {p.stderr[-2000:]}")
+    check(raised == "timed out", f"the handler's exception did not reach the program: {raised}")
+    check(n == 200, f"counter.json: work called {n} times")
+    for name in ("counter.json", "timer.json", "timer.pstats", "run.json"):
+        check(name in names, f"{name} missing: {names}")
+
+
+# ---- 10: a report that blocks can be stopped; reports open regular files only
+
+def case_fifo_source(tmp):
+    """A FIFO named like a module under coverage:source=: the report does
+    not open it (it would block for ever), every report is written, the run
+    ends."""
+    src = os.path.join(tmp, "src")
+    os.makedirs(src)
+    write(os.path.join(src, "used.py"), "def f():\n    return 1\n")
+    os.mkfifo(os.path.join(src, "trap.py"))
+    main = write(os.path.join(tmp, "main.py"),
+                 f"import sys; sys.path.insert(0, {src!r}); import used; used.f()\n")
+    out = os.path.join(tmp, "out")
+    try:
+        p = run_cli(["-p", f"coverage:source={src},html=true", "-o", out, main], cwd=tmp,
+                    timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("the report blocked on a FIFO")
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    with open(os.path.join(out, "coverage.json")) as f:
+        files = json.load(f)["files"]
+    used = [k for k in files if k.endswith("used.py")]
+    check(used and files[used[0]]["hits"], f"used.py not measured: {list(files)}")
+    check(os.path.isfile(os.path.join(out, "html", "index.html")), "no html/")
+
+
+def case_second_sigterm(tmp):
+    """A report stuck in Python code (here a GC callback that sleeps): the
+    first SIGTERM waits for the reports, a second one ends the process by
+    SIGTERM at once, saying so."""
+    out = os.path.join(tmp, "out")
+    path = write(os.path.join(tmp, "stuck.py"), f"""
+        import gc, sys, time, pytracekit
+        def work(): return [str(i) for i in range(50)]
+        s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+        s.start()
+        for _ in range(200): work()
+        s.stop()
+        def cb(phase, info):
+            if armed:
+                print("stuck", flush=True)
+                time.sleep(600)
+        gc.callbacks.append(cb)
+        rep = pytracekit._pytracekit.Session.report
+        armed = True
+        gc.set_threshold(1)
+        rep(s)
+        """)
+    e = dict(os.environ)
+    p = subprocess.Popen([PYTHON, path], cwd=tmp, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        check(p.stdout.readline().strip() == "stuck", "the report did not get stuck")
+        p.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        check(p.poll() is None, f"the first SIGTERM ended the reports: {p.returncode}")
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            fail("a second SIGTERM did not end a stuck report")
+        err = p.stderr.read()
+        check(rc == -signal.SIGTERM, f"exit {rc}: {err[-2000:]}")
+        check("signalled again while writing reports" in err, f"not said: {err[-2000:]}")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+# ---- 14: smaller ones -------------------------------------------------------
+
+def case_plugin_names(tmp):
+    """A plugin whose report is named run.json gets run-2.json: run.json
+    stays the run's manifest."""
+    from ptk_testlib import test_plugin
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", test_plugin("hostileplug") + ":report=run.json", "-o", out,
+                 prog(tmp)], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    with open(os.path.join(out, "run.json")) as f:
+        run = json.load(f)
+    check(run.get("format") == "pytracekit-run", f"run.json is not the manifest: {run}")
+    with open(os.path.join(out, "run-2.json")) as f:
+        check(json.load(f)["calls"] >= 3, "run-2.json is not the plugin's report")
+    check("run-2.json" in run["files"], f"manifest files: {run['files']}")
+
+
+def case_plugin_errbuf(tmp):
+    """A plugin that fills its whole init error buffer with no NUL: the
+    message is cut at the buffer's end (ASan: no over-read)."""
+    from ptk_testlib import test_plugin
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", test_plugin("hostileplug") + ":errbuf=true", "-o", out,
+                 prog(tmp)], cwd=tmp)
+    check(p.returncode != 0, "a failing init was accepted")
+    check("x" * 1000 in p.stderr and "x" * 1024 not in p.stderr,
+          f"the message is not the buffer cut at its end: {p.stderr[-300:]!r}")
+
+
+def case_nul_in_specs(tmp):
+    """NUL bytes in plugin specs and filters are refused, not cut silently
+    (counter\0:top=0 must not become counter)."""
+    import pytracekit
+    for bad in (dict(plugins=["counter\0junk"]), dict(plugins=["counter"], include="a\0b"),
+                dict(plugins=["counter"], filter="include=x\0y")):
+        try:
+            pytracekit.Session(output_dir=os.path.join(tmp, "o"), **bad)
+        except ValueError as e:
+            check("NUL" in str(e) or "null" in str(e).lower(), f"{bad}: {e}")
+        else:
+            fail(f"{bad} was accepted")
+
+
+def case_filter_many(tmp):
+    """A filter list of 20,000 modules is parsed in linear time (it was
+    quadratic: the canonical text was rebuilt for every item, ~25 s here);
+    the filter still holds every item."""
+    p = run_py(tmp, f"""
+        import time, pytracekit
+        mods = ["m%d" % i for i in range(20000)]
+        t = time.perf_counter()
+        s = pytracekit.Session(["counter"], output_dir={os.path.join(tmp, "o")!r}, modules=mods)
+        print(time.perf_counter() - t)
+        """, timeout=300)
+    check(p.returncode == 0, p.stderr[-2000:])
+    took = float(p.stdout.split()[-1])
+    check(took < 5.0, f"20,000 modules took {took:.1f} s to parse")
+
+
+def case_paths_stars(tmp):
+    """--paths patterns with many '*' (consecutive or not) match in
+    polynomial time: a regex took minutes backtracking; the mapping is the
+    same as before for ordinary patterns."""
+    from pytracekit.combining import PathMap
+    m = PathMap([("/src", ["/build/*/lib", "C:\\w\\*\\src"])])
+    cases = {"/build/x1/lib/a.py": "/src/a.py", "/build/x1/y/lib/a.py": "/build/x1/y/lib/a.py",
+             "/build//lib/b.py": "/src/b.py", "C:\\w\\j\\src\\m.py": "/src/m.py",
+             "/build/x1/libx/a.py": "/build/x1/libx/a.py"}
+    for path, want in cases.items():
+        check(m(path) == want, f"{path} -> {m(path)}, expected {want}")
+    evil = PathMap([("/c", ["/x" + "*" * 40 + "y", "/x" + "*a" * 25 + "*y"])])
+    path = "/x" + "a" * 60 + "/z"
+    t = time.perf_counter()
+    got = evil(path)
+    took = time.perf_counter() - t
+    check(got == path, f"{got}")
+    check(took < 2.0, f"matching took {took:.1f} s")
+    check(evil("/x" + "a" * 30 + "y/q") == "/c/q", "a many-star pattern no longer matches")
+
+
+def case_html_long_paths(tmp):
+    """A module whose path is longer than a file name may be (nested
+    directories of 200-character names): the HTML report has a page for it
+    (a shortened name) and the index links it; nothing half-written."""
+    d = tmp
+    for k in range(3):
+        d = os.path.join(d, chr(ord("a") + k) * 200)
+    os.makedirs(d)
+    write(os.path.join(d, "deep_module_" + "m" * 150 + ".py"), "def f():\n    return 1\n")
+    main = write(os.path.join(tmp, "main.py"),
+                 f"import sys; sys.path.insert(0, {d!r})\n"
+                 f"import deep_module_{'m' * 150} as m; m.f()\n")
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "coverage:html=true", "-o", out, main], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    pages = sorted(os.listdir(os.path.join(out, "html")))
+    deep = [x for x in pages if "mmmm" in x]
+    check(len(deep) == 1 and len(deep[0]) <= 255, f"pages: {pages}")
+    with open(os.path.join(out, "html", "index.html")) as f:
+        check(deep[0] in f.read(), "the index does not link the page")
+    check(not [x for x in os.listdir(out) if x.startswith(".pytracekit-tmp")],
+          "a temporary was left")
+
+
+def main():
+    if CLI is None:
+        skip("PTK_CLI is not set")
+    fn = globals().get("case_" + CASE)
+    if fn is None:
+        fail(f"no case {CASE}")
+    with tempfile.TemporaryDirectory() as tmp:
+        fn(tmp)
+    print("ok", CASE)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+/* hostileplug: a plugin that does what the host must survive.
+ *   errbuf=true   init fills the whole error buffer, no NUL, and fails
+ *   report=NAME   its report is written as NAME ({"calls": N})
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <pytracekit/plugin.h>
+
+typedef struct {
+    const ptk_host *host;
+    const char *report;
+    long calls;
+} hp;
+
+static const ptk_option_spec options[] = {
+    {"errbuf", PTK_OPT_BOOL, "false", "fill the init error buffer with no NUL, then fail", NULL},
+    {"report", PTK_OPT_STRING, "hostileplug.json", "the report's file name", NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int
+hp_init(const ptk_init_args *a, void **state, unsigned int *events)
+{
+    if (a->host->option(a, "errbuf")->i) {
+        memset(a->errbuf, 'x', a->errbuf_size);
+        return PTK_EINVAL;
+    }
+    hp *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        return PTK_ENOMEM;
+    }
+    h->host = a->host;
+    h->report = a->host->option(a, "report")->s;
+    if (h->report == NULL) {
+        h->report = "hostileplug.json";
+    }
+    *events = PTK_MASK(PTK_EV_CALL);
+    *state = h;
+    return PTK_OK;
+}
+
+static int
+hp_event(void *state, const ptk_event *ev)
+{
+    (void)ev;
+    ((hp *)state)->calls++;
+    return PTK_OK;
+}
+
+static int
+hp_report(void *state, const ptk_report_args *a)
+{
+    hp *h = state;
+    PyObject *obj = Py_BuildValue("{s:l}", "calls", h->calls);
+    if (obj == NULL) {
+        return PTK_EPYTHON;
+    }
+    int rc = h->host->report_write_object(a->ctx, h->report, obj, PTK_FMT_JSON);
+    Py_DECREF(obj);
+    return rc;
+}
+
+static void
+hp_fini(void *state)
+{
+    free(state);
+}
+
+static const ptk_plugin_desc desc = {
+    PTK_PLUGIN_HEADER,
+    .name = "hostileplug",
+    .version = "1",
+    .description = "test plugin: an init error with no NUL, a report named at will",
+    .events = PTK_MASK(PTK_EV_CALL),
+    .options = options,
+    .init = hp_init,
+    .on_event = hp_event,
+    .report = hp_report,
+    .fini = hp_fini,
+};
+
+PTK_PLUGIN_DEFINE(desc)

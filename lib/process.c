@@ -967,7 +967,8 @@ add_unlisted(ptk_session *s, PyObject *files)
         const char *n = e->d_name;
         struct stat sb;
         if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
-            strcmp(n, "run.json") == 0 || temp_owner(n) >= 0 ||
+            strcmp(n, "run.json") == 0 ||
+            strncmp(n, TEMP_PREFIX, sizeof TEMP_PREFIX - 1) == 0 ||
             (strncmp(n, "pid-", 4) == 0 && n[4] >= '0' && n[4] <= '9') ||
             fstatat(dirfd(d), n, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
             continue;

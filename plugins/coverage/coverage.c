@@ -1311,6 +1311,9 @@ python_setup(int find_coveragepy, int need_dirs)
         "                out.add(os.path.abspath(site.getusersitepackages()))\n"
         "            except Exception:\n"
         "                pass\n"
+        "            ptk = sys.modules.get('pytracekit')\n"
+        "            if getattr(ptk, '__file__', None):\n"
+        "                out.add(os.path.dirname(os.path.abspath(ptk.__file__)))\n"
         "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
         "        m = opcode.opmap\n"
         "        cls = bytearray(256)\n"
@@ -1457,10 +1460,12 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     if (args->struct_size > offsetof(ptk_init_args, subscription) &&
         host->struct_size > offsetof(ptk_host, subscribe_filter)) {
         char *bus = cov_match_bus_filter(st->match);
-        if (bus != NULL && host->subscribe_filter(args->ctx, bus) != PTK_OK) {
+        int frc = bus != NULL ? host->subscribe_filter(args->ctx, bus) : PTK_OK;
+        if (frc != PTK_OK) {
             free(bus);
-            rc = PTK_ENOMEM;
-            snprintf(args->errbuf, args->errbuf_size, "cannot set the file filter");
+            rc = frc;
+            snprintf(args->errbuf, args->errbuf_size, "cannot set the file filter: %s",
+                     host->strerror ? host->strerror(frc) : "refused");
             goto fail;
         }
         free(bus);

@@ -779,10 +779,6 @@ file_new(cov_state *st, const char *path)
 static Py_ssize_t
 file_lookup(cov_state *st, PyObject *filename)
 {
-    if (!st->file_index) {
-        PyErr_SetString(PyExc_RuntimeError, "coverage: an event after the report");
-        return -2;
-    }
     PyObject *idx = PyDict_GetItemWithError(st->file_index, filename);
     if (idx) {
         return PyLong_AsSsize_t(idx);
@@ -2024,7 +2020,9 @@ cov_report(void *state, const ptk_report_args *args)
 done:
     Py_XDECREF(data);
     Py_XDECREF(warnings);
-    cov_release_python(st);
+    /* The code objects stay referenced (and their per-code state kept)
+     * until fini: a session started again keeps counting on the same
+     * records, and its next report analyses them again. */
     if (gc_was_on) {
         PyGC_Enable();
     }

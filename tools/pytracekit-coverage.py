@@ -134,9 +134,208 @@ def _order(dests):
 # ---- per-file figures ------------------------------------------------------
 
 
+# ---- coverage.py's statement model -------------------------------------------
+#
+# The data hold what ran and what could run as the interpreter sees it: every
+# line with instructions. coverage.py counts statements instead, and its
+# figures are the ones a project's gate is set on, so every report (the
+# table, lcov, Cobertura, the JSON summary, HTML) goes through this model,
+# computed from the source at report time (nothing changes while the program
+# runs):
+#
+# * a statement over several physical lines (a logical line of the
+#   tokenizer) counts once, at its first line, and ran when any of its lines
+#   ran; so does a line inside a multi-line string;
+# * docstrings (a string alone as the first statement of a module, class or
+#   function) are not statements;
+# * a line matching an exclusion pattern is excluded with its whole
+#   statement; when that statement opens a block (its logical line ends with
+#   `:`), the block goes too; an excluded decorator takes the decorated
+#   definition with it;
+# * the destinations of branches are mapped to statements the same way;
+#   branches out of a line matching a partial-branch pattern (`# pragma: no
+#   branch`) and destinations that are excluded are not counted, and a line
+#   left with fewer than two destinations is no branch.
+#
+# The default patterns are coverage.py 7's; EXCLUDE and PARTIAL can be
+# replaced (the project's configuration does).
+
+EXCLUDE = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER)",
+           r"^\s*(((async )?def .*?)?[\])]+(\s*->.*?)?:\s*)?\.\.\.\s*(#|$)",
+           r"if (typing\.)?TYPE_CHECKING:"]
+PARTIAL = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(branch|BRANCH)"]
+
+
+class SourceModel:
+    """The statement structure of one source text (see above)."""
+
+    def __init__(self, text, exclude=None, partial=None):
+        import re
+        import tokenize
+        import io
+        exclude = EXCLUDE if exclude is None else exclude
+        partial = PARTIAL if partial is None else partial
+        lines = text.splitlines()
+        ex_re = re.compile("|".join("(?:%s)" % p for p in exclude)) if exclude else None
+        pa_re = re.compile("|".join("(?:%s)" % p for p in partial)) if partial else None
+        matched = {i for i, t in enumerate(lines, 1) if ex_re and ex_re.search(t)}
+        self.no_branch = {i for i, t in enumerate(lines, 1) if pa_re and pa_re.search(t)}
+        self.first = {}          # physical line -> first line of its statement
+        self.docstrings = set()
+        self.excluded = set()
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        # Logical lines: [first, last] and their tokens.
+        logical = []
+        cur = []
+        for tok in toks:
+            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT,
+                            tokenize.DEDENT, tokenize.ENDMARKER):
+                if tok.type in (tokenize.INDENT, tokenize.DEDENT):
+                    logical.append(("indent" if tok.type == tokenize.INDENT else "dedent",))
+                continue
+            cur.append(tok)
+            if tok.type == tokenize.NEWLINE:
+                logical.append(("line", cur))
+                cur = []
+        if cur:
+            logical.append(("line", cur))
+        depth = 0
+        block_start = True  # the next logical line opens a body (docstring place)
+        skip_depth = None   # excluding a block deeper than this
+        pending_decorated = False
+        for item in logical:
+            if item[0] == "indent":
+                depth += 1
+                continue
+            if item[0] == "dedent":
+                depth -= 1
+                if skip_depth is not None and depth <= skip_depth:
+                    skip_depth = None
+                continue
+            tl = item[1]
+            a = tl[0].start[0]
+            b = max(t.end[0] for t in tl)
+            for n in range(a, b + 1):
+                self.first[n] = a
+            real = [t for t in tl if t.type != tokenize.NEWLINE]
+            if block_start and real and all(t.type == tokenize.STRING for t in real):
+                self.docstrings.update(range(a, b + 1))
+            opens = len(real) > 0 and real[-1].type == tokenize.OP and real[-1].string == ":"
+            # a compound statement with its body on the same line
+            colon_inside = self._colon_at_depth0(real)
+            block_start = opens
+            if skip_depth is not None and depth > skip_depth:
+                self.excluded.update(range(a, b + 1))
+                continue
+            is_decorator = real and real[0].type == tokenize.OP and real[0].string == "@"
+            hit = any(n in matched for n in range(a, b + 1))
+            if hit or pending_decorated:
+                self.excluded.update(range(a, b + 1))
+                if is_decorator:
+                    pending_decorated = True
+                    continue
+                pending_decorated = False
+                if opens:
+                    skip_depth = depth
+                elif colon_inside:
+                    pass  # `if x: y` on one line: only that line
+
+    @staticmethod
+    def _colon_at_depth0(toks):
+        import tokenize
+        nest = 0
+        for t in toks:
+            if t.type == tokenize.OP and t.string in "([{":
+                nest += 1
+            elif t.type == tokenize.OP and t.string in ")]}":
+                nest -= 1
+            elif t.string == ":" and nest == 0:
+                return True
+        return False
+
+    def stmt(self, line):
+        return self.first.get(line, line)
+
+    def statements(self, raw_lines):
+        """The statements among the lines with instructions."""
+        out = set()
+        for n in raw_lines:
+            f = self.stmt(n)
+            if f not in self.excluded and f not in self.docstrings:
+                out.add(f)
+        return out
+
+
+_model_memo = {}
+
+
+def source_model(path):
+    """The SourceModel of the file at path, or None when its source cannot be
+    read or tokenized (the raw figures are reported then)."""
+    key = (path, tuple(EXCLUDE), tuple(PARTIAL))
+    if key in _model_memo:
+        return _model_memo[key]
+    model = None
+    try:
+        import tokenize
+        with tokenize.open(path) as f:
+            text = f.read()
+        model = SourceModel(text)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as e:
+        model = None
+        _ = e
+    except Exception:  # tokenize.TokenError and the like
+        model = None
+    _model_memo[key] = model
+    return model
+
+
+def model_record(path, rec, branch):
+    """rec in coverage.py's statement model: lines are statements, hits
+    their first lines, branches and arcs between statements. The record
+    itself when the source is not available."""
+    model = source_model(path)
+    if model is None:
+        return rec
+    hits = {}
+    for n, c in rec.get("hits", []):
+        f = model.stmt(int(n))
+        hits[f] = max(hits.get(f, 0), int(c))
+    raw = set(int(n) for n in rec.get("lines", [])) | set(int(n) for n, _ in rec.get("hits", []))
+    stmts = model.statements(raw)
+    out = dict(rec)
+    out["excluded"] = sorted({model.stmt(n) for n in raw} & model.excluded)
+    out["lines"] = sorted(stmts)
+    out["hits"] = sorted([n, c] for n, c in hits.items() if n in stmts)
+    if branch:
+        def dest(d):
+            return d if d < 0 else model.stmt(d)
+        arcs = {}
+        for a, b, c in rec.get("arcs", []):
+            a, b = int(a), int(b)
+            key = (a if a < 0 else model.stmt(a), dest(b))
+            if key[0] != key[1]:
+                arcs[key] = arcs.get(key, 0) + int(c)
+        out["arcs"] = sorted([a, b, c] for (a, b), c in arcs.items())
+        branches = {}
+        for line, dests in rec.get("branches", []):
+            f = model.stmt(int(line))
+            if f not in stmts or f in model.no_branch:
+                continue
+            for d in dests:
+                d = dest(int(d))
+                if d == f or (d > 0 and d not in stmts):
+                    continue
+                branches.setdefault(f, set()).add(d)
+        out["branches"] = sorted([n, sorted(ds)] for n, ds in branches.items() if len(ds) > 1)
+    return out
+
+
 class FileStats:
     def __init__(self, path, rec, branch):
         self.path = path
+        rec = model_record(path, rec, branch)
+        self.excluded = rec.get("excluded", [])
         self.hits = {int(n): int(c) for n, c in rec.get("hits", [])}
         self.lines = sorted(set(int(n) for n in rec.get("lines", [])) | set(self.hits))
         self.missed = [n for n in self.lines if n not in self.hits]
@@ -239,6 +438,8 @@ def with_summary(data):
         rec = dict(data["files"][fs.path])
         rec["summary"] = _summary(fs.nlines, fs.nhit, fs.nbranches, fs.nbranches_taken,
                                   fs.nbranches_partial)
+        rec["missing_lines"] = fs.missed
+        rec["excluded_lines"] = fs.excluded
         files[fs.path] = rec
     out = dict(data)
     out["files"] = files

@@ -1,0 +1,165 @@
+"""The report's statement model against coverage.py's, per file.
+
+    test_model.py corpus PROGRAM [--branch]
+    test_model.py cpython MODULE [--branch]    difflib, argparse, enum, json
+    test_model.py networkx PACKAGE [--branch]  its tests under pytest
+
+Runs the same program under the coverage plugin and under coverage.py
+(`coverage run`, then `coverage json`), both with coverage.py 7's default
+exclusion patterns (written into the rcfile, so that an older coverage.py
+uses the same), and compares, for every file either measured: the number of
+statements, the missing lines, the excluded lines and, with --branch, the
+number of branches and of partial branches (coverage.py's
+`num_partial_branches`). Any difference fails the test; each is printed with
+the file. Skips (exit 77) where coverage.py, CPython's test package or
+networkx and pytest are not importable by the interpreter.
+"""
+import json
+import os
+import sys
+
+import ptk_coverage_util as u
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXCLUDE = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER)",
+           r"^\s*(((async )?def .*?)?[\])]+(\s*->.*?)?:\s*)?\.\.\.\s*(#|$)",
+           r"if (typing\.)?TYPE_CHECKING:"]
+
+CPYTHON = {
+    "difflib": (["difflib.py"], ["test_difflib.py"]),
+    "argparse": (["argparse.py"], ["test_argparse.py"]),
+    "enum": (["enum.py"], ["test_enum.py"]),
+    "json": (["json/*"], ["test_json/*"]),
+}
+
+DRIVER = """import sys
+import unittest
+
+sys.argv[1:] = ["-q", "test.%s"]
+unittest.main(module=None)
+"""
+
+
+def probe(code, why):
+    p = u.run([u.python(), "-c", code], os.getcwd(), expect=None)
+    if p.returncode != 0:
+        u.skip(why)
+    return p.stdout.strip()
+
+
+def setup(kind, name, wd):
+    """(command line after the interpreter, include globs)."""
+    if kind == "corpus":
+        u.copy_corpus(wd, name.split("/")[0])
+        return [os.path.join(wd, name)], [os.path.join(wd, "*")]
+    if kind == "cpython":
+        lib = probe("import os, %s, test.test_%s as t; print(os.path.dirname(%s.__file__) "
+                    "if '%s' != 'json' else os.path.dirname(os.path.dirname(%s.__file__)))"
+                    % (name, name, name, name, name),
+                    "test.test_%s is not importable by %s (CPython's test package is not "
+                    "installed: Debian's libpython3.X-testsuite)" % (name, u.python()))
+        mods, tests = CPYTHON[name]
+        script = os.path.join(wd, "run_%s.py" % name)
+        with open(script, "w") as f:
+            f.write(DRIVER % ("test_" + name))
+        return [script], ([os.path.join(lib, m) for m in mods]
+                          + [os.path.join(lib, "test", t) for t in tests])
+    if kind == "networkx":
+        top = probe("import os, networkx, pytest; print(os.path.dirname(networkx.__file__))",
+                    "networkx and pytest are not importable by %s (Debian: apt-get install "
+                    "python3-networkx python3-pytest)" % u.python())
+        return (["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
+                 os.path.join(top, name)],
+                [os.path.join(top, name, "*")])
+    u.fail("unknown kind %r" % kind)
+
+
+def ours(wd, argv, include, branch):
+    spec = "coverage:include='%s'" % ";".join(include)
+    if branch:
+        spec += ",branch=true"
+    out = os.path.join(wd, "ptk-out")
+    # the program's own status is not ours to judge (a suite may fail on
+    # this machine); both tools run it the same way
+    cmd = [u.env("PTK_CLI"), "--plugin-path", u.env("PTK_PLUGIN_DIR"), "-p", spec, "-o", out]
+    p = u.run(cmd + argv, wd, expect=None)
+    path = os.path.join(out, "coverage.json")
+    if not os.path.exists(path):
+        u.fail("no coverage.json: %s" % p.stderr[-3000:])
+    with open(path) as f:
+        data = json.load(f)["files"]
+    res = {}
+    for f, rec in data.items():
+        s = rec["summary"]
+        res[f] = {"statements": s["num_statements"], "missing": rec["missing_lines"],
+                  "excluded": rec["excluded_lines"]}
+        if branch:
+            res[f]["branches"] = s["num_branches"]
+            res[f]["partial"] = s["num_partial_branches"]
+    return res
+
+
+def theirs(wd, argv, include, branch):
+    rc = os.path.join(wd, "coveragerc")
+    with open(rc, "w") as f:
+        f.write("[run]\ninclude =\n%s\n[report]\nexclude_lines =\n%s\n"
+                % ("".join("    %s\n" % i for i in include),
+                   "".join("    %s\n" % e for e in EXCLUDE)))
+    datafile = os.path.join(wd, ".coverage-oracle")
+    cmd = [u.python(), "-m", "coverage", "run", "--rcfile=" + rc, "--data-file=" + datafile]
+    if branch:
+        cmd.append("--branch")
+    u.run(cmd + argv, wd, expect=None)
+    u.run([u.python(), "-m", "coverage", "json", "--rcfile=" + rc, "--data-file=" + datafile,
+           "-o", os.path.join(wd, "covpy.json")], wd)
+    with open(os.path.join(wd, "covpy.json")) as f:
+        data = json.load(f)["files"]
+    res = {}
+    for f, rec in data.items():
+        s = rec["summary"]
+        res[os.path.abspath(os.path.join(wd, f))] = r = {
+            "statements": s["num_statements"], "missing": rec["missing_lines"],
+            "excluded": rec["excluded_lines"]}
+        if branch:
+            r["branches"] = s["num_branches"]
+            r["partial"] = s["num_partial_branches"]
+    return res
+
+
+def main():
+    ok, version = u.coveragepy_available()
+    if not ok:
+        u.skip(version)
+    args = sys.argv[1:]
+    branch = "--branch" in args
+    args = [a for a in args if a != "--branch"]
+    kind, name = args
+    wd = u.workdir("model-%s-%s" % (kind, name.replace("/", "_")))
+    argv, include = setup(kind, name, wd)
+    a = ours(wd, argv, include, branch)
+    b = theirs(wd, argv, include, branch)
+    equal, differ = 0, []
+    for f in sorted(set(a) | set(b)):
+        if f not in a or f not in b:
+            differ.append("%s: only in %s" % (f, "ours" if f in a else "coverage.py's"))
+            continue
+        keys = [k for k in a[f] if a[f][k] != b[f][k]]
+        if not keys:
+            equal += 1
+            continue
+        differ.append("%s: %s" % (f, "; ".join(
+            "%s ours %s, coverage.py %s" % (
+                k, a[f][k] if not isinstance(a[f][k], list) else sorted(set(a[f][k]) - set(b[f][k])),
+                b[f][k] if not isinstance(b[f][k], list) else sorted(set(b[f][k]) - set(a[f][k])))
+            for k in keys)))
+    print("coverage.py %s, Python %s: %d files equal, %d differ"
+          % (version, sys.version.split()[0], equal, len(differ)))
+    for d in differ:
+        print("  " + d)
+    if differ:
+        u.fail("%d of %d files differ from coverage.py" % (len(differ), equal + len(differ)))
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -152,8 +152,10 @@ def _order(dests):
 #   statement; when that statement opens a block (its logical line ends with
 #   `:`), the block goes too; an excluded decorator takes the decorated
 #   definition with it;
-# * the destinations of branches are mapped to statements the same way;
-#   branches out of a line matching a partial-branch pattern (`# pragma: no
+# * branches are those of if/elif, while, for and case lines (not of an
+#   except clause, a boolean operator, a conditional expression or a
+#   comprehension); their destinations are mapped to statements the same
+#   way; branches out of a line matching a partial-branch pattern (`# pragma: no
 #   branch`) and destinations that are excluded are not counted, and a line
 #   left with fewer than two destinations is no branch.
 #
@@ -180,9 +182,27 @@ class SourceModel:
         pa_re = re.compile("|".join("(?:%s)" % p for p in partial)) if partial else None
         matched = {i for i, t in enumerate(lines, 1) if ex_re and ex_re.search(t)}
         self.no_branch = {i for i, t in enumerate(lines, 1) if pa_re and pa_re.search(t)}
+        self.matched = matched
         self.first = {}          # physical line -> first line of its statement
         self.docstrings = set()
         self.excluded = set()
+        # Lines that can branch in coverage.py's model: the header of an
+        # if/elif, while, for and each case of a match. A jump elsewhere
+        # (an except clause's match, a boolean operator, a conditional
+        # expression, a comprehension) is no branch there.
+        import ast
+        self.branch_lines = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor)):
+                self.branch_lines.add(node.lineno)
+            elif isinstance(node, getattr(ast, "match_case", ())):
+                self.branch_lines.add(node.pattern.lineno)
+        # A class or def with its body on its own line has two ways out of
+        # that line in coverage.py's model: the end of the body (-line) and
+        # what follows the definition. {line: (next, is_class, first line
+        # of its code object)}
+        self.oneliners = {}
+        self._oneliners(ast.parse(text), -1, ())
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
         # Logical lines: [first, last] and their tokens.
         logical = []
@@ -239,6 +259,40 @@ class SourceModel:
                     skip_depth = depth
                 elif colon_inside:
                     pass  # `if x: y` on one line: only that line
+
+    def _oneliners(self, node, exit_line, after):
+        """Walks the statement lists; `after` is the chain of (statements
+        following, loop header or None) of the enclosing blocks."""
+        import ast
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, child in enumerate(block):
+                if not isinstance(child, (ast.stmt, ast.excepthandler,
+                                          getattr(ast, "match_case", ast.stmt))):
+                    continue
+                rest = block[i + 1:] if field != "handlers" and field != "cases" else []
+                chain = ((rest, node if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                          and field == "body" else None),) + after
+                if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if child.body and child.body[0].lineno == child.lineno:
+                        nxt = None
+                        for stmts, loop in chain:
+                            if stmts:
+                                nxt = stmts[0].lineno
+                                break
+                            if loop is not None:
+                                nxt = loop.lineno
+                                break
+                        if nxt is None:
+                            nxt = exit_line
+                        first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                        self.oneliners[child.lineno] = (nxt, isinstance(child, ast.ClassDef),
+                                                        first)
+                    self._oneliners(child, -child.lineno, ())
+                else:
+                    self._oneliners(child, exit_line, chain)
 
     @staticmethod
     def _colon_at_depth0(toks):
@@ -304,7 +358,7 @@ def model_record(path, rec, branch):
     raw = set(int(n) for n in rec.get("lines", [])) | set(int(n) for n, _ in rec.get("hits", []))
     stmts = model.statements(raw)
     out = dict(rec)
-    out["excluded"] = sorted({model.stmt(n) for n in raw} & model.excluded)
+    out["excluded"] = sorted({model.stmt(n) for n in model.excluded | model.matched})
     out["lines"] = sorted(stmts)
     out["hits"] = sorted([n, c] for n, c in hits.items() if n in stmts)
     if branch:
@@ -320,13 +374,25 @@ def model_record(path, rec, branch):
         branches = {}
         for line, dests in rec.get("branches", []):
             f = model.stmt(int(line))
-            if f not in stmts or f in model.no_branch:
+            if f not in stmts or f in model.no_branch or f not in model.branch_lines:
                 continue
             for d in dests:
                 d = dest(int(d))
                 if d == f or (d > 0 and d not in stmts):
                     continue
                 branches.setdefault(f, set()).add(d)
+        ran_from = {int(first) for _, first, n in rec.get("functions", []) if int(n)}
+        for line, (nxt, is_class, first) in model.oneliners.items():
+            if line not in stmts or line in model.no_branch or nxt is None:
+                continue
+            nxt = dest(nxt)
+            branches[line] = {-line, nxt}
+            if line in hits:
+                if is_class or any(first <= f <= line for f in ran_from):
+                    arcs[(line, -line)] = arcs.get((line, -line), 0) or 1
+                if nxt < 0 or nxt in hits:
+                    arcs[(line, nxt)] = arcs.get((line, nxt), 0) or 1
+        out["arcs"] = sorted([a, b, c] for (a, b), c in arcs.items())
         out["branches"] = sorted([n, sorted(ds)] for n, ds in branches.items() if len(ds) > 1)
     return out
 

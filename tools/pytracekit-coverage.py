@@ -202,6 +202,7 @@ class SourceModel:
         # what follows the definition. {line: (next, is_class, first line
         # of its code object)}
         self.oneliners = {}
+        self.allowed = {}
         self._oneliners(ast.parse(text), -1, ())
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
         # Logical lines: [first, last] and their tokens.
@@ -274,19 +275,35 @@ class SourceModel:
                     continue
                 rest = block[i + 1:] if field != "handlers" and field != "cases" else []
                 chain = ((rest, node if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
-                          and field == "body" else None),) + after
+                          and field == "body" else None),)
+                if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                    # after a try's body: its else clause, then the finally
+                    # clause; after a handler or the else: the finally
+                    if field == "body" and node.orelse:
+                        chain += ((node.orelse, None),)
+                    elif field != "finalbody" and node.finalbody:
+                        chain += ((node.finalbody, None),)
+                chain += after
+                nxt = None
+                for stmts, loop in chain:
+                    if stmts:
+                        nxt = stmts[0].lineno
+                        break
+                    if loop is not None:
+                        nxt = loop.lineno
+                        break
+                if nxt is None:
+                    nxt = exit_line
+                if isinstance(child, (ast.If, ast.For, ast.AsyncFor, ast.While)) \
+                        and child.body and child.body[0].lineno != child.lineno:
+                    # where the branch can go: into the body, or into the
+                    # else clause, or past the statement (a body on the
+                    # header's line goes where that statement goes)
+                    self.allowed[child.lineno] = (
+                        child.body[0].lineno,
+                        child.orelse[0].lineno if child.orelse else nxt)
                 if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                     if child.body and child.body[0].lineno == child.lineno:
-                        nxt = None
-                        for stmts, loop in chain:
-                            if stmts:
-                                nxt = stmts[0].lineno
-                                break
-                            if loop is not None:
-                                nxt = loop.lineno
-                                break
-                        if nxt is None:
-                            nxt = exit_line
                         first = min([child.lineno] + [d.lineno for d in child.decorator_list])
                         self.oneliners[child.lineno] = (nxt, isinstance(child, ast.ClassDef),
                                                         first)
@@ -364,10 +381,28 @@ def model_record(path, rec, branch):
     if branch:
         def dest(d):
             return d if d < 0 else model.stmt(d)
+        def way(f, d):
+            """A branch line's destination d as coverage.py names it."""
+            allowed = model.allowed.get(f)
+            if allowed is None:
+                return d
+            # a conditional jump goes into the body or the other way; the
+            # compiler may lay that way out through another line (a with
+            # statement's exit, a copy of a finally clause)
+            return allowed[0] if d == allowed[0] else allowed[1]
+
+        # the recorded destinations of each branch line, as named there
+        ways = {}
+        for line, dests in rec.get("branches", []):
+            f = model.stmt(int(line))
+            for d in dests:
+                ways[(f, dest(int(d)))] = way(f, dest(int(d)))
         arcs = {}
         for a, b, c in rec.get("arcs", []):
             a, b = int(a), int(b)
-            key = (a if a < 0 else model.stmt(a), dest(b))
+            a = a if a < 0 else model.stmt(a)
+            b = dest(b)
+            key = (a, ways.get((a, b), b))
             if key[0] != key[1]:
                 arcs[key] = arcs.get(key, 0) + int(c)
         out["arcs"] = sorted([a, b, c] for (a, b), c in arcs.items())
@@ -377,7 +412,7 @@ def model_record(path, rec, branch):
             if f not in stmts or f in model.no_branch or f not in model.branch_lines:
                 continue
             for d in dests:
-                d = dest(int(d))
+                d = way(f, dest(int(d)))
                 if d == f or (d > 0 and d not in stmts):
                     continue
                 branches.setdefault(f, set()).add(d)

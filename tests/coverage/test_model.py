@@ -89,7 +89,7 @@ def setup(kind, name, wd):
         top = probe("import os, networkx, pytest; print(os.path.dirname(networkx.__file__))",
                     "networkx and pytest are not importable by %s (Debian: apt-get install "
                     "python3-networkx python3-pytest)" % u.python())
-        return (["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
+        return (["-m", "pytest", "-q", "-p", "no:cacheprovider",
                  os.path.join(top, name)],
                 [os.path.join(top, name, "*")])
     u.fail("unknown kind %r" % kind)

@@ -168,6 +168,11 @@ EXCLUDE = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER)",
 PARTIAL = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(branch|BRANCH)"]
 
 
+def _start(stmt):
+    """The first line of a statement: its first decorator's, if any."""
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+
+
 class SourceModel:
     """The statement structure of one source text (see above)."""
 
@@ -287,7 +292,7 @@ class SourceModel:
                 nxt = None
                 for stmts, loop in chain:
                     if stmts:
-                        nxt = stmts[0].lineno
+                        nxt = _start(stmts[0])
                         break
                     if loop is not None:
                         nxt = loop.lineno
@@ -300,8 +305,8 @@ class SourceModel:
                     # else clause, or past the statement (a body on the
                     # header's line goes where that statement goes)
                     self.allowed[child.lineno] = (
-                        child.body[0].lineno,
-                        child.orelse[0].lineno if child.orelse else nxt)
+                        _start(child.body[0]),
+                        _start(child.orelse[0]) if child.orelse else nxt)
                 if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                     if child.body and child.body[0].lineno == child.lineno:
                         first = min([child.lineno] + [d.lineno for d in child.decorator_list])

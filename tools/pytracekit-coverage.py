@@ -156,11 +156,11 @@ def _order(dests):
 #   except clause, a boolean operator, a conditional expression or a
 #   comprehension); their destinations are mapped to statements the same
 #   way; branches out of a line matching a partial-branch pattern (`# pragma: no
-#   branch`) and destinations that are excluded are not counted, and a line
-#   left with fewer than two destinations is no branch.
+#   branch`) are not counted, a way into excluded code counts and is never
+#   missing, and a line left with fewer than two destinations is no branch.
 #
-# The default patterns are coverage.py 7's; EXCLUDE and PARTIAL can be
-# replaced (the project's configuration does).
+# The default patterns are coverage.py 7's; a coverage.py configuration file
+# in the current directory changes them (report_patterns).
 
 EXCLUDE = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER)",
            r"^\s*(((async )?def .*?)?[\])]+(\s*->.*?)?:\s*)?\.\.\.\s*(#|$)",
@@ -208,7 +208,7 @@ class SourceModel:
         # of its code object)}
         self.oneliners = {}
         self.allowed = {}
-        self._oneliners(ast.parse(text), -1, ())
+        tree = ast.parse(text)
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
         # Logical lines: [first, last] and their tokens.
         logical = []
@@ -265,6 +265,7 @@ class SourceModel:
                     skip_depth = depth
                 elif colon_inside:
                     pass  # `if x: y` on one line: only that line
+        self._oneliners(tree, -1, ())
 
     def _oneliners(self, node, exit_line, after):
         """Walks the statement lists; `after` is the chain of (statements
@@ -345,10 +346,79 @@ class SourceModel:
 _model_memo = {}
 
 
+def _ini_list(text):
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def report_patterns(directory="."):
+    """(exclude, partial, where): the exclusion and partial-branch patterns
+    of the coverage.py configuration found in `directory`, in coverage.py's
+    order: $COVERAGE_RCFILE, else .coveragerc, else the first of setup.cfg,
+    tox.ini ([coverage:report]) and pyproject.toml ([tool.coverage.report])
+    that has coverage settings. `exclude_lines` and `partial_branches`
+    replace the defaults, `exclude_also` and `partial_also` add to them.
+    `where` names the file read (None: the defaults)."""
+    import configparser
+    exclude, partial = list(EXCLUDE), list(PARTIAL)
+    env = os.environ.get("COVERAGE_RCFILE")
+    tries = ([(env, "")] if env else
+             [(os.path.join(directory, ".coveragerc"), ""),
+              (os.path.join(directory, "setup.cfg"), "coverage:"),
+              (os.path.join(directory, "tox.ini"), "coverage:"),
+              (os.path.join(directory, "pyproject.toml"), "toml")])
+    for path, prefix in tries:
+        if not os.path.isfile(path):
+            continue
+        if prefix == "toml":
+            try:
+                import tomllib
+            except ImportError:  # before 3.11: no TOML reader in the stdlib
+                continue
+            try:
+                with open(path, "rb") as f:
+                    tool = tomllib.load(f).get("tool", {}).get("coverage")
+            except (OSError, ValueError):
+                continue
+            if not isinstance(tool, dict):
+                continue
+            report = tool.get("report", {})
+            get = report.get
+        else:
+            cp = configparser.RawConfigParser()
+            try:
+                cp.read(path, encoding="utf-8")
+            except (configparser.Error, UnicodeDecodeError):
+                continue
+            if prefix and not any(sec.startswith(prefix) for sec in cp.sections()):
+                continue
+            sec = prefix + "report"
+            report = dict(cp.items(sec)) if cp.has_section(sec) else {}
+
+            def get(key, default=None, report=report):
+                return _ini_list(report[key]) if key in report else default
+        if get("exclude_lines") is not None:
+            exclude = list(get("exclude_lines"))
+        exclude += list(get("exclude_also") or [])
+        if get("partial_branches") is not None:
+            partial = list(get("partial_branches"))
+        partial += list(get("partial_also") or [])
+        return exclude, partial, path
+    return exclude, partial, None
+
+
+_patterns_memo = {}
+
+
 def source_model(path):
     """The SourceModel of the file at path, or None when its source cannot be
-    read or tokenized (the raw figures are reported then)."""
-    key = (path, tuple(EXCLUDE), tuple(PARTIAL))
+    read or tokenized (the raw figures are reported then). The patterns are
+    the defaults, or those of the coverage.py configuration of the current
+    directory (report_patterns)."""
+    cwd = os.getcwd()
+    if cwd not in _patterns_memo:
+        _patterns_memo[cwd] = report_patterns(cwd)
+    exclude, partial, _ = _patterns_memo[cwd]
+    key = (path, tuple(exclude), tuple(partial))
     if key in _model_memo:
         return _model_memo[key]
     model = None
@@ -356,7 +426,7 @@ def source_model(path):
         import tokenize
         with tokenize.open(path) as f:
             text = f.read()
-        model = SourceModel(text)
+        model = SourceModel(text, exclude, partial)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as e:
         model = None
         _ = e
@@ -418,8 +488,11 @@ def model_record(path, rec, branch):
                 continue
             for d in dests:
                 d = way(f, dest(int(d)))
-                if d == f or (d > 0 and d not in stmts):
+                if d == f or (d > 0 and d not in stmts and d not in model.excluded):
                     continue
+                if d > 0 and d in model.excluded and f in hits:
+                    # a way into excluded code counts, and is never missing
+                    arcs[(f, d)] = arcs.get((f, d), 0) or 1
                 branches.setdefault(f, set()).add(d)
         ran_from = {int(first) for _, first, n in rec.get("functions", []) if int(n)}
         for line, (nxt, is_class, first) in model.oneliners.items():

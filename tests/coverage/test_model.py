@@ -3,6 +3,9 @@
     test_model.py corpus PROGRAM [--branch]
     test_model.py cpython MODULE [--branch]    difflib, argparse, enum, json
     test_model.py networkx PACKAGE [--branch]  its tests under pytest
+    test_model.py config pyproject|coveragerc|setup.cfg|tox.ini [--branch]
+        a program whose exclusions come from that configuration file
+        (exclude_also, partial_also), which both tools read themselves
 
 Runs the same program under the coverage plugin and under coverage.py
 (`coverage run`, then `coverage json`), both with coverage.py 7's default
@@ -68,6 +71,53 @@ def probe(code, why):
     return p.stdout.strip()
 
 
+CONFIG_PROG = """\
+DEBUG = False
+
+
+def f(x):
+    if DEBUG:
+        print("debug")
+    if x > 0:
+        return 1
+    raise NotImplementedError("no")
+
+
+class Base:
+    def area(self):
+        raise NotImplementedError
+
+
+def loop(n):
+    while n < 100:  # stops by itself
+        n -= 1
+        if n < 0:
+            break
+    return n
+
+
+def skipped():  # pragma: no cover
+    return 2
+
+
+f(1)
+loop(3)
+"""
+
+CONFIG_FILES = {
+    "pyproject": ("pyproject.toml", "[tool.coverage.report]\n"
+                  "exclude_also = [\"if DEBUG:\", \"raise NotImplementedError\"]\n"
+                  "partial_also = [\"stops by itself\"]\n"),
+    "coveragerc": (".coveragerc", "[report]\nexclude_also =\n    if DEBUG:\n"
+                   "    raise NotImplementedError\npartial_also =\n    stops by itself\n"),
+    "setup.cfg": ("setup.cfg", "[coverage:report]\nexclude_also =\n    if DEBUG:\n"
+                  "    raise NotImplementedError\npartial_also =\n    stops by itself\n"),
+    "tox.ini": ("tox.ini", "[tox]\nenvlist = py\n[coverage:report]\nexclude_also =\n"
+                "    if DEBUG:\n    raise NotImplementedError\npartial_also =\n"
+                "    stops by itself\n"),
+}
+
+
 def setup(kind, name, wd):
     """(command line after the interpreter, include globs)."""
     if kind == "corpus":
@@ -85,6 +135,15 @@ def setup(kind, name, wd):
             f.write(DRIVER % ("test_" + name))
         return [script], ([os.path.join(lib, m) for m in mods]
                           + [os.path.join(lib, "test", t) for t in tests])
+    if kind == "config":
+        if name == "pyproject" and sys.version_info < (3, 11):
+            u.skip("pyproject.toml needs tomllib (Python 3.11+)")
+        with open(os.path.join(wd, "prog.py"), "w") as f:
+            f.write(CONFIG_PROG)
+        fname, text = CONFIG_FILES[name]
+        with open(os.path.join(wd, fname), "w") as f:
+            f.write(text)
+        return [os.path.join(wd, "prog.py")], [os.path.join(wd, "*.py")]
     if kind == "networkx":
         top = probe("import os, networkx, pytest; print(os.path.dirname(networkx.__file__))",
                     "networkx and pytest are not importable by %s (Debian: apt-get install "
@@ -120,19 +179,23 @@ def ours(wd, argv, include, branch):
     return res
 
 
-def theirs(wd, argv, include, branch):
-    rc = os.path.join(wd, "coveragerc")
-    with open(rc, "w") as f:
-        f.write("[run]\ninclude =\n%s\n[report]\nexclude_lines =\n%s\n"
-                % ("".join("    %s\n" % i for i in include),
-                   "".join("    %s\n" % e for e in EXCLUDE)))
+def theirs(wd, argv, include, branch, own_config=False):
+    if own_config:  # coverage.py finds the project's file itself
+        opts = ["--include=" + ",".join(include)]
+    else:
+        rc = os.path.join(wd, "coveragerc")
+        with open(rc, "w") as f:
+            f.write("[run]\ninclude =\n%s\n[report]\nexclude_lines =\n%s\n"
+                    % ("".join("    %s\n" % i for i in include),
+                       "".join("    %s\n" % e for e in EXCLUDE)))
+        opts = ["--rcfile=" + rc]
     datafile = os.path.join(wd, ".coverage-oracle")
-    cmd = [covpy_python(), "-m", "coverage", "run", "--rcfile=" + rc, "--data-file=" + datafile]
+    cmd = [covpy_python(), "-m", "coverage", "run"] + opts + ["--data-file=" + datafile]
     if branch:
         cmd.append("--branch")
-    u.run(cmd + argv, wd, expect=None)
-    u.run([covpy_python(), "-m", "coverage", "json", "--rcfile=" + rc, "--data-file=" + datafile,
-           "-o", os.path.join(wd, "covpy.json")], wd)
+    u.run(cmd + argv, wd, expect=None, env_extra={"COVERAGE_RCFILE": ""})
+    u.run([covpy_python(), "-m", "coverage", "json"] + opts + ["--data-file=" + datafile,
+           "-o", os.path.join(wd, "covpy.json")], wd, env_extra={"COVERAGE_RCFILE": ""})
     with open(os.path.join(wd, "covpy.json")) as f:
         data = json.load(f)["files"]
     res = {}
@@ -158,7 +221,7 @@ def main():
     wd = u.workdir("model-%s-%s" % (kind, name.replace("/", "_")))
     argv, include = setup(kind, name, wd)
     a = ours(wd, argv, include, branch)
-    b = theirs(wd, argv, include, branch)
+    b = theirs(wd, argv, include, branch, own_config=kind == "config")
     equal, differ = 0, []
     for f in sorted(set(a) | set(b)):
         if f not in a or f not in b:

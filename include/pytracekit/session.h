@@ -154,7 +154,7 @@ PTK_API int ptk_session_stop(ptk_session *s);
  * prints the failures recorded for plugins that were detached. A session
  * that follows children, in the process that started following, also names
  * each followed process of this run whose plugins failed (its
- * `pid-N/run.json` says so) and then returns #PTK_EPLUGIN if nothing else
+ * `pid-N/run.json` says so) and then returns `PTK_EPLUGIN` if nothing else
  * failed.
  * @return #PTK_OK, or the first error (every plugin is still asked);
  *   `PTK_ESTATE` after `Py_FinalizeEx` of the session's interpreter.

@@ -480,9 +480,33 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
     c->sub = (ptk_subscription){.struct_size = sizeof c->sub,
                                 .events = c->desc->events,
                                 .flags = c->desc->flags};
+    /* init runs as it did at first: not yet initialised (host calls meant
+     * for init, subscribe_filter, are allowed), with no conditions added.
+     * The filter built from the parent's conditions stays in use (code
+     * objects keep its verdicts), so the child must ask for the same. */
+    char *kept = c->filter_extra;
+    c->filter_extra = NULL;
+    c->initialised = 0;
     int rc = c->desc->init(&args, &c->state, &c->sub.events);
     errbuf[sizeof errbuf - 1] = '\0'; /* a plugin may fill it all */
+    int same = (kept == NULL && c->filter_extra == NULL)
+               || (kept != NULL && c->filter_extra != NULL
+                   && strcmp(kept, c->filter_extra) == 0);
+    free(c->filter_extra);
+    c->filter_extra = kept;
+    if (rc >= 0 && !PyErr_Occurred()) {
+        c->initialised = 1;
+        if (!same) {
+            snprintf(errbuf, sizeof errbuf, "in the child it asked for another "
+                     "file filter than in its parent");
+            rc = PTK_ESTATE;
+        }
+    }
     if (rc < 0 || PyErr_Occurred()) {
+        if (c->initialised && c->desc->fini) {
+            c->desc->fini(c->state);
+            c->state = NULL;
+        }
         if (errbuf[0]) {
             free(c->fail_msg);
             c->fail_msg = ptk__strdup(errbuf);
@@ -1045,6 +1069,64 @@ write_manifest(ptk_session *s)
     free(fake.fail_msg);
     Py_XDECREF(m);
     PyErr_Clear();
+}
+
+/* ---- followed processes whose plugins failed -------------------------- */
+
+static const char children_failed_src[] =
+    "import json, os\n"
+    "out = []\n"
+    "try:\n"
+    "    names = sorted(os.listdir(a['root']))\n"
+    "except OSError:\n"
+    "    names = []\n"
+    "for n in names:\n"
+    "    d = os.path.join(a['root'], n)\n"
+    "    if not n.startswith('pid-') or not os.path.isdir(d):\n"
+    "        continue\n"
+    "    try:\n"
+    "        with open(os.path.join(d, 'run.json'), encoding='utf-8') as f:\n"
+    "            m = json.load(f)\n"
+    "        run = m['run']\n"
+    "        if run['started'] < a['started'] or not m.get('failed_plugins'):\n"
+    "            continue\n"
+    "        names = [p['name'] for p in m.get('plugins', ()) if p.get('failed')]\n"
+    "    except (OSError, ValueError, KeyError, TypeError):\n"
+    "        continue\n"
+    "    out.append('pytracekit: process %s: plugin %s failed, its figures are '\n"
+    "               'missing (%s)\\n' % (run.get('pid', '?'),\n"
+    "               ', '.join(\"'%s'\" % x for x in names) or '?',\n"
+    "               os.path.join(d, 'summary.txt')))\n";
+
+int
+ptk__process_children_failed(ptk_session *s)
+{
+    s->children_failed = 0;
+    if (!s->follow || s->follow_root == NULL || s->output_dir == NULL
+        || strcmp(s->follow_root, s->output_dir) != 0) {
+        return 0; /* not the top process: it does not see the others */
+    }
+    PyObject *a = Py_BuildValue("{s:s,s:d}", "root", s->follow_root, "started",
+                                s->started_wall);
+    PyObject *ns = a ? ptk__run_snippet(children_failed_src, "a", a) : NULL;
+    Py_XDECREF(a);
+    PyObject *out = ns ? PyDict_GetItemString(ns, "out") : NULL;
+    if (out == NULL || !PyList_Check(out)) {
+        fprintf(s->summary, "pytracekit: cannot check the followed processes' "
+                "reports under %s\n", s->follow_root);
+    }
+    else {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
+            const char *line = PyUnicode_AsUTF8(PyList_GET_ITEM(out, i));
+            if (line != NULL) {
+                fputs(line, s->summary);
+            }
+        }
+        s->children_failed = (int)PyList_GET_SIZE(out);
+    }
+    Py_XDECREF(ns);
+    PyErr_Clear();
+    return s->children_failed;
 }
 
 /* ---- SIGINT while reports are written -------------------------------- */

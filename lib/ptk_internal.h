@@ -929,6 +929,7 @@ struct ptk_session {
     char **written;           /* report files of this run (names) */
     size_t nwritten;
     int written_lost;         /* a name could not be kept (out of memory) */
+    int children_failed;      /* followed processes whose plugins failed */
 };
 
 extern struct ptk_session *ptk__active_sessions;
@@ -976,6 +977,11 @@ int ptk__process_owns(const struct ptk_session *s);
 /* Around the plugins' reports: SIGINT is held (delivered afterwards). */
 void ptk__process_report_begin(struct ptk_session *s);
 void ptk__process_report_end(struct ptk_session *s);
+/* For the session that made the follow root (the top process), once its
+ * own reports are written: the followed processes of this run whose
+ * plugins failed (their pid-N/run.json says so), each named on the
+ * summary. Sets and returns s->children_failed. */
+int ptk__process_children_failed(struct ptk_session *s);
 /* A report file was committed (its name is listed in run.json). */
 void ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name);
 /* {"pid", "ppid", "started", "argv", "host"}: the run, for JSON reports.

@@ -667,7 +667,7 @@ ptk_session_failures(const ptk_session *s)
     for (struct ptk_plugin_ctx *c = s ? s->plugins : NULL; c; c = c->next) {
         n += c->failed;
     }
-    return n;
+    return n + (s ? s->children_failed : 0);
 }
 
 int
@@ -728,6 +728,11 @@ ptk_session_report(ptk_session *s, char **errmsg)
             ptk__err(errmsg, first, "plugin '%s' failed: %s", c->name,
                      c->fail_msg ? c->fail_msg : ptk_strerror(c->fail_code));
         }
+    }
+    if (ptk__process_children_failed(s) > 0 && first == PTK_OK) {
+        first = PTK_EPLUGIN;
+        ptk__err(errmsg, first, "a plugin failed in %d followed processes",
+                 s->children_failed);
     }
     fflush(s->summary);
     PyErr_Restore(et, ev, tb);

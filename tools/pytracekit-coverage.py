@@ -134,9 +134,387 @@ def _order(dests):
 # ---- per-file figures ------------------------------------------------------
 
 
+# ---- coverage.py's statement model -------------------------------------------
+#
+# The data hold what ran and what could run as the interpreter sees it: every
+# line with instructions. coverage.py counts statements instead, and its
+# figures are the ones a project's gate is set on, so every report (the
+# table, lcov, Cobertura, the JSON summary, HTML) goes through this model,
+# computed from the source at report time (nothing changes while the program
+# runs):
+#
+# * a statement over several physical lines (a logical line of the
+#   tokenizer) counts once, at its first line, and ran when any of its lines
+#   ran; so does a line inside a multi-line string;
+# * docstrings (a string alone as the first statement of a module, class or
+#   function) are not statements;
+# * a line matching an exclusion pattern is excluded with its whole
+#   statement; when that statement opens a block (its logical line ends with
+#   `:`), the block goes too; an excluded decorator takes the decorated
+#   definition with it;
+# * branches are those of if/elif, while, for and case lines (not of an
+#   except clause, a boolean operator, a conditional expression or a
+#   comprehension); their destinations are mapped to statements the same
+#   way; branches out of a line matching a partial-branch pattern (`# pragma: no
+#   branch`) are not counted, a way into excluded code counts and is never
+#   missing, and a line left with fewer than two destinations is no branch.
+#
+# The default patterns are coverage.py 7's; a coverage.py configuration file
+# in the current directory changes them (report_patterns).
+
+EXCLUDE = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER)",
+           r"^\s*(((async )?def .*?)?[\])]+(\s*->.*?)?:\s*)?\.\.\.\s*(#|$)",
+           r"if (typing\.)?TYPE_CHECKING:"]
+PARTIAL = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(branch|BRANCH)"]
+
+
+def _start(stmt):
+    """The first line of a statement: its first decorator's, if any."""
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+
+
+class SourceModel:
+    """The statement structure of one source text (see above)."""
+
+    def __init__(self, text, exclude=None, partial=None):
+        import re
+        import tokenize
+        import io
+        exclude = EXCLUDE if exclude is None else exclude
+        partial = PARTIAL if partial is None else partial
+        lines = text.splitlines()
+        ex_re = re.compile("|".join("(?:%s)" % p for p in exclude)) if exclude else None
+        pa_re = re.compile("|".join("(?:%s)" % p for p in partial)) if partial else None
+        matched = {i for i, t in enumerate(lines, 1) if ex_re and ex_re.search(t)}
+        self.no_branch = {i for i, t in enumerate(lines, 1) if pa_re and pa_re.search(t)}
+        self.matched = matched
+        self.first = {}          # physical line -> first line of its statement
+        self.docstrings = set()
+        self.excluded = set()
+        # Lines that can branch in coverage.py's model: the header of an
+        # if/elif, while, for and each case of a match. A jump elsewhere
+        # (an except clause's match, a boolean operator, a conditional
+        # expression, a comprehension) is no branch there.
+        import ast
+        self.branch_lines = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor)):
+                self.branch_lines.add(node.lineno)
+            elif isinstance(node, getattr(ast, "match_case", ())):
+                self.branch_lines.add(node.pattern.lineno)
+        # A class or def with its body on its own line has two ways out of
+        # that line in coverage.py's model: the end of the body (-line) and
+        # what follows the definition. {line: (next, is_class, first line
+        # of its code object)}
+        self.oneliners = {}
+        self.allowed = {}
+        tree = ast.parse(text)
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        # Logical lines: [first, last] and their tokens.
+        logical = []
+        cur = []
+        for tok in toks:
+            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT,
+                            tokenize.DEDENT, tokenize.ENDMARKER):
+                if tok.type in (tokenize.INDENT, tokenize.DEDENT):
+                    logical.append(("indent" if tok.type == tokenize.INDENT else "dedent",))
+                continue
+            cur.append(tok)
+            if tok.type == tokenize.NEWLINE:
+                logical.append(("line", cur))
+                cur = []
+        if cur:
+            logical.append(("line", cur))
+        depth = 0
+        block_start = True  # the next logical line opens a body (docstring place)
+        skip_depth = None   # excluding a block deeper than this
+        pending_decorated = False
+        for item in logical:
+            if item[0] == "indent":
+                depth += 1
+                continue
+            if item[0] == "dedent":
+                depth -= 1
+                if skip_depth is not None and depth <= skip_depth:
+                    skip_depth = None
+                continue
+            tl = item[1]
+            a = tl[0].start[0]
+            b = max(t.end[0] for t in tl)
+            for n in range(a, b + 1):
+                self.first[n] = a
+            real = [t for t in tl if t.type != tokenize.NEWLINE]
+            if block_start and real and all(t.type == tokenize.STRING for t in real):
+                self.docstrings.update(range(a, b + 1))
+            opens = len(real) > 0 and real[-1].type == tokenize.OP and real[-1].string == ":"
+            # a compound statement with its body on the same line
+            colon_inside = self._colon_at_depth0(real)
+            block_start = opens
+            if skip_depth is not None and depth > skip_depth:
+                self.excluded.update(range(a, b + 1))
+                continue
+            is_decorator = real and real[0].type == tokenize.OP and real[0].string == "@"
+            hit = any(n in matched for n in range(a, b + 1))
+            if hit or pending_decorated:
+                self.excluded.update(range(a, b + 1))
+                if is_decorator:
+                    pending_decorated = True
+                    continue
+                pending_decorated = False
+                if opens:
+                    skip_depth = depth
+                elif colon_inside:
+                    pass  # `if x: y` on one line: only that line
+        self._oneliners(tree, -1, ())
+
+    def _oneliners(self, node, exit_line, after):
+        """Walks the statement lists; `after` is the chain of (statements
+        following, loop header or None) of the enclosing blocks."""
+        import ast
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, child in enumerate(block):
+                if not isinstance(child, (ast.stmt, ast.excepthandler,
+                                          getattr(ast, "match_case", ast.stmt))):
+                    continue
+                rest = block[i + 1:] if field != "handlers" and field != "cases" else []
+                chain = ((rest, node if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                          and field == "body" else None),)
+                if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+                    # after a try's body: its else clause, then the finally
+                    # clause; after a handler or the else: the finally
+                    if field == "body" and node.orelse:
+                        chain += ((node.orelse, None),)
+                    elif field != "finalbody" and node.finalbody:
+                        chain += ((node.finalbody, None),)
+                chain += after
+                nxt = None
+                for stmts, loop in chain:
+                    if stmts:
+                        nxt = _start(stmts[0])
+                        break
+                    if loop is not None:
+                        nxt = loop.lineno
+                        break
+                if nxt is None:
+                    nxt = exit_line
+                if isinstance(child, (ast.If, ast.For, ast.AsyncFor, ast.While)) \
+                        and child.body and child.body[0].lineno != child.lineno:
+                    # where the branch can go: into the body, or into the
+                    # else clause, or past the statement (a body on the
+                    # header's line goes where that statement goes)
+                    self.allowed[child.lineno] = (
+                        _start(child.body[0]),
+                        _start(child.orelse[0]) if child.orelse else nxt)
+                if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if child.body and child.body[0].lineno == child.lineno:
+                        first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                        self.oneliners[child.lineno] = (nxt, isinstance(child, ast.ClassDef),
+                                                        first)
+                    self._oneliners(child, -child.lineno, ())
+                else:
+                    self._oneliners(child, exit_line, chain)
+
+    @staticmethod
+    def _colon_at_depth0(toks):
+        import tokenize
+        nest = 0
+        for t in toks:
+            if t.type == tokenize.OP and t.string in "([{":
+                nest += 1
+            elif t.type == tokenize.OP and t.string in ")]}":
+                nest -= 1
+            elif t.string == ":" and nest == 0:
+                return True
+        return False
+
+    def stmt(self, line):
+        return self.first.get(line, line)
+
+    def statements(self, raw_lines):
+        """The statements among the lines with instructions."""
+        out = set()
+        for n in raw_lines:
+            f = self.stmt(n)
+            if f not in self.excluded and f not in self.docstrings:
+                out.add(f)
+        return out
+
+
+_model_memo = {}
+
+
+def _ini_list(text):
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def report_patterns(directory="."):
+    """(exclude, partial, where): the exclusion and partial-branch patterns
+    of the coverage.py configuration found in `directory`, in coverage.py's
+    order: $COVERAGE_RCFILE, else .coveragerc, else the first of setup.cfg,
+    tox.ini ([coverage:report]) and pyproject.toml ([tool.coverage.report])
+    that has coverage settings. `exclude_lines` and `partial_branches`
+    replace the defaults, `exclude_also` and `partial_also` add to them.
+    `where` names the file read (None: the defaults)."""
+    import configparser
+    exclude, partial = list(EXCLUDE), list(PARTIAL)
+    env = os.environ.get("COVERAGE_RCFILE")
+    tries = ([(env, "")] if env else
+             [(os.path.join(directory, ".coveragerc"), ""),
+              (os.path.join(directory, "setup.cfg"), "coverage:"),
+              (os.path.join(directory, "tox.ini"), "coverage:"),
+              (os.path.join(directory, "pyproject.toml"), "toml")])
+    for path, prefix in tries:
+        if not os.path.isfile(path):
+            continue
+        if prefix == "toml":
+            try:
+                import tomllib
+            except ImportError:  # before 3.11: no TOML reader in the stdlib
+                continue
+            try:
+                with open(path, "rb") as f:
+                    tool = tomllib.load(f).get("tool", {}).get("coverage")
+            except (OSError, ValueError):
+                continue
+            if not isinstance(tool, dict):
+                continue
+            report = tool.get("report", {})
+            get = report.get
+        else:
+            cp = configparser.RawConfigParser()
+            try:
+                cp.read(path, encoding="utf-8")
+            except (configparser.Error, UnicodeDecodeError):
+                continue
+            if prefix and not any(sec.startswith(prefix) for sec in cp.sections()):
+                continue
+            sec = prefix + "report"
+            report = dict(cp.items(sec)) if cp.has_section(sec) else {}
+
+            def get(key, default=None, report=report):
+                return _ini_list(report[key]) if key in report else default
+        if get("exclude_lines") is not None:
+            exclude = list(get("exclude_lines"))
+        exclude += list(get("exclude_also") or [])
+        if get("partial_branches") is not None:
+            partial = list(get("partial_branches"))
+        partial += list(get("partial_also") or [])
+        return exclude, partial, path
+    return exclude, partial, None
+
+
+_patterns_memo = {}
+
+
+def source_model(path):
+    """The SourceModel of the file at path, or None when its source cannot be
+    read or tokenized (the raw figures are reported then). The patterns are
+    the defaults, or those of the coverage.py configuration of the current
+    directory (report_patterns)."""
+    cwd = os.getcwd()
+    if cwd not in _patterns_memo:
+        _patterns_memo[cwd] = report_patterns(cwd)
+    exclude, partial, _ = _patterns_memo[cwd]
+    key = (path, tuple(exclude), tuple(partial))
+    if key in _model_memo:
+        return _model_memo[key]
+    model = None
+    try:
+        import tokenize
+        with tokenize.open(path) as f:
+            text = f.read()
+        model = SourceModel(text, exclude, partial)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as e:
+        model = None
+        _ = e
+    except Exception:  # tokenize.TokenError and the like
+        model = None
+    _model_memo[key] = model
+    return model
+
+
+def model_record(path, rec, branch):
+    """rec in coverage.py's statement model: lines are statements, hits
+    their first lines, branches and arcs between statements. The record
+    itself when the source is not available."""
+    model = source_model(path)
+    if model is None:
+        return rec
+    hits = {}
+    for n, c in rec.get("hits", []):
+        f = model.stmt(int(n))
+        hits[f] = max(hits.get(f, 0), int(c))
+    raw = set(int(n) for n in rec.get("lines", [])) | set(int(n) for n, _ in rec.get("hits", []))
+    stmts = model.statements(raw)
+    out = dict(rec)
+    out["excluded"] = sorted({model.stmt(n) for n in model.excluded | model.matched})
+    out["lines"] = sorted(stmts)
+    out["hits"] = sorted([n, c] for n, c in hits.items() if n in stmts)
+    if branch:
+        def dest(d):
+            return d if d < 0 else model.stmt(d)
+        def way(f, d):
+            """A branch line's destination d as coverage.py names it."""
+            allowed = model.allowed.get(f)
+            if allowed is None:
+                return d
+            # a conditional jump goes into the body or the other way; the
+            # compiler may lay that way out through another line (a with
+            # statement's exit, a copy of a finally clause)
+            return allowed[0] if d == allowed[0] else allowed[1]
+
+        # the recorded destinations of each branch line, as named there
+        ways = {}
+        for line, dests in rec.get("branches", []):
+            f = model.stmt(int(line))
+            for d in dests:
+                ways[(f, dest(int(d)))] = way(f, dest(int(d)))
+        arcs = {}
+        for a, b, c in rec.get("arcs", []):
+            a, b = int(a), int(b)
+            a = a if a < 0 else model.stmt(a)
+            b = dest(b)
+            key = (a, ways.get((a, b), b))
+            if key[0] != key[1]:
+                arcs[key] = arcs.get(key, 0) + int(c)
+        out["arcs"] = sorted([a, b, c] for (a, b), c in arcs.items())
+        branches = {}
+        for line, dests in rec.get("branches", []):
+            f = model.stmt(int(line))
+            if f not in stmts or f in model.no_branch or f not in model.branch_lines:
+                continue
+            for d in dests:
+                d = way(f, dest(int(d)))
+                if d == f or (d > 0 and d not in stmts and d not in model.excluded):
+                    continue
+                if d > 0 and d in model.excluded and f in hits:
+                    # a way into excluded code counts, and is never missing
+                    arcs[(f, d)] = arcs.get((f, d), 0) or 1
+                branches.setdefault(f, set()).add(d)
+        ran_from = {int(first) for _, first, n in rec.get("functions", []) if int(n)}
+        for line, (nxt, is_class, first) in model.oneliners.items():
+            if line not in stmts or line in model.no_branch or nxt is None:
+                continue
+            nxt = dest(nxt)
+            branches[line] = {-line, nxt}
+            if line in hits:
+                if is_class or any(first <= f <= line for f in ran_from):
+                    arcs[(line, -line)] = arcs.get((line, -line), 0) or 1
+                if nxt < 0 or nxt in hits:
+                    arcs[(line, nxt)] = arcs.get((line, nxt), 0) or 1
+        out["arcs"] = sorted([a, b, c] for (a, b), c in arcs.items())
+        out["branches"] = sorted([n, sorted(ds)] for n, ds in branches.items() if len(ds) > 1)
+    return out
+
+
 class FileStats:
     def __init__(self, path, rec, branch):
         self.path = path
+        rec = model_record(path, rec, branch)
+        self.excluded = rec.get("excluded", [])
         self.hits = {int(n): int(c) for n, c in rec.get("hits", [])}
         self.lines = sorted(set(int(n) for n in rec.get("lines", [])) | set(self.hits))
         self.missed = [n for n in self.lines if n not in self.hits]
@@ -239,6 +617,8 @@ def with_summary(data):
         rec = dict(data["files"][fs.path])
         rec["summary"] = _summary(fs.nlines, fs.nhit, fs.nbranches, fs.nbranches_taken,
                                   fs.nbranches_partial)
+        rec["missing_lines"] = fs.missed
+        rec["excluded_lines"] = fs.excluded
         files[fs.path] = rec
     out = dict(data)
     out["files"] = files

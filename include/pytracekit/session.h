@@ -151,7 +151,11 @@ PTK_API int ptk_session_stop(ptk_session *s);
 
 /**
  * @brief Calls each plugin's `report` (the session must be stopped), then
- * prints the failures recorded for plugins that were detached.
+ * prints the failures recorded for plugins that were detached. A session
+ * that follows children, in the process that started following, also names
+ * each followed process of this run whose plugins failed (its
+ * `pid-N/run.json` says so) and then returns `PTK_EPLUGIN` if nothing else
+ * failed.
  *
  * Reports run Python code, so signal handlers, finalizers and GC callbacks
  * may run inside them: meanwhile ptk_session_report, ptk_session_start,
@@ -166,7 +170,8 @@ PTK_API int ptk_session_stop(ptk_session *s);
 PTK_API int ptk_session_report(ptk_session *s, char **errmsg);
 
 /**
- * @brief Number of plugin instances that failed and were detached.
+ * @brief Number of plugin instances that failed and were detached, plus,
+ * after ptk_session_report(), the followed processes whose plugins failed.
  * @since 0.1
  */
 PTK_API int ptk_session_failures(const ptk_session *s);

@@ -779,10 +779,6 @@ file_new(cov_state *st, const char *path)
 static Py_ssize_t
 file_lookup(cov_state *st, PyObject *filename)
 {
-    if (!st->file_index) {
-        PyErr_SetString(PyExc_RuntimeError, "coverage: an event after the report");
-        return -2;
-    }
     PyObject *idx = PyDict_GetItemWithError(st->file_index, filename);
     if (idx) {
         return PyLong_AsSsize_t(idx);
@@ -1311,6 +1307,9 @@ python_setup(int find_coveragepy, int need_dirs)
         "                out.add(os.path.abspath(site.getusersitepackages()))\n"
         "            except Exception:\n"
         "                pass\n"
+        "            ptk = sys.modules.get('pytracekit')\n"
+        "            if getattr(ptk, '__file__', None):\n"
+        "                out.add(os.path.dirname(os.path.abspath(ptk.__file__)))\n"
         "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
         "        m = opcode.opmap\n"
         "        cls = bytearray(256)\n"
@@ -1457,10 +1456,12 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     if (args->struct_size > offsetof(ptk_init_args, subscription) &&
         host->struct_size > offsetof(ptk_host, subscribe_filter)) {
         char *bus = cov_match_bus_filter(st->match);
-        if (bus != NULL && host->subscribe_filter(args->ctx, bus) != PTK_OK) {
+        int frc = bus != NULL ? host->subscribe_filter(args->ctx, bus) : PTK_OK;
+        if (frc != PTK_OK) {
             free(bus);
-            rc = PTK_ENOMEM;
-            snprintf(args->errbuf, args->errbuf_size, "cannot set the file filter");
+            rc = frc;
+            snprintf(args->errbuf, args->errbuf_size, "cannot set the file filter: %s",
+                     host->strerror ? host->strerror(frc) : "refused");
             goto fail;
         }
         free(bus);
@@ -2033,7 +2034,9 @@ cov_report(void *state, const ptk_report_args *args)
 done:
     Py_XDECREF(data);
     Py_XDECREF(warnings);
-    cov_release_python(st);
+    /* The code objects stay referenced (and their per-code state kept)
+     * until fini: a session started again keeps counting on the same
+     * records, and its next report analyses them again. */
     if (gc_was_on) {
         PyGC_Enable();
     }

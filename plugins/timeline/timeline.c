@@ -572,6 +572,11 @@ tl_on_event(void *state, const ptk_event *ev)
 static int
 tl_event(tl_state *st, const ptk_event *ev)
 {
+    if (st->finished) {
+        /* a session started again after its report: the trace is closed */
+        st->after_finish++;
+        return PTK_OK;
+    }
     if (!st->started) {
         int rc = tl_start(st, ev->time_ns);
         if (rc != PTK_OK) {
@@ -1082,7 +1087,7 @@ tl_summary(tl_state *st, int werr)
         }
     }
     PyObject *res = Py_BuildValue(
-        "{s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:N,s:s}",
+        "{s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:N,s:s,s:K}",
         "file", st->fmt->filename,
         "format", st->fmt == &tl__json_format ? "json" : "perfetto",
         "events", (unsigned long long)st->events,
@@ -1098,7 +1103,8 @@ tl_summary(tl_state *st, int werr)
         "names", (unsigned long long)st->nnames,
         "min_duration_ns", (long long)st->min_duration_ns,
         "tasks", tasks,
-        "write_error", werr ? strerror(werr) : "");
+        "write_error", werr ? strerror(werr) : "",
+        "after_report", (unsigned long long)st->after_finish);
     return res;
 }
 
@@ -1130,6 +1136,12 @@ tl_report(void *state, const ptk_report_args *args)
                 "file): the writer could not keep up with the buffer, or "
                 "out of memory\n", (unsigned long long)st->dropped_total,
                 (unsigned long long)st->drop_episodes);
+    }
+    if (st->after_finish > 0) {
+        fprintf(args->summary,
+                "timeline: %llu events after the first report are not in %s: "
+                "a timeline is written once, by the session's first report\n",
+                (unsigned long long)st->after_finish, st->path);
     }
     if (werr != 0) {
         return st->host->fail(st->ctx, PTK_EIO, "writing %s: %s", st->path,

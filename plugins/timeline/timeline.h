@@ -248,6 +248,7 @@ typedef struct tl_state {
     size_t buffer_size;
     int started;            /* tl_start ran (at the first event) */
     int finished;
+    uint64_t after_finish;  /* events after the trace was finished */
 } tl_state;
 
 /* tl_names.c */

@@ -165,6 +165,31 @@ def _left_out(sets):
     return out
 
 
+def failed_runs(inputs, exclude=None):
+    """The runs under `inputs` whose run.json says a plugin failed there:
+    (directory, pid, [plugin names]). Their figures are missing from any
+    combination."""
+    out = []
+    for top in inputs:
+        for d, subdirs, files in os.walk(top):
+            subdirs.sort()
+            if exclude and os.path.realpath(d) == exclude:
+                subdirs[:] = []
+                continue
+            if "run.json" not in files:
+                continue
+            try:
+                with open(os.path.join(d, "run.json"), encoding="utf-8") as f:
+                    run = json.load(f)
+            except (OSError, ValueError):
+                continue  # find_sets says what is wrong with it
+            if isinstance(run, dict) and run.get("failed_plugins"):
+                names = [p.get("name", "?") for p in run.get("plugins", ())
+                         if isinstance(p, dict) and p.get("failed")]
+                out.append((d, (run.get("run") or {}).get("pid"), names))
+    return out
+
+
 def _load_json(path):
     try:
         with open(path, encoding="utf-8") as f:
@@ -459,8 +484,12 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     if summary is not None:
         for line in left_out:
             summary.write("pytracekit combine: %s\n" % line)
+    failed = [{"dir": os.path.abspath(d), "pid": pid, "plugins": names}
+              for d, pid, names in failed_runs([os.fspath(i) for i in inputs],
+                                               os.path.realpath(output_dir))]
     manifest = {"format": "pytracekit-run", "version": 1, "combined": runs,
-                "ended": time.time(), "files": written, "left_out": left_out}
+                "ended": time.time(), "files": written, "left_out": left_out,
+                "failed": failed}
     _write(os.path.join(output_dir, "run.json"), json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -473,7 +502,9 @@ with --follow-children, CI shards) into DIR (default pytracekit-combined):
 counter.json, timer.pstats, timer.folded, timer.speedscope.json, timer.json,
 coverage.{json,lcov,xml}; what it leaves out is said on stderr.
 --paths maps paths recorded elsewhere onto CANONICAL (coverage.py's [paths]).
-Exit status: 0, or 2 for bad input (nothing is written then).
+Exit status: 0; 2 for bad input (nothing is written then); 3 when a run
+below INPUT says that a plugin failed there (its figures are missing from
+the combination, which is written all the same).
 """
 
 
@@ -519,7 +550,13 @@ def main(argv=None):
     if show:
         sys.stderr.write("pytracekit combine: %d report sets -> %s (%s)\n"
                          % (len(m["combined"]), outdir, ", ".join(m["files"])))
-    return 0
+    for f in m["failed"]:
+        sys.stderr.write("pytracekit combine: %s (process %s): plugin %s failed "
+                         "there; its figures are missing (see %s)\n"
+                         % (f["dir"], f["pid"] if f["pid"] is not None else "?",
+                            ", ".join("'%s'" % n for n in f["plugins"]) or "?",
+                            os.path.join(f["dir"], "summary.txt")))
+    return 3 if m["failed"] else 0
 
 
 if __name__ == "__main__":

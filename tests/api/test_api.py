@@ -290,6 +290,140 @@ class Sessions(Tmp):
         self.assertEqual(calls["fib"], 5)
 
 
+class Restart(Tmp):
+    """A session started again, or a decorated function called again, adds
+    to the same figures: each plugin's report after two cycles equals the
+    report of one session that ran the same calls in one cycle."""
+
+    BRANCHY = (
+        "class Box:\n"
+        "    pass\n"
+        "\n"
+        "\n"
+        "def branchy(x):\n"
+        "    boxes = [Box() for _ in range(2)]\n"
+        "    if x:\n"
+        "        y = 'one'\n"
+        "    else:\n"
+        "        y = 'other'\n"
+        "    for _ in range(x):\n"
+        "        y += '.'\n"
+        "    return y, len(boxes)\n")
+
+    def setUp(self):
+        super().setUp()
+        self._src = tempfile.TemporaryDirectory(prefix="ptk-api-src-")
+        self.path = os.path.join(os.path.realpath(self._src.name), "ptk_branchy.py")
+        with open(self.path, "w") as f:
+            f.write(self.BRANCHY)
+        ns = {}
+        exec(compile(self.BRANCHY, self.path, "exec"), ns)
+        self.branchy = ns["branchy"]
+
+    def tearDown(self):
+        self._src.cleanup()
+        super().tearDown()
+
+    def figures(self, spec, s):
+        name = spec.split(":")[0]
+        r = s.results[name]
+        if name == "coverage":
+            rec = r["files"][self.path]
+            return rec["lines"], rec["hits"], rec["branches"], rec["arcs"], rec["functions"]
+        if name == "counter":
+            return sorted((f["qualname"], f["calls"]) for f in r["functions"]
+                          if f.get("file") == self.path)
+        if name == "timer":
+            return sorted((f["name"], f["calls"]) for f in r["functions"]
+                          if f.get("file") == self.path)
+        if name == "reftrack":
+            return [(t["type"], t["created"]) for t in r["types"]
+                    if t["type"] == "Box"]
+        raise AssertionError(name)
+
+    def one_cycle(self, spec):
+        with tempfile.TemporaryDirectory(prefix="ptk-api-one-") as out:
+            s = pytracekit.Session([spec], output_dir=out, threads="current")
+            s.start()
+            self.branchy(0)
+            self.branchy(3)
+            s.stop()
+            self.assertEqual(s.report(), 0)
+            return self.figures(spec, s)
+
+    def cycles(self, spec):
+        s = self.session([spec], threads="current")
+        for x in (0, 3):
+            s.start()
+            self.branchy(x)
+            s.stop()
+            self.assertEqual(s.report(), 0)
+        self.assertEqual(s.failures, 0)
+        got = self.figures(spec, s)
+        self.assertEqual(got, self.one_cycle(spec))
+        return got
+
+    def decorated(self, spec):
+        s = self.session([spec], threads="current")
+        f = s(self.branchy)
+        f(0)
+        f(3)
+        self.assertEqual(s.failures, 0)
+        got = self.figures(spec, s)
+        self.assertEqual(got, self.one_cycle(spec))
+        return got
+
+    def check_coverage(self, got, counts):
+        lines, hits, branches, arcs, functions = got
+        self.assertEqual(lines, [1, 2, 5, 6, 7, 8, 10, 11, 12, 13])
+        self.assertEqual([h[0] for h in hits], [6, 7, 8, 10, 11, 12, 13])
+        if counts:  # both cycles counted: 2 calls, 3 turns of the loop
+            self.assertEqual(dict(hits)[12], 3)
+            self.assertEqual(dict(hits)[7], 2)
+        self.assertEqual(branches, [[7, [8, 10]], [11, [12, 13]]])
+
+    def test_coverage_cycles(self):
+        self.check_coverage(self.cycles("coverage:branch=true,include=" + self.path), False)
+
+    def test_coverage_counts_cycles(self):
+        self.check_coverage(self.cycles("coverage:branch=true,counts=true,include=" + self.path),
+                            True)
+
+    def test_coverage_decorator(self):
+        self.check_coverage(self.decorated("coverage:branch=true,include=" + self.path), False)
+
+    def test_counter_cycles(self):
+        self.assertEqual(self.cycles("counter:top=0"),
+                         [("branchy", 2), ("branchy.<locals>.<listcomp>", 2)]
+                         if sys.version_info < (3, 12) else [("branchy", 2)])
+
+    def test_timer_cycles(self):
+        got = self.decorated("timer:top=0")
+        self.assertEqual(dict(got)["branchy"], 2)
+
+    def test_timeline_cycles(self):
+        # A timeline is written once: a second cycle's events are counted
+        # and said to be left out, not taken for a writer that fell behind.
+        s = self.session(["timeline"], threads="current")
+        for x in (0, 3):
+            s.start()
+            self.branchy(x)
+            s.stop()
+            self.assertEqual(s.report(), 0)
+            if x == 0:
+                first = s.results["timeline.summary"]
+        got = s.results["timeline.summary"]
+        self.assertEqual((got["events"], got["spans"], got["dropped"]),
+                         (first["events"], first["spans"], 0))
+        self.assertEqual(first["after_report"], 0)
+        self.assertGreater(got["after_report"], 0)
+
+    def test_reftrack_cycles(self):
+        if sys.version_info < (3, 13):
+            self.skipTest("reftrack needs PyRefTracer (CPython 3.13+)")
+        self.assertEqual([n for _, n in self.cycles("reftrack")], [4])
+
+
 class Leaks(Tmp):
     """A session is freed when its last reference goes, also after a with
     block: a plugin holding one of its bound methods made a cycle no

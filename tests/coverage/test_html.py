@@ -148,7 +148,7 @@ def main():
     files = [r for r in index.rows if r[0] == "file"]
     if len(files) != len(data["files"]) or index.rows[-1][0] != "total":
         u.fail("index rows %r for %d files" % (index.rows, len(data["files"])))
-    by_name = {os.path.relpath(p, wd): rec for p, rec in data["files"].items()}
+    by_name = {os.path.relpath(p, wd): rec for p, rec in u.modeled(data)["files"].items()}
     pcs = []
     checked = 0
     for row in files:

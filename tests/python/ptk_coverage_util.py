@@ -196,3 +196,16 @@ def compare_maps(what, ours, theirs, oracle_name):
 def python_version():
     p = run([python(), "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"], ".")
     return p.stdout.strip()
+
+
+def modeled(data):
+    """coverage.json's data as its reports count it: each file's record in
+    coverage.py's statement model (the report writer's model_record, which
+    coverage.model.* checks against coverage.py itself)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_ptk_coverage_format", COMBINE)
+    fmt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fmt)
+    branch = bool(data["meta"].get("branch"))
+    return dict(data, files={p: fmt.model_record(p, rec, branch)
+                             for p, rec in data["files"].items()})

@@ -26,8 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if PTK_HAVE_SYS_MONITORING
-
 typedef struct mon_cb {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -881,15 +879,62 @@ mon_init(char **errmsg)
         return ptk__err(errmsg, PTK_EPYTHON, "cannot create the callback type");
     }
     PyObject *mod = PySys_GetObject("monitoring"); /* borrowed */
+    if (mod == NULL) {
+        PyErr_Clear();
+        if (Py_Version < 0x030C0000) {
+            return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                            "the monitoring backend needs CPython 3.12 or newer "
+                            "(sys.monitoring); this is %s",
+                            ptk__python_version());
+        }
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "the monitoring backend needs sys.monitoring (PEP 669), "
+                        "which this CPython %s does not have",
+                        ptk__python_version());
+    }
+    /* The callbacks return None without a new reference: None must be
+     * immortal (PEP 683, which came with sys.monitoring in 3.12). */
+    Py_ssize_t none_refs = Py_REFCNT(Py_None);
+    Py_INCREF(Py_None);
+    int immortal = Py_REFCNT(Py_None) == none_refs;
+    Py_DECREF(Py_None);
+    static const char *const functions[] = {
+        "use_tool_id", "free_tool_id", "get_tool", "register_callback",
+        "set_events", "restart_events",
+    };
+    const char *lacks = NULL;
+    for (size_t i = 0; lacks == NULL && i < sizeof functions / sizeof *functions; i++) {
+        if (PyObject_HasAttrString(mod, functions[i]) != 1) {
+            lacks = functions[i];
+        }
+    }
     PyObject *events = mod ? PyObject_GetAttrString(mod, "events") : NULL;
     PyObject *dis = mod ? PyObject_GetAttrString(mod, "DISABLE") : NULL;
     PyObject *missing = mod ? PyObject_GetAttrString(mod, "MISSING") : NULL;
     PyObject *set_local = mod ? PyObject_GetAttrString(mod, "set_local_events") : NULL;
-    int ok = events && dis && missing && set_local;
+    if (lacks == NULL) {
+        lacks = !events ? "events" : !dis ? "DISABLE" : !missing ? "MISSING"
+              : !set_local ? "set_local_events" : NULL;
+    }
+    if (!immortal) {
+        Py_XDECREF(events);
+        Py_XDECREF(dis);
+        Py_XDECREF(missing);
+        Py_XDECREF(set_local);
+        PyErr_Clear();
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "the monitoring backend cannot run on CPython %s: "
+                        "None is not immortal there (PEP 683)",
+                        ptk__python_version());
+    }
+    int ok = lacks == NULL;
     for (int i = 0; ok && i < M_COUNT; i++) {
         PyObject *v = PyObject_GetAttrString(events, regs[i].name);
         ev_bit[i] = v ? PyLong_AsUnsignedLong(v) : 0;
         ok = v != NULL && !PyErr_Occurred();
+        if (!ok) {
+            lacks = regs[i].name;
+        }
         Py_XDECREF(v);
         if (ok && callbacks[i] == NULL) {
             mon_cb *cb = PyObject_New(mon_cb, &mon_cb_type);
@@ -907,8 +952,14 @@ mon_init(char **errmsg)
         Py_XDECREF(missing);
         Py_XDECREF(set_local);
         PyErr_Clear();
-        return ptk__err(errmsg, PTK_EPYTHON,
-                        "sys.monitoring is not usable in this interpreter");
+        if (lacks == NULL) {
+            return ptk__err(errmsg, PTK_EPYTHON, "cannot make the sys.monitoring "
+                            "callbacks");
+        }
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "the monitoring backend cannot run on CPython %s: "
+                        "sys.monitoring there has no %s",
+                        ptk__python_version(), lacks);
     }
     mon_DISABLE = dis;
     mon_MISSING = missing;
@@ -1248,49 +1299,16 @@ ptk__mon_reset(void)
     prev_events = 0;
 }
 
-#else /* no sys.monitoring: CPython before 3.12 */
-
-int
-ptk__mon_claim(char **errmsg)
-{
-    return ptk__err(errmsg, PTK_EUNSUPPORTED,
-                    "the monitoring backend needs CPython 3.12 or newer "
-                    "(sys.monitoring); this is %s",
-                    ptk__python_version());
-}
-
-void
-ptk__mon_release(void)
-{
-}
-
-int
-ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
-{
-    (void)t;
-    (void)install_here;
-    (void)errmsg;
-    return PTK_OK;
-}
-
-void
-ptk__mon_reset(void)
-{
-}
-
-#endif
 
 /* ---- the backend's table ------------------------------------------------ */
 
+/* Decided by behaviour, not at build time: the backend uses only
+ * sys.monitoring's Python API and public C API (cmake/monitoring_probe.py
+ * asks the same at configure time). */
 static int
 mon_available(char **errmsg)
 {
-#if PTK_HAVE_SYS_MONITORING
-    (void)errmsg;
-    return PTK_OK;
-#else
-    return ptk__mon_claim(errmsg); /* says what is missing */
-#endif
+    return mon_init(errmsg); /* says what is missing */
 }
 
 static unsigned int

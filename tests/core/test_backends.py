@@ -606,6 +606,50 @@ class ToolIds(unittest.TestCase):
         self.assertEqual(got["calls"], 9)
 
 
+
+HIDDEN = """
+import json, sys
+import pytracekit
+monitoring = sys.monitoring
+del sys.monitoring
+out = {{}}
+try:
+    s = pytracekit.Session([{spec!r}], output_dir={out!r}, backend="monitoring")
+    s.start()
+    out["monitoring"] = s.backend
+    s.stop()
+    s.close()
+except Exception as e:
+    out["monitoring"] = "refused: %s" % e
+s = pytracekit.Session([{spec!r}], output_dir={out!r})
+s.start()
+s.stop()
+out["auto"] = s.backend
+s.close()
+print(json.dumps(out))
+"""
+
+
+class Behaviour(unittest.TestCase):
+    """Whether the monitoring backend can run is decided when a session
+    starts, by what the interpreter has (lib/monitoring.c mon_init), not by
+    what the build saw: with sys.monitoring taken away, asking for it is
+    refused with a message that says so, and auto takes the legacy
+    backend."""
+
+    def test_without_sys_monitoring(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = HIDDEN.format(out=d, spec=f"{RECORDER}:tag=r,events=call")
+            p = python(src, cwd=d)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        version = "%d.%d.%d" % sys.version_info[:3]
+        self.assertEqual(got, {
+            "monitoring": "refused: the monitoring backend needs sys.monitoring "
+                          "(PEP 669), which this CPython %s does not have" % version,
+            "auto": "legacy"})
+
+
 CLI_PROBE = """
 import json, sys
 print(json.dumps({"tool3": sys.monitoring.get_tool(3),

@@ -1316,6 +1316,7 @@ python_setup(int find_coveragepy, int need_dirs)
         "        cls = bytearray(256)\n"
         "        jumps = set(getattr(opcode, 'hasjump', ()) or opcode.hasjrel)\n"
         "        for op in jumps:\n"
+        "            if op >= 256: continue\n"
         "            name = opcode.opname[op]\n"
         "            if name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER':\n"
         "                cls[op] = 4\n"

@@ -42,8 +42,9 @@ for path in sys.argv[1:]:
     exits = parser.exit_counts()
     out[path] = {"statements": sorted(statements), "docstrings": sorted(docs),
                  "branch_lines": sorted(l for l, n in exits.items() if n > 1),
-                 "first": {str(k): v for k, v in getattr(
-                     parser, "multiline", getattr(parser, "_multiline", {})).items()},
+                 "first": {str(k): v for k, v in getattr(  # multiline_map: 7.10+
+                     parser, "multiline_map", getattr(parser, "multiline", getattr(
+                         parser, "_multiline", {}))).items()},
                  "instr": sorted(instr)}
 print(json.dumps(out))
 '''

@@ -60,7 +60,7 @@ def _cache_sizes():
     table = getattr(dis, "_inline_cache_entries", None)
     out = [0] * 256
     for op in range(256):
-        if isinstance(table, dict):  # 3.13: by name
+        if hasattr(table, "get"):  # by name: a dict (3.13), a frozendict (3.15)
             out[op] = table.get(dis.opname[op], 0)
         elif table is not None:
             out[op] = table[op]

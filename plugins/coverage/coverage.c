@@ -1330,7 +1330,7 @@ python_setup(int find_coveragepy, int need_dirs)
         "        table = getattr(opcode, '_inline_cache_entries', None)\n"
         "        caches = bytearray(256)\n"
         "        for op in range(256):\n"
-        "            if isinstance(table, dict):\n"
+        "            if hasattr(table, 'get'):  # by name: a dict, a frozendict (3.15)\n"
         "                caches[op] = table.get(opcode.opname[op], 0)\n"
         "            elif table is not None:\n"
         "                caches[op] = table[op]\n"

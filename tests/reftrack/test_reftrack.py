@@ -289,6 +289,7 @@ def case_slot_lifecycle():
 
 
 def case_third_party():
+    offered = tracker_removed_offered()
     P = probe()
     P.install(Widget)
     mine = P.slot()
@@ -301,6 +302,11 @@ def case_third_party():
     s.stop()
     eq(P.slot(), mine, "probe's tracer put back at stop")
     eq(P.counts()[:2], (120, 45), "every event forwarded to the earlier tracer")
+    # 3.15: CPython told the probe each time it was replaced
+    # (PyRefTracer_TRACKER_REMOVED): by reftrack's one-off probe tracer
+    # (rt_destroy_is_missed, which puts it back) and by the hub. The hub
+    # does not forward the notice it gets itself when it puts the probe back.
+    eq(P.others(), 2 if offered else 0, "TRACKER_REMOVED notices the probe received")
     s.report()
     rep = widgets_report(out)
     eq(rep["chained"], True, "chained")
@@ -310,6 +316,54 @@ def case_third_party():
     eq(P.counts()[:2], (123, 45), "probe still counting after the session")
     P.uninstall()
     del objs, extra
+
+
+def tracker_removed_offered():
+    """Does this runtime tell a reference tracer it is replaced
+    (PyRefTracer_TRACKER_REMOVED, 3.15)? Found by behaviour: the probe
+    installed and taken out again."""
+    P = probe()
+    before = P.slot()
+    P.save()
+    P.install(object)
+    P.restore()
+    told = P.others()
+    eq(P.slot(), before, "slot restored after the TRACKER_REMOVED probe")
+    return told == 1
+
+
+def case_evicted_told():
+    # Where CPython sends PyRefTracer_TRACKER_REMOVED (3.15), the hub knows
+    # it was evicted the moment it happens; elsewhere at its next look at
+    # the slot (here: the stop). The report says when it was noticed.
+    import time
+    offered = tracker_removed_offered()
+    P = probe()
+    s, out = session(["reftrack"])
+    s.start()
+    seen = [Widget() for _ in range(4)]
+    t0 = time.monotonic()
+    P.install(Widget)           # evicts the hub
+    time.sleep(0.5)
+    unseen = [Widget() for _ in range(3)]
+    waited = time.monotonic() - t0
+    s.stop()
+    s.report()
+    rep = widgets_report(out)
+    eq((rep["evicted"], row(rep, LOCAL_WIDGET)["created"]), (True, 4),
+       "evicted, Widgets seen")
+    gap = rep["evicted_after_s"] - rep["last_event_s"]
+    if offered:
+        check(0 <= gap < 0.25, "TRACKER_REMOVED: eviction noticed %.3f s after the last "
+              "event, expected at once" % gap)
+    else:
+        check(gap >= 0.45, "no TRACKER_REMOVED: eviction noticed %.3f s after the last "
+              "event, expected at the stop, %.3f s later" % (gap, waited))
+    eq(P.counts()[:2], (3, 0), "the probe saw the Widgets made after it")
+    P.uninstall()
+    print("TRACKER_REMOVED offered: %s; eviction noticed %.3f s after the last event"
+          % (offered, gap))
+    del seen, unseen
 
 
 def case_stale_copy():

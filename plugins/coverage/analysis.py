@@ -130,8 +130,9 @@ def _code_lines(code, start):
     out = set()
     for begin, end, line in code.co_lines():
         # Instructions up to the first RESUME (RETURN_GENERATOR, MAKE_CELL,
-        # COPY_FREE_VARS, RESUME itself) never produce a LINE event.
-        if line is not None and line > 0 and end > start + 2:
+        # COPY_FREE_VARS, RESUME itself and its inline cache on 3.15) never
+        # produce a LINE event.
+        if line is not None and line > 0 and end > start + 2 + (2 * _CACHES[_RESUME] if start >= 0 else 0):
             out.add(line)
     return out
 

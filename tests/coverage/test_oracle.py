@@ -26,6 +26,9 @@ import ptk_coverage_util as u
 
 # Branch events come from sys.monitoring: CPython 3.12+ on its backend.
 MONITORING_BRANCHES = u.MONITORING and sys.version_info >= (3, 12)
+# No LINE for the first line after a loop that has a break, reached by the
+# loop's exit (3.14, 3.15).
+LOOP_EXIT_UNSEEN = sys.version_info >= (3, 14)
 
 
 def main():
@@ -123,6 +126,20 @@ def main():
             taken_theirs[f] = {a for a in theirs[f] if a[0] in dests and a[1] in dests[a[0]]}
             # Every arc a branch event made is a transition that happened.
             stray = sorted(ours_arcs - set(theirs[f]))
+            if LOOP_EXIT_UNSEEN:
+                # 3.14+: the loop's exit branch points at the first line
+                # after a loop that has a `break`, and CPython gives no LINE
+                # for it there, so a trace function sees the frame leave
+                # from the `for` line (docs/events.md, "The line after a
+                # loop that has a break").
+                for a, b in list(stray):
+                    exits = [x for x in theirs[f] if x[0] == a and x[1] < 0]
+                    if b > 0 and exits:
+                        print("arcs: %s: %r from the branch event, %r in the oracle "
+                              "(no LINE after the loop)" % (os.path.basename(f), (a, b),
+                                                           exits[0]))
+                        stray.remove((a, b))
+                        taken_theirs[f].add((a, b))
             if stray:
                 u.fail("%s: arcs the oracle never saw: %s" % (f, stray))
         u.compare_sets("branches taken", taken_ours, taken_theirs, "oracle")

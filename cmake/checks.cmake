@@ -18,6 +18,12 @@ ptk_check(PTK_HAVE_PRIVATE_SETPROFILE_TSTATE "_PyEval_SetProfile(NULL, NULL, NUL
 ptk_check(PTK_HAVE_REFTRACER "void *d; PyRefTracer t = PyRefTracer_GetTracer(&d); PyRefTracer_SetTracer(t, d); (void)PyRefTracer_CREATE; (void)PyRefTracer_DESTROY")
 ptk_check(PTK_HAVE_REFTRACER_TRACKER_REMOVED "int e = PyRefTracer_TRACKER_REMOVED; (void)e")
 ptk_check(PTK_HAVE_UNSTABLE_CODE_EXTRA "void *x; PyUnstable_Eval_RequestCodeExtraIndex(NULL); PyUnstable_Code_GetExtra(NULL, 0, &x)")
+# The calling thread's thread state, NULL without an error when it has none
+# (3.13+). 3.15 imports site (and so a followed child's sitecustomize)
+# before Py_IsInitialized() says 1: lib/life.c also takes a thread state as
+# proof that Python runs. Without it, Py_IsInitialized() alone (before 3.15
+# it is 1 by then).
+ptk_check(PTK_HAVE_THREADSTATE_GETUNCHECKED "PyThreadState *t = PyThreadState_GetUnchecked(); (void)t")
 ptk_check(PTK_HAVE_ENTER_TRACING "PyThreadState_EnterTracing(NULL); PyThreadState_LeaveTracing(NULL)")
 ptk_check(PTK_HAVE_GETEXCEPTION "PyObject *e = PyErr_GetRaisedException(); PyErr_SetRaisedException(e)")
 ptk_check(PTK_HAVE_TSTATE_CURRENT_EXCEPTION "PyThreadState *t = PyThreadState_Get(); (void)t->current_exception")

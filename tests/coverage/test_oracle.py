@@ -31,6 +31,25 @@ MONITORING_BRANCHES = u.MONITORING and sys.version_info >= (3, 12)
 LOOP_EXIT_UNSEEN = sys.version_info >= (3, 14)
 
 
+# Branches from BRANCH_LEFT / BRANCH_RIGHT: 3.14+ on the monitoring backend.
+BRANCH_DIRECTIONS = MONITORING_BRANCHES and sys.version_info >= (3, 14)
+
+
+def conditional_jumps(path):
+    """The conditional jumps of every code object compiled from path."""
+    import dis
+    import types
+    with open(path) as src:
+        todo = [compile(src.read(), path, "exec")]
+    n = 0
+    while todo:
+        c = todo.pop()
+        n += sum(1 for ins in dis.get_instructions(c)
+                 if ins.opname.startswith(("POP_JUMP_IF", "FOR_ITER", "END_ASYNC_FOR")))
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return n
+
+
 def main():
     args = sys.argv[1:]
     prog = args.pop(0)
@@ -147,6 +166,16 @@ def main():
             u.fail("the program has no branches to compare")
         if data["meta"]["events"]["branch"] == 0:
             u.fail("no BRANCH event was received")
+        if BRANCH_DIRECTIONS:
+            # 3.14+: each direction of each conditional jump is delivered
+            # once at most (BRANCH_LEFT / BRANCH_RIGHT, each switched off
+            # once taken), however often the program runs it.
+            bound = 2 * sum(conditional_jumps(f) for f in measured)
+            got = data["meta"]["events"]["branch"]
+            if got > bound:
+                u.fail("%d branch events, more than the %d directions of the measured "
+                       "code's conditional jumps" % (got, bound))
+            print("branch events: %d, directions: %d" % (got, bound))
         for f in measured:
             bad = [n for n, c in data["files"][f]["hits"] if c != 1]
             if bad:

@@ -18,6 +18,12 @@ ptk_check(PTK_HAVE_PRIVATE_SETPROFILE_TSTATE "_PyEval_SetProfile(NULL, NULL, NUL
 ptk_check(PTK_HAVE_REFTRACER "void *d; PyRefTracer t = PyRefTracer_GetTracer(&d); PyRefTracer_SetTracer(t, d); (void)PyRefTracer_CREATE; (void)PyRefTracer_DESTROY")
 ptk_check(PTK_HAVE_REFTRACER_TRACKER_REMOVED "int e = PyRefTracer_TRACKER_REMOVED; (void)e")
 ptk_check(PTK_HAVE_UNSTABLE_CODE_EXTRA "void *x; PyUnstable_Eval_RequestCodeExtraIndex(NULL); PyUnstable_Code_GetExtra(NULL, 0, &x)")
+# The calling thread's thread state, NULL without an error when it has none
+# (3.13+). 3.15 imports site (and so a followed child's sitecustomize)
+# before Py_IsInitialized() says 1: lib/life.c also takes a thread state as
+# proof that Python runs. Without it, Py_IsInitialized() alone (before 3.15
+# it is 1 by then).
+ptk_check(PTK_HAVE_THREADSTATE_GETUNCHECKED "PyThreadState *t = PyThreadState_GetUnchecked(); (void)t")
 ptk_check(PTK_HAVE_ENTER_TRACING "PyThreadState_EnterTracing(NULL); PyThreadState_LeaveTracing(NULL)")
 ptk_check(PTK_HAVE_GETEXCEPTION "PyObject *e = PyErr_GetRaisedException(); PyErr_SetRaisedException(e)")
 ptk_check(PTK_HAVE_TSTATE_CURRENT_EXCEPTION "PyThreadState *t = PyThreadState_Get(); (void)t->current_exception")
@@ -32,7 +38,24 @@ ptk_check(PTK_HAVE_LONG_COMPACT "PyLongObject *o = (PyLongObject *)PyLong_FromLo
 # function while code no filter selects runs. Later versions instrument
 # the code instead.
 ptk_check(PTK_HAVE_CFRAME_USE_TRACING "PyThreadState *t = PyThreadState_Get(); (void)t->cframe->use_tracing")
-ptk_check(PTK_HAVE_SYS_MONITORING "int n = _PY_MONITORING_EVENTS; (void)n")
+# sys.monitoring (PEP 669). The monitoring backend (lib/monitoring.c) uses
+# it only through its Python API and public C API, and is always compiled;
+# whether it can run is decided by behaviour, when a session starts. No
+# public macro says an interpreter has sys.monitoring (the private
+# _PY_MONITORING_EVENTS checked here before is gone from 3.14), so the
+# interpreter being built against is asked here the question the backend
+# asks at start (cmake/monitoring_probe.py mirrors mon_init()): the build
+# registers the NAME@monitoring tests where it says yes.
+execute_process(COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/monitoring_probe.py
+  RESULT_VARIABLE _ptk_mon_rc OUTPUT_VARIABLE _ptk_mon_out ERROR_VARIABLE _ptk_mon_out
+  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
+if(_ptk_mon_rc EQUAL 0)
+  set(PTK_HAVE_SYS_MONITORING 1)
+else()
+  set(PTK_HAVE_SYS_MONITORING "")
+  message(STATUS "pytracekit: no monitoring backend: ${_ptk_mon_out}")
+endif()
+message(STATUS "pytracekit: PTK_HAVE_SYS_MONITORING = ${PTK_HAVE_SYS_MONITORING}")
 # The interpreter's frame evaluation hook (PEP 523) and the internal frame
 # it is handed (its code object and globals): lib/frame_hook.c. With
 # PTK_HAVE_CFRAME_USE_TRACING, the legacy backend runs code no filter

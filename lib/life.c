@@ -44,10 +44,27 @@ after_finalize(void)
     watching = 0;
 }
 
+/* Is Python running here? Py_IsInitialized() is 0 on 3.15 while site and
+ * sitecustomize are imported (a followed child starts its session there),
+ * although the calling thread runs Python code: its thread state says so. */
+static int
+python_runs(void)
+{
+    if (Py_IsInitialized()) {
+        return 1;
+    }
+#if PTK_HAVE_THREADSTATE_GETUNCHECKED
+    PyThreadState *ts = PyThreadState_GetUnchecked();
+    return ts != NULL && PyThreadState_GetInterpreter(ts) != NULL;
+#else
+    return 0;
+#endif
+}
+
 int
 ptk__interp_check(char **errmsg)
 {
-    if (!Py_IsInitialized()) {
+    if (!python_runs()) {
         return ptk__err(errmsg, PTK_ESTATE,
                         "Python is not initialized (call Py_Initialize first)");
     }
@@ -90,7 +107,7 @@ ptk__session_check(const struct ptk_session *s, char **errmsg)
     if (s == NULL) {
         return ptk__err(errmsg, PTK_EINVAL, "no session");
     }
-    if (s->gen != ptk__interp_gen || !Py_IsInitialized()) {
+    if (s->gen != ptk__interp_gen || !python_runs()) {
         return ptk__err(errmsg, PTK_ESTATE,
                         "the Python interpreter this session was made in has "
                         "been finalized (Py_FinalizeEx); free the session "

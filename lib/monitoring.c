@@ -26,8 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if PTK_HAVE_SYS_MONITORING
-
 typedef struct mon_cb {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -778,6 +776,52 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     return none();
 }
 
+/* BRANCH_LEFT, BRANCH_RIGHT (code, from, to), 3.14+: an event of the
+ * direction's kind for its subscribers, and a BRANCH event for those of
+ * branch. On these versions CPython's BRANCH is never enabled: with it on, a
+ * tool's direction callbacks are not called, and its DISABLE switches off
+ * the direction taken only, after which a for loop's exit is not reported
+ * (docs/events.md, "Branch events and DISABLE"). A direction is switched
+ * off once every subscriber of both kinds has disabled it there (for a
+ * branch subscriber that is the location: both directions, as on 3.12 and
+ * 3.13). */
+static PyObject *
+mon_branch_dir(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    (void)nargsf;
+    (void)kw;
+    ptk__table *t = ptk__current;
+    PyCodeObject *code = (PyCodeObject *)args[0];
+    if (ptk__code_dead(t, code)) {
+        return disable(1);
+    }
+    ptk__thread *th = thread_here(&t);
+    if (th == NULL) {
+        return none();
+    }
+    const ptk_event_kind kinds[2] = {(ptk_event_kind)((mon_cb *)self)->what,
+                                     PTK_EV_BRANCH};
+    int32_t from = (int32_t)small_int(args[1]), to = (int32_t)small_int(args[2]);
+    int off = 1;
+    for (int i = 0; i < 2; i++) {
+        ptk_event_kind k = kinds[i];
+        if (!t->nsub[k]) {
+            continue;
+        }
+        ptk_event ev;
+        ev_init(&ev, th, k, code, Py_None, t->shadow ? th->pub.depth : -1);
+        ev.lasti_ = from;
+        ev.target = to;
+        ptk__deliver_clean(t, th, &ev);
+        t = ptk__current; /* a plugin that failed may have retired t */
+        if (!((ptk__disable_records & (int)PTK_MASK(k)) &&
+              ptk__code_all_disabled(t, &ev))) {
+            off = 0;
+        }
+    }
+    return off ? disable(1) : none();
+}
+
 /* RAISE, STOP_ITERATION (code, offset, exception). */
 static PyObject *
 mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
@@ -842,13 +886,14 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
 enum {
     M_PY_START, M_PY_RESUME, M_PY_THROW, M_PY_RETURN, M_PY_YIELD, M_PY_UNWIND,
     M_CALL, M_C_RETURN, M_C_RAISE, M_LINE, M_JUMP, M_RAISE, M_STOP_ITERATION,
-    M_INSTRUCTION, M_BRANCH, M_COUNT
+    M_INSTRUCTION, M_BRANCH, M_BRANCH_LEFT, M_BRANCH_RIGHT, M_COUNT
 };
 
 static const struct {
     const char *name; /* in sys.monitoring.events */
     vectorcallfunc fn;
     int what;
+    int optional; /* not every version has it (then its ev_bit stays 0) */
 } regs[M_COUNT] = {
     [M_PY_START] = {"PY_START", mon_call, PTK_ORIGIN_START},
     [M_PY_RESUME] = {"PY_RESUME", mon_call, PTK_ORIGIN_RESUME},
@@ -865,6 +910,8 @@ static const struct {
     [M_STOP_ITERATION] = {"STOP_ITERATION", mon_raise, 0},
     [M_INSTRUCTION] = {"INSTRUCTION", mon_instruction, 0},
     [M_BRANCH] = {"BRANCH", mon_branch, 0},
+    [M_BRANCH_LEFT] = {"BRANCH_LEFT", mon_branch_dir, PTK_EV_BRANCH_LEFT, 1},
+    [M_BRANCH_RIGHT] = {"BRANCH_RIGHT", mon_branch_dir, PTK_EV_BRANCH_RIGHT, 1},
 };
 
 static unsigned long ev_bit[M_COUNT]; /* sys.monitoring.events.NAME */
@@ -881,15 +928,66 @@ mon_init(char **errmsg)
         return ptk__err(errmsg, PTK_EPYTHON, "cannot create the callback type");
     }
     PyObject *mod = PySys_GetObject("monitoring"); /* borrowed */
+    if (mod == NULL) {
+        PyErr_Clear();
+        if (Py_Version < 0x030C0000) {
+            return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                            "the monitoring backend needs CPython 3.12 or newer "
+                            "(sys.monitoring); this is %s",
+                            ptk__python_version());
+        }
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "the monitoring backend needs sys.monitoring (PEP 669), "
+                        "which this CPython %s does not have",
+                        ptk__python_version());
+    }
+    /* The callbacks return None without a new reference: None must be
+     * immortal (PEP 683, which came with sys.monitoring in 3.12). */
+    Py_ssize_t none_refs = Py_REFCNT(Py_None);
+    Py_INCREF(Py_None);
+    int immortal = Py_REFCNT(Py_None) == none_refs;
+    Py_DECREF(Py_None);
+    static const char *const functions[] = {
+        "use_tool_id", "free_tool_id", "get_tool", "register_callback",
+        "set_events", "restart_events",
+    };
+    const char *lacks = NULL;
+    for (size_t i = 0; lacks == NULL && i < sizeof functions / sizeof *functions; i++) {
+        if (PyObject_HasAttrString(mod, functions[i]) != 1) {
+            lacks = functions[i];
+        }
+    }
     PyObject *events = mod ? PyObject_GetAttrString(mod, "events") : NULL;
     PyObject *dis = mod ? PyObject_GetAttrString(mod, "DISABLE") : NULL;
     PyObject *missing = mod ? PyObject_GetAttrString(mod, "MISSING") : NULL;
     PyObject *set_local = mod ? PyObject_GetAttrString(mod, "set_local_events") : NULL;
-    int ok = events && dis && missing && set_local;
+    if (lacks == NULL) {
+        lacks = !events ? "events" : !dis ? "DISABLE" : !missing ? "MISSING"
+              : !set_local ? "set_local_events" : NULL;
+    }
+    if (!immortal) {
+        Py_XDECREF(events);
+        Py_XDECREF(dis);
+        Py_XDECREF(missing);
+        Py_XDECREF(set_local);
+        PyErr_Clear();
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "the monitoring backend cannot run on CPython %s: "
+                        "None is not immortal there (PEP 683)",
+                        ptk__python_version());
+    }
+    int ok = lacks == NULL;
     for (int i = 0; ok && i < M_COUNT; i++) {
+        if (regs[i].optional && PyObject_HasAttrString(events, regs[i].name) != 1) {
+            ev_bit[i] = 0; /* (3.12, 3.13: no BRANCH_LEFT / BRANCH_RIGHT) */
+            continue;
+        }
         PyObject *v = PyObject_GetAttrString(events, regs[i].name);
         ev_bit[i] = v ? PyLong_AsUnsignedLong(v) : 0;
         ok = v != NULL && !PyErr_Occurred();
+        if (!ok) {
+            lacks = regs[i].name;
+        }
         Py_XDECREF(v);
         if (ok && callbacks[i] == NULL) {
             mon_cb *cb = PyObject_New(mon_cb, &mon_cb_type);
@@ -907,8 +1005,14 @@ mon_init(char **errmsg)
         Py_XDECREF(missing);
         Py_XDECREF(set_local);
         PyErr_Clear();
-        return ptk__err(errmsg, PTK_EPYTHON,
-                        "sys.monitoring is not usable in this interpreter");
+        if (lacks == NULL) {
+            return ptk__err(errmsg, PTK_EPYTHON, "cannot make the sys.monitoring "
+                            "callbacks");
+        }
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "the monitoring backend cannot run on CPython %s: "
+                        "sys.monitoring there has no %s",
+                        ptk__python_version(), lacks);
     }
     mon_DISABLE = dis;
     mon_MISSING = missing;
@@ -1010,6 +1114,9 @@ ptk__mon_claim(char **errmsg)
     }
     probe_line_after_resume();
     for (int i = 0; i < M_COUNT; i++) {
+        if (ev_bit[i] == 0) {
+            continue; /* an optional event this version does not have */
+        }
         if (mon_call_method("register_callback", "(ikO)", tool, ev_bit[i],
                             callbacks[i]) < 0) {
             char *why = ptk__format_exception();
@@ -1042,6 +1149,9 @@ ptk__mon_release(void)
     ptk__code_each_local(local_update, NULL);
     local_walked = 0;
     for (int i = 0; i < M_COUNT; i++) {
+        if (ev_bit[i] == 0) {
+            continue;
+        }
         mon_call_method("register_callback", "(ikO)", tool, ev_bit[i], Py_None);
         PyErr_Clear();
     }
@@ -1170,8 +1280,13 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (m & PTK_MASK(PTK_EV_JUMP)) {
         want |= ev_bit[M_JUMP];
     }
+    /* 3.14+: branch comes from the two directions (see mon_branch_dir) */
+    unsigned long dirs = ev_bit[M_BRANCH_LEFT] | ev_bit[M_BRANCH_RIGHT];
     if (m & PTK_MASK(PTK_EV_BRANCH)) {
-        want |= ev_bit[M_BRANCH];
+        want |= dirs ? dirs : ev_bit[M_BRANCH];
+    }
+    if (m & (PTK_MASK(PTK_EV_BRANCH_LEFT) | PTK_MASK(PTK_EV_BRANCH_RIGHT))) {
+        want |= dirs;
     }
     if (m & PTK_MASK(PTK_EV_EXCEPTION)) {
         want |= bits(M_RAISE, M_STOP_ITERATION);
@@ -1180,7 +1295,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
         want |= ev_bit[M_INSTRUCTION];
     }
     unsigned long per_code = bits(M_LINE, M_JUMP) | ev_bit[M_BRANCH] |
-                             ev_bit[M_INSTRUCTION];
+                             ev_bit[M_INSTRUCTION] | dirs;
     unsigned long local = t->dead_possible && !local_broken ? want & per_code : 0;
     if (local) {
         want = (want & ~per_code) | ev_bit[M_PY_START] | ev_bit[M_PY_RESUME];
@@ -1248,55 +1363,27 @@ ptk__mon_reset(void)
     prev_events = 0;
 }
 
-#else /* no sys.monitoring: CPython before 3.12 */
-
-int
-ptk__mon_claim(char **errmsg)
-{
-    return ptk__err(errmsg, PTK_EUNSUPPORTED,
-                    "the monitoring backend needs CPython 3.12 or newer "
-                    "(sys.monitoring); this is %s",
-                    ptk__python_version());
-}
-
-void
-ptk__mon_release(void)
-{
-}
-
-int
-ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
-{
-    (void)t;
-    (void)install_here;
-    (void)errmsg;
-    return PTK_OK;
-}
-
-void
-ptk__mon_reset(void)
-{
-}
-
-#endif
 
 /* ---- the backend's table ------------------------------------------------ */
 
+/* Decided by behaviour, not at build time: the backend uses only
+ * sys.monitoring's Python API and public C API (cmake/monitoring_probe.py
+ * asks the same at configure time). */
 static int
 mon_available(char **errmsg)
 {
-#if PTK_HAVE_SYS_MONITORING
-    (void)errmsg;
-    return PTK_OK;
-#else
-    return ptk__mon_claim(errmsg); /* says what is missing */
-#endif
+    return mon_init(errmsg); /* says what is missing */
 }
 
 static unsigned int
 mon_events(void)
 {
-    return ptk__fed_mask(PTK_FEED_MONITORING);
+    unsigned int m = ptk__fed_mask(PTK_FEED_MONITORING);
+    if (mon_init(NULL) < 0 || ev_bit[M_BRANCH_LEFT] == 0 || ev_bit[M_BRANCH_RIGHT] == 0) {
+        /* before 3.14 */
+        m &= ~(PTK_MASK(PTK_EV_BRANCH_LEFT) | PTK_MASK(PTK_EV_BRANCH_RIGHT));
+    }
+    return m;
 }
 
 const ptk__backend_ops ptk__monitoring_ops = {

@@ -110,8 +110,8 @@ PyObject *ptk__run_snippet(const char *src, const char *name, PyObject *value);
  * is measured in) them itself. New reference, or NULL with an exception. */
 PyObject *ptk__import_quietly(const char *name);
 
-/* opcode.opmap, imported quietly (a new reference; NULL if it could not be
- * had, no exception set). */
+/* opcode.opmap, imported quietly, as a dict (3.15's frozendict is copied;
+ * a new reference; NULL if it could not be had, no exception set). */
 PyObject *ptk__opmap(void);
 
 /* ---- options (options.c) -------------------------------------------- */

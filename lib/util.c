@@ -125,7 +125,12 @@ ptk__opmap(void)
     PyObject *opmap = opcode != NULL ? PyObject_GetAttrString(opcode, "opmap") : NULL;
     Py_XDECREF(opcode);
     if (opmap != NULL && !PyDict_Check(opmap)) {
-        Py_CLEAR(opmap);
+        /* a frozendict on 3.15: copied into a dict for PyDict_GetItem */
+        PyObject *d = PyDict_New();
+        if (d != NULL && PyDict_Merge(d, opmap, 1) < 0) {
+            Py_CLEAR(d);
+        }
+        Py_SETREF(opmap, d);
     }
     PyErr_Clear();
     return opmap;

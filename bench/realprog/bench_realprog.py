@@ -36,6 +36,20 @@ import time
 SUITES = ["test_difflib", "test_argparse", "test_email", "test_json",
           "test_enum", "test_asyncio.test_tasks"]
 VARIANTS = ["bare", "cprofile", "timer", "timer_noctx"]
+# --variants versions: the coverage plugin (line, branch) and coverage.py
+# (its default core: sys.monitoring on 3.12+ for lines, and for branches on
+# 3.14+), both measuring the suite's module and its tests; the timer against
+# cProfile (profiling.tracing where the interpreter has it, 3.15) and
+# CPython's sampler (profiling.sampling, 3.15, its own default rate).
+VERSION_VARIANTS = ["bare", "cov_line", "cov_branch", "covpy_line", "covpy_branch",
+                    "cprofile", "timer", "sampling"]
+# what the coverage variants measure, per suite: the module and its tests
+MEASURED = {
+    "test_difflib": "*/difflib.py,*/test_difflib.py",
+    "test_argparse": "*/argparse.py,*/test_argparse.py",
+    "test_enum": "*/enum.py,*/test_enum.py",
+    "test_json": "*/json/*.py,*/test_json/*.py",
+}
 
 
 def cache_value(build, name):
@@ -62,10 +76,35 @@ def command(variant, python, build, suite, outdir):
     if variant == "bare":
         return [python] + test
     if variant == "cprofile":
-        return [python, "-m", "cProfile", "-o", os.path.join(outdir, "cprofile.pstats")] + test
+        return [python, "-m", cprofile_module(python), "-o",
+                os.path.join(outdir, "cprofile.pstats")] + test
+    if variant == "sampling":
+        return [python, "-m", "profiling.sampling", "run"] + test
+    include = MEASURED.get(suite, "*/%s.py" % suite[5:])
+    if variant.startswith("covpy_"):
+        return ([python, "-m", "coverage", "run", "--data-file=" + os.path.join(outdir, "cov"),
+                 "--include=" + include] + (["--branch"] if variant == "covpy_branch" else [])
+                + test)
+    if variant.startswith("cov_"):
+        spec = "coverage:include='%s'%s" % (include, ",branch=true" if variant == "cov_branch"
+                                            else "")
+        return [os.path.join(build, "tools", "pytracekit"), "-o", outdir,
+                "--plugin-path", os.path.join(build, "plugins"), "-p", spec] + test
     spec = "timer" if variant == "timer" else "timer:contexts=false"
     return [os.path.join(build, "tools", "pytracekit"), "-o", outdir,
             "--plugin-path", os.path.join(build, "plugins"), "-p", spec] + test
+
+
+def cprofile_module(python, _known={}):
+    """cProfile's command: profiling.tracing where the interpreter has it."""
+    if python not in _known:
+        import subprocess
+        out = subprocess.run([python, "-c", "import importlib.util as u; print("
+                              "u.find_spec('profiling') is not None and "
+                              "u.find_spec('profiling.tracing') is not None)"],
+                             capture_output=True, text=True)
+        _known[python] = "profiling.tracing" if out.stdout.strip() == "True" else "cProfile"
+    return _known[python]
 
 
 def run_once(argv, cwd):
@@ -93,7 +132,8 @@ def measure(args):
         version = python_version(python)
         for rnd in range(args.reps):
             for suite in args.suites:
-                order = VARIANTS[rnd % len(VARIANTS):] + VARIANTS[:rnd % len(VARIANTS)]
+                variants = args.variants
+                order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
                 for variant in order:
                     work = tempfile.mkdtemp(prefix="ptk-realprog-")
                     outdir = os.path.join(work, "out")
@@ -162,6 +202,43 @@ def table(path):
             " (exit %s)" % bad if bad else ""))
 
 
+def table_versions(path):
+    """The --variants versions table: each variant's CPU as the median of
+    its per-round ratios to bare (and the timer's to cProfile and to the
+    sampler)."""
+    runs = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["variant"] in VERSION_VARIANTS:
+                runs.setdefault((r["python"], r["suite"], r["variant"]), []).append(r)
+
+    def ratio(key, base):
+        a = {x["round"]: x["cpu_s"] for x in runs.get(key, [])}
+        b = {x["round"]: x["cpu_s"] for x in runs.get(base, [])}
+        v = [a[k] / b[k] for k in a if k in b and b[k]]
+        return statistics.median(v) if v else None
+
+    def fmt(v):
+        return "–" if v is None else "%.2f×" % v
+    print("| Python | suite | bare CPU | coverage line | coverage branch | coverage.py line "
+          "| coverage.py branch | cProfile | timer | timer ÷ cProfile | sampler "
+          "| timer ÷ sampler | rounds |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for p, s in sorted({(p, s) for p, s, _ in runs}):
+        bare = runs.get((p, s, "bare"), [])
+        cells = [fmt(ratio((p, s, v), (p, s, "bare")))
+                 for v in ("cov_line", "cov_branch", "covpy_line", "covpy_branch", "cprofile",
+                           "timer")]
+        bad = sorted({r["rc"] for v in VERSION_VARIANTS for r in runs.get((p, s, v), [])} - {0})
+        print("| %s | %s | %.2f s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d%s |" % (
+            p, s, statistics.median(r["cpu_s"] for r in bare) if bare else 0, *cells,
+            fmt(ratio((p, s, "timer"), (p, s, "cprofile"))),
+            fmt(ratio((p, s, "sampling"), (p, s, "bare"))),
+            fmt(ratio((p, s, "timer"), (p, s, "sampling"))), len(bare),
+            " (exit %s)" % bad if bad else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -170,6 +247,11 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--results", default="realprog-results.jsonl")
     ap.add_argument("--table", metavar="FILE")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="comma-separated, of %s; 'versions' for %s"
+                    % (", ".join(VARIANTS), ", ".join(VERSION_VARIANTS)))
+    ap.add_argument("--table-versions", metavar="FILE",
+                    help="the table of the 'versions' variants")
     ap.add_argument("--cpu", type=int, metavar="N",
                     help="run everything on CPU N only (os.sched_setaffinity): on a "
                          "machine whose CPUs differ in speed (a shared VM), a run that "
@@ -178,6 +260,11 @@ def main():
     if args.table:
         table(args.table)
         return
+    if args.table_versions:
+        table_versions(args.table_versions)
+        return
+    args.variants = (VERSION_VARIANTS if args.variants == "versions"
+                     else [v for v in args.variants.split(",") if v])
     if not args.build:
         ap.error("give at least one --build")
     args.suites = [s for s in args.suites.split(",") if s]

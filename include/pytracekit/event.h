@@ -54,7 +54,13 @@ typedef enum ptk_event_kind {
     PTK_EV_REF_DESTROY = 9, /**< an object is being destroyed (reference tracer) */
     PTK_EV_BRANCH = 10,     /**< a conditional branch is taken or not (3.12+, monitoring; @since 0.3) */
     PTK_EV_JUMP = 11,       /**< an unconditional jump (3.12+, monitoring; @since 0.3) */
-    PTK_EV_COUNT = 12       /**< number of kinds; not an event (10 before 0.3) */
+    PTK_EV_BRANCH_LEFT = 12,  /**< a conditional branch not taken: falls through
+                                   (3.14+, monitoring; PTK_DISABLE switches off
+                                   this direction only; @since 0.3) */
+    PTK_EV_BRANCH_RIGHT = 13, /**< a conditional branch taken (3.14+, monitoring;
+                                   PTK_DISABLE switches off this direction only;
+                                   @since 0.3) */
+    PTK_EV_COUNT = 14       /**< number of kinds; not an event (10 before 0.3) */
 } ptk_event_kind;
 
 /** @brief The mask bit of one event kind. @since 0.1 */
@@ -78,8 +84,11 @@ typedef enum ptk_event_kind {
  *  deliver (not BRANCH / JUMP). @since 0.1 */
 #define PTK_MASK_ALL (PTK_MASK_PROFILE | PTK_MASK_TRACE | PTK_MASK_REF)
 
-/** @brief The branch events of `sys.monitoring` (3.12+). @since 0.3 */
-#define PTK_MASK_BRANCHES (PTK_MASK(PTK_EV_BRANCH) | PTK_MASK(PTK_EV_JUMP))
+/** @brief The branch events of `sys.monitoring` (3.12+; the two directions
+ *  3.14+). @since 0.3 */
+#define PTK_MASK_BRANCHES                                                  \
+    (PTK_MASK(PTK_EV_BRANCH) | PTK_MASK(PTK_EV_JUMP) |                     \
+     PTK_MASK(PTK_EV_BRANCH_LEFT) | PTK_MASK(PTK_EV_BRANCH_RIGHT))
 
 /** @brief Every bit that names an event kind. @since 0.3 */
 #define PTK_MASK_VALID (PTK_MASK_ALL | PTK_MASK_BRANCHES)
@@ -149,7 +158,11 @@ typedef enum ptk_event_kind {
     X(BRANCH, "branch", PTK_GROUP_BRANCHES, PTK_FEED_MONITORING,              \
       "instruction", "BRANCH (3.12+)")                                        \
     X(JUMP, "jump", PTK_GROUP_BRANCHES, PTK_FEED_MONITORING, "instruction",   \
-      "JUMP (3.12+)")
+      "JUMP (3.12+)")                                                         \
+    X(BRANCH_LEFT, "branch_left", 0u, PTK_FEED_MONITORING, "instruction",     \
+      "BRANCH_LEFT (3.14+)")                                                  \
+    X(BRANCH_RIGHT, "branch_right", 0u, PTK_FEED_MONITORING, "instruction",   \
+      "BRANCH_RIGHT (3.14+)")
 
 /**
  * @brief Where a CALL or RETURN came from, as far as the backend can tell.

@@ -60,7 +60,7 @@ def _cache_sizes():
     table = getattr(dis, "_inline_cache_entries", None)
     out = [0] * 256
     for op in range(256):
-        if isinstance(table, dict):  # 3.13: by name
+        if hasattr(table, "get"):  # by name: a dict (3.13), a frozendict (3.15)
             out[op] = table.get(dis.opname[op], 0)
         elif table is not None:
             out[op] = table[op]
@@ -130,8 +130,9 @@ def _code_lines(code, start):
     out = set()
     for begin, end, line in code.co_lines():
         # Instructions up to the first RESUME (RETURN_GENERATOR, MAKE_CELL,
-        # COPY_FREE_VARS, RESUME itself) never produce a LINE event.
-        if line is not None and line > 0 and end > start + 2:
+        # COPY_FREE_VARS, RESUME itself and its inline cache on 3.15) never
+        # produce a LINE event.
+        if line is not None and line > 0 and end > start + 2 + (2 * _CACHES[_RESUME] if start >= 0 else 0):
             out.add(line)
     return out
 

@@ -150,11 +150,12 @@ loc_svarint(const uint8_t **pp, const uint8_t *end)
 
 /*
  * Fills w->unit_line for the @p units code units of @p code and w->own with
- * its lines (unsorted, repeated) that can produce a LINE event, given its
- * first RESUME at byte @p start.
+ * its lines (unsorted, repeated) that can produce a LINE event, given the
+ * first byte @p after its first RESUME and that RESUME's inline caches (3.15
+ * gives RESUME one).
  */
 static int
-decode_lines(an_work *w, PyCodeObject *code, int32_t start, int32_t units)
+decode_lines(an_work *w, PyCodeObject *code, int32_t after, int32_t units)
 {
     PyObject *table = code->co_linetable;
     if (!table || !PyBytes_Check(table)) {
@@ -184,7 +185,7 @@ decode_lines(an_work *w, PyCodeObject *code, int32_t start, int32_t units)
         for (int32_t u = addr; u < stop && u < units; u++) {
             w->unit_line[u] = at;
         }
-        if (at > 0 && stop * 2 > start + 2 && ivec_push(&w->own, at) < 0) {
+        if (at > 0 && stop * 2 > after && ivec_push(&w->own, at) < 0) {
             return -1;
         }
         addr = stop;
@@ -482,9 +483,10 @@ analyze_one(an_work *w, const cov_optable *ops, PyCodeObject *code, int want_arc
         }
     }
     int32_t units = nbytes / 2;
+    int32_t after = start + 2 + (start >= 0 ? 2 * ops->caches[raw[start]] : 0);
     if (reserve((void **)&w->unit_line, &w->cap_units, (size_t)units + 1,
                 sizeof(int32_t)) < 0
-        || decode_lines(w, code, start, units) < 0) {
+        || decode_lines(w, code, after, units) < 0) {
         goto done;
     }
     /* sorted, each once */

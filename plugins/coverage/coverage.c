@@ -986,12 +986,17 @@ return_is_yield(const cov_state *st, const cov_code *c, const ptk_event *ev)
            && raw[lasti - 2] == st->op_yield;
 }
 
+#define COV_BRANCH_KINDS                                                   \
+    (PTK_MASK(PTK_EV_BRANCH) | PTK_MASK(PTK_EV_BRANCH_LEFT) |              \
+     PTK_MASK(PTK_EV_BRANCH_RIGHT))
+
 /* 1 if arcs come from the LINE events (every LINE is delivered), 0 if
- * from branch events (sys.monitoring's BRANCH; lines are switched off). */
+ * from branch events (sys.monitoring's BRANCH, or its two directions on
+ * 3.14+; lines are switched off). */
 static inline int
 arcs_from_lines(const cov_state *st)
 {
-    return !st->sub || !(st->sub->events & PTK_MASK(PTK_EV_BRANCH));
+    return !st->sub || !(st->sub->events & COV_BRANCH_KINDS);
 }
 
 #define TRAIL_NONE INT32_MIN
@@ -1124,6 +1129,29 @@ on_branch(cov_state *st, cov_code *c, const ptk_event *ev)
     return b->n == 2 ? PTK_DISABLE : PTK_OK;
 }
 
+/* A BRANCH_LEFT or BRANCH_RIGHT event (3.14+): the arc of that direction,
+ * and the direction is switched off; the other one stays on until taken.
+ * After the first pass no branch event fires. */
+static int
+on_branch_dir(cov_state *st, cov_code *c, const ptk_event *ev)
+{
+    st->branch_events++;
+    int32_t src = st->host->event_offset(ev);
+    if (!branch_get(c, src)) { /* (also loads the bytecode) */
+        return cov_fail_python(st, "recording a branch");
+    }
+    int32_t from = PyCode_Addr2Line(c->code, src);
+    int32_t to = from > 0 ? branch_trail(st, c, from, ev->target) : TRAIL_NONE;
+    if (to != TRAIL_NONE) {
+        cov_file *f = c->file;
+        if ((from > f->maxline && file_reserve(f, from) < 0)
+            || arc_add(f, from, to) < 0) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+    }
+    return PTK_DISABLE;
+}
+
 /* A LINE event of measured code (the commonest one of branch coverage is
  * counted by cov_on_event's short way before it gets here). */
 static inline __attribute__((always_inline)) int
@@ -1223,6 +1251,9 @@ cov_on_event_full(void *state, const ptk_event *ev)
     }
     case PTK_EV_BRANCH:
         return on_branch(st, c, ev);
+    case PTK_EV_BRANCH_LEFT:
+    case PTK_EV_BRANCH_RIGHT:
+        return on_branch_dir(st, c, ev);
     default:
         return PTK_OK;
     }
@@ -1315,6 +1346,7 @@ python_setup(int find_coveragepy, int need_dirs)
         "        cls = bytearray(256)\n"
         "        jumps = set(getattr(opcode, 'hasjump', ()) or opcode.hasjrel)\n"
         "        for op in jumps:\n"
+        "            if op >= 256: continue\n"
         "            name = opcode.opname[op]\n"
         "            if name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER':\n"
         "                cls[op] = 4\n"
@@ -1328,7 +1360,7 @@ python_setup(int find_coveragepy, int need_dirs)
         "        table = getattr(opcode, '_inline_cache_entries', None)\n"
         "        caches = bytearray(256)\n"
         "        for op in range(256):\n"
-        "            if isinstance(table, dict):\n"
+        "            if hasattr(table, 'get'):  # by name: a dict, a frozendict (3.15)\n"
         "                caches[op] = table.get(opcode.opname[op], 0)\n"
         "            elif table is not None:\n"
         "                caches[op] = table[op]\n"
@@ -1350,6 +1382,8 @@ python_setup(int find_coveragepy, int need_dirs)
         "            if name == 'EXTENDED_ARG': f |= 64\n"
         "            if name == 'RESUME': f |= 128\n"
         "            an[op] = f\n"
+        "        events = getattr(getattr(sys, 'monitoring', None), 'events', None)\n"
+        "        dirs = hasattr(events, 'BRANCH_LEFT') and hasattr(events, 'BRANCH_RIGHT')\n"
         "        found = 0\n"
         "        if find_coveragepy:\n"
         "            import importlib.util\n"
@@ -1358,7 +1392,7 @@ python_setup(int find_coveragepy, int need_dirs)
         "        for name in set(sys.modules) - before:\n"
         "            del sys.modules[name]\n"
         "    return (sorted(out), ops[0], ops[1], int(found), bytes(cls), bytes(caches),\n"
-        "            bytes(an))\n";
+        "            bytes(an), int(dirs))\n";
     PyObject *mod = load_module("_ptk_coverage_setup", src, NULL, 0);
     if (!mod) {
         return NULL;
@@ -1405,8 +1439,10 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     const char **dirv = NULL;
     int found = 0;
     PyObject *opclass = NULL, *opcaches = NULL, *anflags = NULL;
-    if (!setup || !PyArg_ParseTuple(setup, "O!iiiSSS", &PyList_Type, &dirs, &st->op_resume,
-                                    &st->op_yield, &found, &opclass, &opcaches, &anflags)) {
+    int branch_dirs = 0; /* sys.monitoring has BRANCH_LEFT / BRANCH_RIGHT (3.14+) */
+    if (!setup || !PyArg_ParseTuple(setup, "O!iiiSSSi", &PyList_Type, &dirs, &st->op_resume,
+                                    &st->op_yield, &found, &opclass, &opcaches, &anflags,
+                                    &branch_dirs)) {
         goto pyfail;
     }
     if (PyBytes_GET_SIZE(opclass) != 256 || PyBytes_GET_SIZE(opcaches) != 256
@@ -1492,8 +1528,12 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         && args->subscription
         && args->subscription->struct_size > offsetof(ptk_subscription, fallback)) {
         st->sub = args->subscription;
-        *events |= PTK_MASK(PTK_EV_BRANCH);
-        args->subscription->optional |= PTK_MASK(PTK_EV_BRANCH);
+        /* 3.14+: the two directions, each switched off once taken (CPython's
+         * BRANCH cannot do that: docs/events.md) */
+        unsigned kinds = branch_dirs ? PTK_MASK(PTK_EV_BRANCH_LEFT) | PTK_MASK(PTK_EV_BRANCH_RIGHT)
+                                     : PTK_MASK(PTK_EV_BRANCH);
+        *events |= kinds;
+        args->subscription->optional |= kinds;
         args->subscription->fallback |= from_lines & ~*events;
     }
     else if (st->branch) {

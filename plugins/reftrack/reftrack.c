@@ -524,10 +524,18 @@ static int
 rt_probe_tracer(PyObject *obj, PyRefTracerEvent event, void *data)
 {
     (void)data;
+#ifdef RT_HAVE_TRACKER_REMOVED
+    /* 3.15: PyRefTracer_SetTracer tells the tracer it replaces, with no
+     * object; the probe's own removal is no news for the tracer it
+     * displaced, which gets the slot back. */
+    if (event == PyRefTracer_TRACKER_REMOVED) {
+        return 0;
+    }
+#endif
     if (probe_prev_fn != NULL) {
         (void)probe_prev_fn(obj, event, probe_prev_data);
     }
-    if (Py_TYPE(obj) == &PyBaseObject_Type) {
+    if (obj != NULL && Py_TYPE(obj) == &PyBaseObject_Type) {
         if (event == PyRefTracer_CREATE) {
             probe_created++;
         }

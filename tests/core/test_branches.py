@@ -104,6 +104,92 @@ class Branches(unittest.TestCase):
                       "(branch and jump need the monitoring backend, CPython 3.12+)", r.stderr)
 
 
+# What DISABLE from a BRANCH callback switches off, per version: run with
+# sys.monitoring alone (no pytracekit). f(6) twice; every callback returns
+# DISABLE. Offsets are turned into (from line, to line).
+DISABLE_PROBE = textwrap.dedent('''
+    import json, sys
+    m = sys.monitoring; E = m.events
+    def f(n):
+        t = 0
+        for i in range(n):
+            if i % 2:
+                t += 1
+        return t
+    lines = {}
+    for start, end, line in f.__code__.co_lines():
+        for off in range(start, end, 2):
+            lines[off] = line
+    def first_line_from(off):
+        # the line of the first instruction at or after off that has one
+        while off not in lines or lines[off] is None:
+            off += 2
+        return lines[off]
+    seen = []
+    def mk(name):
+        def cb(code, src, dst):
+            if code is f.__code__:
+                seen.append([name, lines[src], first_line_from(dst)])
+                return m.DISABLE
+        return cb
+    m.use_tool_id(3, "probe")
+    names = sys.argv[1].split(",")
+    bits = 0
+    for name in names:
+        m.register_callback(3, getattr(E, name), mk(name))
+        bits |= getattr(E, name)
+    m.set_events(3, bits)
+    f(6); f(6)
+    m.set_events(3, 0)
+    print(json.dumps(seen))
+''')
+
+
+class CPythonBranchEvents(unittest.TestCase):
+    """CPython's own BRANCH events, which the monitoring backend feeds
+    branch from: docs/events.md, "Branch events and DISABLE". f's lines:
+    6 the for, 7 the if, 8 its body, 9 the return (the program's line 1 is
+    empty); a direction's line is that of the instruction it leads to (the
+    for loop's next item is stored on line 6, the if's fall-through starts
+    with NOT_TAKEN on line 7, its jump leads to the backward jump, which is
+    on line 8)."""
+
+    def probe(self, names):
+        p = subprocess.run([PYTHON, "-c", DISABLE_PROBE, names], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [tuple(r) for r in json.loads(p.stdout)]
+
+    def test_branch_disable(self):
+        if sys.version_info < (3, 12):
+            self.skipTest("no sys.monitoring before 3.12; this is %d.%d" % sys.version_info[:2])
+        got = self.probe("BRANCH")
+        if sys.version_info >= (3, 14):
+            # DISABLE switches off the direction taken only; the for loop's
+            # exit is never reported once its other direction is off.
+            self.assertEqual(got, [("BRANCH", 6, 6), ("BRANCH", 7, 7), ("BRANCH", 7, 8)])
+        else:
+            # DISABLE switches off the location, both directions.
+            self.assertEqual(got, [("BRANCH", 6, 6), ("BRANCH", 7, 7)])
+
+    def test_left_right_disable(self):
+        if sys.version_info < (3, 14):
+            self.skipTest("BRANCH_LEFT / BRANCH_RIGHT are 3.14+; this is %d.%d"
+                          % sys.version_info[:2])
+        # each direction once, the for loop's exit included
+        self.assertEqual(self.probe("BRANCH_LEFT,BRANCH_RIGHT"),
+                         [("BRANCH_LEFT", 6, 6), ("BRANCH_LEFT", 7, 7),
+                          ("BRANCH_RIGHT", 7, 8), ("BRANCH_RIGHT", 6, 9)])
+
+    def test_branch_hides_left_right(self):
+        if sys.version_info < (3, 14):
+            self.skipTest("BRANCH_LEFT / BRANCH_RIGHT are 3.14+; this is %d.%d"
+                          % sys.version_info[:2])
+        # with BRANCH on too, the tool's BRANCH_LEFT / BRANCH_RIGHT
+        # callbacks are never called
+        got = self.probe("BRANCH_LEFT,BRANCH_RIGHT,BRANCH")
+        self.assertEqual({r[0] for r in got}, {"BRANCH"})
+
+
 if __name__ == "__main__":
     # A test skipped here is reported to CTest as skipped (77), with why.
     result = unittest.main(exit=False).result

@@ -114,14 +114,24 @@ def coveragepy_available():
     return True, p.stdout.strip()
 
 
-def run_coveragepy(cwd, script_and_args, branch=False):
-    """coverage.py's measured (raw) data: {file: {"lines": set, "arcs": set}}."""
+def run_coveragepy(cwd, script_and_args, branch=False, core="ctrace", include=None):
+    """coverage.py's measured (raw) data: {file: {"lines": set, "arcs": set}}.
+
+    core is coverage.py's measuring core (COVERAGE_CORE). The default,
+    ctrace, is its C trace function: its arcs are the line-to-line
+    transitions a trace function sees, on every version. Its own default
+    differs by version: from 3.14 (coverage.py 7.9+) it is sysmon, whose
+    branch data are (n, n) for each line run and (line, destination) for
+    each branch direction taken (BRANCH_LEFT / BRANCH_RIGHT), not
+    transitions. include: coverage.py's --include patterns instead of
+    --source=cwd."""
     datafile = os.path.join(cwd, ".coverage-oracle")
-    cmd = [python(), "-m", "coverage", "run", "--data-file=" + datafile, "--source=" + cwd]
+    cmd = [python(), "-m", "coverage", "run", "--data-file=" + datafile]
+    cmd.append("--include=" + include if include else "--source=" + cwd)
     if branch:
         cmd.append("--branch")
     run(cmd + list(script_and_args), cwd, expect=None,
-        env_extra={"COVERAGE_RCFILE": os.devnull})
+        env_extra={"COVERAGE_RCFILE": os.devnull, "COVERAGE_CORE": core})
     code = ("import coverage, json, sys\n"
             "d = coverage.CoverageData(basename=sys.argv[1]); d.read()\n"
             "out = {}\n"

@@ -73,12 +73,26 @@ def run_timer(script, opts="", args=(), threads=None, check_rc=True,
     return outdir, proc
 
 
+def cprofile_module():
+    """The module that runs cProfile as a command on PYTHON: 3.15 renamed it
+    profiling.tracing (cProfile stays as an alias); decided by asking the
+    interpreter, not by its version."""
+    proc = subprocess.run([PYTHON, "-c", "import importlib.util as u; "
+                           "print(u.find_spec('profiling') is not None and "
+                           "u.find_spec('profiling.tracing') is not None)"],
+                          capture_output=True, text=True, timeout=60)
+    return "profiling.tracing" if proc.stdout.strip() == "True" else "cProfile"
+
+
 def run_cprofile(script, args=()):
-    """Runs SCRIPT under `python -m cProfile` with the same interpreter and
-    returns its stats dict (the pstats file format)."""
+    """Runs SCRIPT under `python -m cProfile` (`-m profiling.tracing` where
+    the interpreter has it, 3.15+) with the same interpreter and returns its
+    stats dict (the pstats file format)."""
     fd, out = tempfile.mkstemp(suffix=".pstats", prefix="ptk-cprofile-")
     os.close(fd)
-    cmd = [PYTHON, "-m", "cProfile", "-o", out, script] + [str(a) for a in args]
+    module = cprofile_module()
+    print("oracle: python -m %s" % module)
+    cmd = [PYTHON, "-m", module, "-o", out, script] + [str(a) for a in args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         fail("cProfile run failed (%d): %s" % (proc.returncode, proc.stderr))

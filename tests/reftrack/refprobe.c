@@ -8,6 +8,8 @@
  *                        objects whose type is exactly `type`
  *   counts()          -> (creates, destroys, events with a ValueError
  *                        pending) seen so far
+ *   others()          -> events of other kinds seen since install (3.15's
+ *                        PyRefTracer_TRACKER_REMOVED, when it is replaced)
  *   uninstall()       -> empties the slot if it still holds this tracer
  *   save(), restore() -> remember the slot's (function, data) and put that
  *                        pair back later, as a tool that "restores" does
@@ -19,6 +21,7 @@
 
 static PyObject *target;
 static unsigned long long n_create, n_destroy, n_pending;
+static unsigned long long n_other; /* events other than CREATE and DESTROY */
 static int probe_token;
 
 static int
@@ -27,6 +30,14 @@ probe_tracer(PyObject *obj, PyRefTracerEvent event, void *data)
     if (data == &probe_token && PyErr_Occurred() &&
         PyErr_ExceptionMatches(PyExc_ValueError)) {
         n_pending++;
+    }
+    /* Only CREATE and DESTROY carry an object: 3.15 also calls the tracer
+     * being replaced with PyRefTracer_TRACKER_REMOVED and NULL. */
+    if (event != PyRefTracer_CREATE && event != PyRefTracer_DESTROY) {
+        if (data == &probe_token) {
+            n_other++;
+        }
+        return 0;
     }
     if (data == &probe_token && (PyObject *)Py_TYPE(obj) == target) {
         if (event == PyRefTracer_CREATE) {
@@ -67,7 +78,7 @@ probe_install(PyObject *m, PyObject *type)
         return NULL;
     }
     Py_XSETREF(target, Py_NewRef(type));
-    n_create = n_destroy = n_pending = 0;
+    n_create = n_destroy = n_pending = n_other = 0;
     if (PyRefTracer_SetTracer(probe_tracer, &probe_token) < 0) {
         return NULL;
     }
@@ -80,6 +91,14 @@ probe_counts(PyObject *m, PyObject *unused)
     (void)m;
     (void)unused;
     return Py_BuildValue("(KKK)", n_create, n_destroy, n_pending);
+}
+
+static PyObject *
+probe_others(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(n_other);
 }
 
 static PyObject *
@@ -125,6 +144,8 @@ static PyMethodDef probe_methods[] = {
     {"tracer_address", probe_tracer_address, METH_NOARGS, "this tracer"},
     {"install", probe_install, METH_O, "install the counting tracer"},
     {"counts", probe_counts, METH_NOARGS, "(creates, destroys)"},
+    {"others", probe_others, METH_NOARGS,
+     "events other than CREATE and DESTROY since install (3.15: TRACKER_REMOVED)"},
     {"uninstall", probe_uninstall, METH_NOARGS, "empty the slot if ours"},
     {NULL, NULL, 0, NULL},
 };

@@ -213,7 +213,7 @@ def mask_unknown_bit():
     with Scratch("mask") as s:
         expect_rejected(s, ["-p", p],
                         ["plugin 'bad_mask': event mask 0x100001 has bits that name no "
-                         "event (valid: 0xfff)"])
+                         "event (valid: 0x3fff)"])
 
 
 def no_name():

@@ -175,7 +175,8 @@ add_item(filter_impl *f, int which, const char *item, size_t n,
     ptk__patlist *l = &f->pub.list[which];
     int neg = 0;
     while (n > 0 && (*item == ' ' || *item == '\t')) {
-        item++, n--;
+        item++;
+        n--;
     }
     while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t')) {
         n--;
@@ -185,7 +186,8 @@ add_item(filter_impl *f, int which, const char *item, size_t n,
     }
     if (*item == '!') {
         neg = 1;
-        item++, n--;
+        item++;
+        n--;
         if (n == 0) {
             return ptk__err(errmsg, PTK_EINVAL,
                             "plugin '%s': filter '%s' has a '!' with nothing "

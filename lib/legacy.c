@@ -74,6 +74,7 @@ park_on(const ptk__table *t)
  * subscriber disabled all its lines (the coverage plugin, once it has seen
  * them), and nobody takes the other trace-only kinds. Its CALL and RETURN
  * are then delivered by the parked profile function. */
+__attribute__((unused)) /* 3.11 alone: the parking and the frame hook */
 static inline int
 lines_done(const ptk__table *t, PyCodeObject *code)
 {
@@ -95,16 +96,10 @@ parked(PyThreadState *ts)
 #endif
 }
 
-/* Is the trace slot of ts the hub's (set, or parked)? */
-static inline int
-trace_is_ours(PyThreadState *ts)
-{
-    return ts->c_tracefunc == trace_fn || parked(ts);
-}
-
 /* Do the slots of ts hold the hub's trace function alone (the plain state)?
  * No profile function, and nobody replaced the trace function (Python code
  * a callback ran may have). */
+__attribute__((unused)) /* 3.11 alone: the parking and the frame hook */
 static inline int
 trace_alone(PyThreadState *ts)
 {
@@ -141,6 +136,7 @@ park(PyThreadState *ts)
  * or selected code starts inside it. */
 #define PTK_SUSPEND (PTK_PARK && PTK_HAVE_FRAME_HOOK)
 
+__attribute__((unused)) /* 3.11 alone: the parking and the frame hook */
 static inline int
 suspended(PyThreadState *ts)
 {

@@ -349,11 +349,11 @@ open_plugin(const char *file, const ptk_plugin_desc **desc, void **dl,
     dlerror();
     void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
-        const char *why = dlerror();
+        const char *dl_why = dlerror();
         return ptk__err(errmsg, PTK_ENOTSO,
                         "cannot load plugin '%s': not a loadable shared "
                         "object (%s)",
-                        file, why ? why : "dlopen failed");
+                        file, dl_why ? dl_why : "dlopen failed");
     }
     ptk_plugin_entry_fn entry;
     *(void **)&entry = dlsym(h, "ptk_plugin_entry");

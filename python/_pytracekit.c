@@ -705,6 +705,8 @@ static struct PyModuleDef moddef = {
     NULL, NULL, NULL, NULL,
 };
 
+PyMODINIT_FUNC PyInit__pytracekit(void); /* the module's entry, for the importer alone */
+
 PyMODINIT_FUNC
 PyInit__pytracekit(void)
 {

@@ -1926,7 +1926,7 @@ write_text(cov_state *st, const char *filename, const char *function, PyObject *
 {
     PyObject *fn = PyDict_GetItemString(st->format, function);
     PyObject *text = fn ? PyObject_CallOneArg(fn, data) : NULL;
-    Py_ssize_t n;
+    Py_ssize_t n = 0;
     const char *s = text ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
     if (!s) {
         Py_XDECREF(text);

@@ -1232,13 +1232,16 @@ tm_sort_cmp(const void *pa, const void *pb)
     uint64_t x, y;
     switch (tm_sort_key) {
     case TM_SORT_CUMTIME:
-        x = a->tt, y = b->tt;
+        x = a->tt;
+        y = b->tt;
         break;
     case TM_SORT_CALLS:
-        x = a->calls, y = b->calls;
+        x = a->calls;
+        y = b->calls;
         break;
     default:
-        x = a->it, y = b->it;
+        x = a->it;
+        y = b->it;
         break;
     }
     if (x != y) {

@@ -16,6 +16,11 @@
  *                      [form, type of ptk_event_c_self() or None] where form
  *                      is "descriptor" or "bound"
  *   own_stack=BOOL     take PTK_FLAG_OWN_STACK (depth is then not read)
+ *   counts=BOOL        write [kind, function name, line, C name or null, count]
+ *                      rows instead, one per distinct event (the C callable's
+ *                      __name__ for C events, null for the others): what a
+ *                      test comparing aggregated counts reads, without a row
+ *                      per event
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,6 +34,7 @@ typedef struct {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
     PyObject *rows;
+    PyObject *counts; /* counts=true: (kind, name, line, cname) -> count */
     unsigned int disable;
     const char *tag, *only, *no_lines;
     int opcodes_check, unbound;
@@ -43,6 +49,7 @@ static const ptk_option_spec options[] = {
     {"opcodes_check", PTK_OPT_BOOL, "false", "record f_trace_opcodes", NULL},
     {"unbound", PTK_OPT_BOOL, "false", "take method descriptors unbound", NULL},
     {"own_stack", PTK_OPT_BOOL, "false", "take PTK_FLAG_OWN_STACK", NULL},
+    {"counts", PTK_OPT_BOOL, "false", "one counted row per distinct event", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -79,6 +86,11 @@ rec_init(const ptk_init_args *a, void **state, unsigned int *events)
     if (a->host->option(a, "own_stack")->i) {
         a->subscription->flags |= PTK_FLAG_OWN_STACK;
     }
+    if (a->host->option(a, "counts")->i && (r->counts = PyDict_New()) == NULL) {
+        Py_DECREF(r->rows);
+        free(r);
+        return PTK_ENOMEM;
+    }
     *state = r;
     return r->rows ? PTK_OK : PTK_ENOMEM;
 }
@@ -111,6 +123,28 @@ rec_event(void *state, const ptk_event *ev)
             Py_DECREF(arg);
             arg = n;
         }
+    }
+    if (r->counts != NULL) {
+        int c_kind = ev->kind == PTK_EV_C_CALL || ev->kind == PTK_EV_C_RETURN ||
+                     ev->kind == PTK_EV_C_EXCEPTION;
+        PyObject *key = Py_BuildValue("(ssiO)", ptk_event_name(ev->kind), name, ev->line,
+                                      c_kind ? arg : Py_None);
+        Py_DECREF(arg);
+        if (key == NULL) {
+            return PTK_EPYTHON;
+        }
+        PyObject *one = PyLong_FromLong(1);
+        PyObject *old = one != NULL ? PyDict_GetItemWithError(r->counts, key) : NULL;
+        PyObject *n = old != NULL ? PyNumber_Add(old, one)
+                                  : (PyErr_Occurred() ? NULL : Py_XNewRef(one));
+        int rc = n != NULL ? PyDict_SetItem(r->counts, key, n) : -1;
+        Py_XDECREF(n);
+        Py_XDECREF(one);
+        Py_DECREF(key);
+        if (rc < 0) {
+            return PTK_EPYTHON;
+        }
+        return (r->disable & PTK_MASK(ev->kind)) ? PTK_DISABLE : PTK_OK;
     }
     PyObject *extra = Py_NewRef(Py_None);
     if (r->unbound && (ev->kind == PTK_EV_C_CALL || ev->kind == PTK_EV_C_RETURN ||
@@ -159,6 +193,21 @@ rec_report(void *state, const ptk_report_args *a)
     rec *r = state;
     char name[256];
     snprintf(name, sizeof name, "recorder%s%s.json", r->tag[0] ? "-" : "", r->tag);
+    if (r->counts != NULL) {
+        PyObject *key, *n;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(r->counts, &pos, &key, &n)) {
+            PyObject *row = Py_BuildValue("[OOOOO]", PyTuple_GET_ITEM(key, 0),
+                                          PyTuple_GET_ITEM(key, 1), PyTuple_GET_ITEM(key, 2),
+                                          PyTuple_GET_ITEM(key, 3), n);
+            if (row == NULL || PyList_Append(r->rows, row) < 0) {
+                Py_XDECREF(row);
+                return PTK_EPYTHON;
+            }
+            Py_DECREF(row);
+        }
+        PyDict_Clear(r->counts);
+    }
     return r->host->report_write_object(a->ctx, name, r->rows, PTK_FMT_JSON);
 }
 
@@ -167,6 +216,7 @@ rec_fini(void *state)
 {
     rec *r = state;
     Py_XDECREF(r->rows);
+    Py_XDECREF(r->counts);
     free(r);
 }
 

@@ -155,6 +155,8 @@ static struct PyModuleDef probe_module = {
     NULL, NULL, NULL, NULL,
 };
 
+PyMODINIT_FUNC PyInit__ptk_refprobe(void); /* the module's entry, for the importer alone */
+
 PyMODINIT_FUNC
 PyInit__ptk_refprobe(void)
 {

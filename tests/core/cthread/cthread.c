@@ -67,6 +67,8 @@ static struct PyModuleDef mod = {
     NULL, NULL, NULL, NULL,
 };
 
+PyMODINIT_FUNC PyInit__ptk_cthread(void); /* the module's entry, for the importer alone */
+
 PyMODINIT_FUNC
 PyInit__ptk_cthread(void)
 {

@@ -3,8 +3,9 @@ and sys.settrace: the events a filtered subscriber must get.
 
     python oracle.py OUT.json 'include=...,max_depth=...' SCRIPT | -m MODULE [ARGS]
 
-Writes a list of [kind, name, line, cname] rows (name: co_name; line for
-LINE events, else -1; cname: the C function's __name__ for C events)."""
+Writes a list of [kind, name, line, cname, count] rows, one per distinct
+event (name: co_name; line for LINE events, else -1; cname: the C
+function's __name__ for C events; count: how many times it happened)."""
 import fnmatch
 import os
 import runpy
@@ -84,8 +85,12 @@ def selected(frame):
     return v
 
 
-rows = []
+counts = {}
 depth = {}
+
+
+def add(key):
+    counts[key] = counts.get(key, 0) + 1
 
 
 def thread_ok():
@@ -106,14 +111,14 @@ def prof(frame, event, arg):
         d += 1
         depth[t] = d
         if not MAX or d <= MAX:
-            rows.append(["call", frame.f_code.co_name, -1, None])
+            add(("call", frame.f_code.co_name, -1, None))
     elif event == "return":
         if not MAX or d <= MAX:
-            rows.append(["return", frame.f_code.co_name, -1, None])
+            add(("return", frame.f_code.co_name, -1, None))
         depth[t] = max(d - 1, 0)
     elif event in ("c_call", "c_return", "c_exception"):
         if not MAX or d < MAX:
-            rows.append([event, frame.f_code.co_name, -1, getattr(arg, "__name__", None)])
+            add((event, frame.f_code.co_name, -1, getattr(arg, "__name__", None)))
 
 
 def trace(frame, event, arg):
@@ -122,7 +127,7 @@ def trace(frame, event, arg):
     if event == "line" and thread_ok() and selected(frame):
         d = depth.get(threading.get_ident(), 0)
         if not MAX or d <= MAX:
-            rows.append(["line", frame.f_code.co_name, frame.f_lineno, None])
+            add(("line", frame.f_code.co_name, frame.f_lineno, None))
     return trace
 
 
@@ -147,4 +152,4 @@ finally:
     threading.settrace(None)
     import json  # only now: the program may import it itself
     with open(out, "w") as f:
-        json.dump(rows, f)
+        json.dump([list(k) + [n] for k, n in counts.items()], f)

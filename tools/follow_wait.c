@@ -12,8 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
-
 void
 ptk_child_dirs_read(const char *outdir, child_dirs *c)
 {
@@ -229,12 +227,14 @@ ptk_wait_for_children(const char *outdir, const child_dirs *before, int writing_
         int p = child_dirs_has(before, c.names[k]) ? 0 : child_pending(outdir, c.names[k]);
         if (p == 1 && writing_only && !child_writing(outdir, c.names[k])) {
             fprintf(stderr, "pytracekit: followed child %s is still running: its "
-                    "report will be in %s/%s when it ends\n", c.names[k] + 4,
+                            "report will be in %s/%s when it ends\n",
+                    c.names[k] + 4,
                     outdir, c.names[k]);
         }
         else if (p != 0) {
             fprintf(stderr, "pytracekit: followed child %s has no complete report in "
-                    "%s/%s: %s\n", c.names[k] + 4, outdir, c.names[k],
+                            "%s/%s: %s\n",
+                    c.names[k] + 4, outdir, c.names[k],
                     p == 1 ? "still running after the wait "
                              "(PYTRACEKIT_CHILD_WAIT seconds, default 10)"
                            : "it ended without writing run.json");
@@ -245,8 +245,9 @@ ptk_wait_for_children(const char *outdir, const child_dirs *before, int writing_
         snprintf(name, sizeof name, "pid-%ld", kids[k]);
         if (!child_dirs_has(&c, name)) {
             fprintf(stderr, "pytracekit: followed child %ld has no report in %s: "
-                    "still running after the wait (PYTRACEKIT_CHILD_WAIT "
-                    "seconds, default 10)\n", kids[k], outdir);
+                            "still running after the wait (PYTRACEKIT_CHILD_WAIT "
+                            "seconds, default 10)\n",
+                    kids[k], outdir);
         }
     }
     ptk_child_dirs_free(&c);

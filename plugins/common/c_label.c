@@ -135,8 +135,7 @@ c_owner(PyMethodDef *ml, PyObject *self)
     }
     PyObject *mo = _PyType_Lookup(type, pyname);
     Py_DECREF(pyname);
-    if (mo != NULL && (Py_IS_TYPE(mo, &PyMethodDescr_Type) ||
-                       Py_IS_TYPE(mo, &PyClassMethodDescr_Type)) &&
+    if (mo != NULL && (Py_IS_TYPE(mo, &PyMethodDescr_Type) || Py_IS_TYPE(mo, &PyClassMethodDescr_Type)) &&
         ((PyMethodDescrObject *)mo)->d_method == ml) {
         return (PyObject *)PyDescr_TYPE(mo);
     }

@@ -887,7 +887,12 @@ int
 ptk__process_session_start(ptk_session *s, char **errmsg)
 {
     clean_stale_temporaries(s->output_dir);
-    if (ptk__json() == NULL) {
+    /* A followed forked child reports with the json module imported here,
+     * never importing after the fork. Imported only when following: the
+     * import leaves traces a program sees (sys.path_importer_cache, the
+     * ABC caches), and a session that follows nothing imports it at its
+     * report instead. */
+    if (s->follow && ptk__json() == NULL) {
         PyErr_Clear(); /* said when a report needs it */
     }
     install_hooks();

@@ -1144,9 +1144,16 @@ on_branch_dir(cov_state *st, cov_code *c, const ptk_event *ev)
     int32_t to = from > 0 ? branch_trail(st, c, from, ev->target) : TRAIL_NONE;
     if (to != TRAIL_NONE) {
         cov_file *f = c->file;
-        if ((from > f->maxline && file_reserve(f, from) < 0)
-            || arc_add(f, from, to) < 0) {
+        int64_t i = from > f->maxline && file_reserve(f, from) < 0 ? -1
+                                                                 : arc_add(f, from, to);
+        if (i < 0) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+        }
+        /* without counts an arc is taken or not: a direction seen again
+         * after a restart of the session (its DISABLE undone) is not a
+         * second pass */
+        if (!st->counts) {
+            f->arcs[i].count = 1;
         }
     }
     return PTK_DISABLE;

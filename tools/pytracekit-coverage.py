@@ -1021,16 +1021,18 @@ def _umask():
     return 0o022
 
 
-def _write(path, text):
-    """Writes `path` atomically: a new temporary file (O_EXCL, never through
-    a symlink) next to it, renamed over it."""
+def _write(path, data):
+    """Writes `path` (text, or bytes) atomically: a new temporary file
+    (O_EXCL, never through a symlink) next to it, renamed over it. Also
+    pytracekit combine's writer."""
     import tempfile
     d, base = os.path.split(path)
     fd, tmp = tempfile.mkstemp(prefix=".pytracekit-tmp.%s." % base, dir=d or ".")
     try:
         os.fchmod(fd, 0o666 & ~_umask())
-        with open(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        binary = isinstance(data, bytes)
+        with open(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         try:

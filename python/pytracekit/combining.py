@@ -385,35 +385,6 @@ def merge_timer_json(datas, remap):
     return out
 
 
-# ---- writing -------------------------------------------------------------------
-
-
-def _write(path, data, binary=False):
-    """Writes `path` through a new temporary file (O_EXCL: never through a
-    symlink planted at either name), renamed over it."""
-    import tempfile
-    d, base = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(prefix=".pytracekit-tmp.%s." % base, dir=d or ".")
-    try:
-        mask = 0o022
-        try:
-            with open("/proc/self/status") as st:
-                mask = next(int(x.split()[1], 8) for x in st if x.startswith("Umask:"))
-        except (OSError, StopIteration, ValueError, IndexError):
-            pass
-        os.fchmod(fd, 0o666 & ~mask)
-        with open(fd, "wb" if binary else "w",
-                  **({} if binary else {"encoding": "utf-8"})) as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     """Merges the report sets found in `inputs` into `output_dir`.
 
@@ -477,7 +448,7 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     os.makedirs(output_dir, exist_ok=True)
     written = []
     for name, data in outputs:
-        _write(os.path.join(output_dir, name), data, binary=isinstance(data, bytes))
+        covfmt._write(os.path.join(output_dir, name), data)
         written.append(name)
     if merged is not None and summary is not None:
         summary.write(covfmt.summary_text(merged))
@@ -490,7 +461,7 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     manifest = {"format": "pytracekit-run", "version": 1, "combined": runs,
                 "ended": time.time(), "files": written, "left_out": left_out,
                 "failed": failed}
-    _write(os.path.join(output_dir, "run.json"), json.dumps(manifest, indent=1) + "\n")
+    covfmt._write(os.path.join(output_dir, "run.json"), json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 

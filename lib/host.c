@@ -21,9 +21,11 @@ event_frame(const ptk_event *ev)
     return ev->frame_ != NULL ? ev->frame_ : PyEval_GetFrame();
 }
 
-/* The json module, imported once when a session starts and kept: a forked
- * child reports without importing (another thread of the parent may have
- * held json's import lock at the fork, for ever in the child). */
+/* The json module, imported once and kept: by a session that follows
+ * children when it starts (process.c), so that a forked child reports
+ * without importing (another thread of the parent may have held json's
+ * import lock at the fork, for ever in the child); else at the first
+ * report. */
 static PyObject *json_module;
 
 PyObject *

@@ -957,10 +957,10 @@ mon_init(char **errmsg)
             lacks = functions[i];
         }
     }
-    PyObject *events = mod ? PyObject_GetAttrString(mod, "events") : NULL;
-    PyObject *dis = mod ? PyObject_GetAttrString(mod, "DISABLE") : NULL;
-    PyObject *missing = mod ? PyObject_GetAttrString(mod, "MISSING") : NULL;
-    PyObject *set_local = mod ? PyObject_GetAttrString(mod, "set_local_events") : NULL;
+    PyObject *events = PyObject_GetAttrString(mod, "events");
+    PyObject *dis = PyObject_GetAttrString(mod, "DISABLE");
+    PyObject *missing = PyObject_GetAttrString(mod, "MISSING");
+    PyObject *set_local = PyObject_GetAttrString(mod, "set_local_events");
     if (lacks == NULL) {
         lacks = !events ? "events" : !dis ? "DISABLE" : !missing ? "MISSING"
               : !set_local ? "set_local_events" : NULL;

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <signal.h>

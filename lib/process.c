@@ -563,6 +563,11 @@ after_fork_child(PyObject *self, PyObject *unused)
     if (hooks_installed) {
         retry_setup(); /* timers are not inherited */
     }
+    /* Restarting runs Python code (a plugin's init may import), where a
+     * SIGTERM (Pool.terminate() on a worker just forked) would be handled
+     * before the child's session runs, and end it with nothing written:
+     * hold it, as during a report, and act on it once the session runs. */
+    reporting++;
     for (int i = 0; i < n; i++) {
         if (todo[i]->follow && !todo[i]->flushed) {
             follow_into_child(todo[i]);
@@ -576,6 +581,12 @@ after_fork_child(PyObject *self, PyObject *unused)
     in_fork_child = 0;
     keep_follow_env = 0;
     PyErr_Clear();
+    if (--reporting == 0 && pending_signal != 0) {
+        int signum = pending_signal;
+        pending_signal = 0;
+        report_running();
+        die_by(signum);
+    }
     Py_RETURN_NONE;
 }
 

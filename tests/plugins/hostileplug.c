@@ -1,7 +1,9 @@
 /* hostileplug: a plugin that does what the host must survive.
  *   errbuf=true   init fills the whole error buffer, no NUL, and fails
  *   report=NAME   its report is written as NAME ({"calls": N})
+ *   init_call=M:F init calls Python's M.F() (each init: a forked child's too)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +18,31 @@ typedef struct {
 static const ptk_option_spec options[] = {
     {"errbuf", PTK_OPT_BOOL, "false", "fill the init error buffer with no NUL, then fail", NULL},
     {"report", PTK_OPT_STRING, "hostileplug.json", "the report's file name", NULL},
+    {"init_call", PTK_OPT_STRING, NULL, "MODULE:FUNCTION that init calls", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
+
+/* Calls MODULE:FUNCTION (Python code run inside init). */
+static int
+call_spec(const char *spec, char *errbuf, size_t size)
+{
+    const char *colon = strchr(spec, ':');
+    if (colon == NULL) {
+        snprintf(errbuf, size, "init_call: MODULE:FUNCTION, not '%s'", spec);
+        return PTK_EINVAL;
+    }
+    PyObject *mod_name = PyUnicode_FromStringAndSize(spec, colon - spec);
+    PyObject *mod = mod_name ? PyImport_Import(mod_name) : NULL;
+    PyObject *res = mod ? PyObject_CallMethod(mod, colon + 1, NULL) : NULL;
+    Py_XDECREF(mod_name);
+    Py_XDECREF(mod);
+    if (res == NULL) {
+        snprintf(errbuf, size, "init_call: %s raised", spec);
+        return PTK_EPYTHON;
+    }
+    Py_DECREF(res);
+    return PTK_OK;
+}
 
 static int
 hp_init(const ptk_init_args *a, void **state, unsigned int *events)
@@ -25,6 +50,13 @@ hp_init(const ptk_init_args *a, void **state, unsigned int *events)
     if (a->host->option(a, "errbuf")->i) {
         memset(a->errbuf, 'x', a->errbuf_size);
         return PTK_EINVAL;
+    }
+    const char *spec = a->host->option(a, "init_call")->s;
+    if (spec != NULL) {
+        int rc = call_spec(spec, a->errbuf, a->errbuf_size);
+        if (rc != PTK_OK) {
+            return rc;
+        }
     }
     hp *h = calloc(1, sizeof *h);
     if (h == NULL) {

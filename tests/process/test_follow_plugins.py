@@ -10,6 +10,10 @@ whose plugin fails. Usage: test_follow_plugins.py CASE.
                 span of `task` per task it ran (the pool's own count).
   reftrack.M    the same with reftrack: each worker's report counts the
                 objects `task` made (3 per task).
+  term_in_restart
+                a SIGTERM that reaches a forked child while its plugins start
+                again (Pool.terminate() on a worker just forked): the child
+                still writes its reports, then ends by the signal.
   child_fails   a forked child's plugin fails: the child's run.json says so,
                 the run exits 3 and names the child, `pytracekit combine`
                 exits 3 and names it too, and still writes what it has.
@@ -222,6 +226,60 @@ def case_child_fails(tmp):
     check("counter.json" in man["files"], f"combine wrote {man['files']}")
 
 
+TERMCHILD = """\
+import os, signal
+
+PARENT = os.getpid()  # imported by the parent's plugin init
+
+
+def hit():
+    if os.getpid() != PARENT:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # Python's handler runs here, inside init
+            pass
+"""
+
+TERMPROG = """\
+import os
+
+
+def work():
+    pass
+
+
+work()
+pid = os.fork()
+if pid == 0:
+    work()
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print(pid, os.WTERMSIG(status) if os.WIFSIGNALED(status) else -1)
+"""
+
+
+def case_term_in_restart(tmp):
+    for name, text in (("termchild.py", TERMCHILD), ("prog.py", TERMPROG)):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", test_plugin("hostileplug") + ":init_call=termchild:hit",
+                 "--follow-children", "-o", out, "prog.py"], cwd=tmp,
+                env={"PYTHONPATH": tmp + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    child, sig = (int(w) for w in p.stdout.split())
+    check(sig == 15, f"the child ended by {sig}, expected SIGTERM (15)")
+    kid = os.path.join(out, "pid-%d" % child)
+    check(os.path.exists(os.path.join(kid, "run.json")),
+          f"the child wrote no run.json: {sorted(os.listdir(kid))}")
+    check(load(os.path.join(kid, "run.json"))["failed_plugins"] == 0,
+          f"the child's plugin failed: {open(os.path.join(kid, 'summary.txt')).read()}")
+    check(load(os.path.join(kid, "hostileplug.json"))["calls"] == 0,
+          "the child's report counts calls made after its SIGTERM")
+    calls = load(os.path.join(out, "hostileplug.json"))["calls"]
+    check(calls == 2, f"the parent's report counts {calls} calls, expected 2 "
+          "(the module's and work())")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")
@@ -233,6 +291,8 @@ def main():
             case_timeline(tmp, CASE.split(".", 1)[1])
         elif CASE.startswith("reftrack."):
             case_reftrack(tmp, CASE.split(".", 1)[1])
+        elif CASE == "term_in_restart":
+            case_term_in_restart(tmp)
         elif CASE == "child_fails":
             case_child_fails(tmp)
         else:

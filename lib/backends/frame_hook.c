@@ -1,4 +1,4 @@
-/* The legacy backend's frame hook (lib/frame_hook.h). Built with CPython's
+/* The legacy backend's frame hook (frame_hook.h). Built with CPython's
  * internal headers, for the two fields of the frame about to run that no
  * public API gives before it runs: its code object and its globals. */
 #define Py_BUILD_CORE 1
@@ -6,7 +6,7 @@
 #include <Python.h>
 
 #include "ptk_config.h"
-#include "frame_hook.h"
+#include "backends/frame_hook.h"
 
 #if PTK_HAVE_FRAME_HOOK && PTK_HAVE_CFRAME_USE_TRACING
 #include <internal/pycore_frame.h>

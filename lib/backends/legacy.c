@@ -3,7 +3,8 @@
  * normalises what differs between versions, keeps the per-thread shadow
  * stack, and hands events to ptk__dispatch. Nothing here decides who gets
  * an event: that is the dispatch table's job. */
-#include "ptk_internal.h"
+#include "backends/backends.h"
+#include "backends/frame_hook.h"
 
 #include <stdlib.h>
 #include <string.h>

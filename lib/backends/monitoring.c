@@ -19,7 +19,7 @@
  * sys.monitoring.DISABLE at a location once every subscriber of the kind
  * has disabled it there; when a later table brings a new subscriber,
  * sys.monitoring.restart_events() switches those locations back on. */
-#include "ptk_internal.h"
+#include "backends/backends.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -33,7 +33,7 @@
  * Threads: the line is read under a sequence lock (the readers never
  * write); one thread at a time recalibrates (the others read
  * clock_gettime meanwhile). */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * subscribers disabled which locations (PTK_DISABLE), and whether LINE is
  * off for the whole code object. Nothing here costs anything until some
  * subscriber returns PTK_DISABLE. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* Error codes: names and descriptions from the one table in errors.h. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

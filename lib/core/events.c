@@ -1,7 +1,7 @@
 /* The event table (PTK_EVENT_TABLE in event.h) made into the lookups the
  * library needs: the one event-list parser, group masks, the kinds each
  * backend feeds. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * once per instance and judged once per code object (code.c caches the
  * verdict as one bit per subscriber) and once per thread. docs/filters.md
  * says what they mean. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <fnmatch.h>
 #include <limits.h>

@@ -1,9 +1,12 @@
 /* The hub: one per process. Builds the immutable dispatch table from the
  * active sessions, swaps it in, and delivers events to subscribers. The
- * backends (legacy.c, ref.c) only read ptk__current. */
-#include "ptk_internal.h"
+ * backends (lib/backends, lib/ref) only read ptk__current; the hub reaches
+ * them through their tables (ptk__hub_ops, ptk__ref_sync_hook). */
+#include "core/core.h"
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,25 +22,6 @@ static int rebuild_pending;     /* a subscriber failed during a dispatch */
 static uint64_t slots_used;     /* subscriber slots (for DISABLE records) */
 static uint64_t slot_serial;    /* slots given out so far */
 static int hub_ready;
-
-/* Every backend, in order of preference. Adding a backend is adding its
- * ops table here (and a ptk_backend value for users to name it). */
-static const ptk__backend_ops *const backends[] = {
-    &ptk__monitoring_ops,
-    &ptk__legacy_ops,
-};
-#define NBACKENDS (sizeof backends / sizeof backends[0])
-
-const ptk__backend_ops *
-ptk__backend_ops_of(ptk_backend id)
-{
-    for (size_t i = 0; i < NBACKENDS; i++) {
-        if (backends[i]->id == id) {
-            return backends[i];
-        }
-    }
-    return NULL;
-}
 
 int
 ptk__hub_init(char **errmsg)
@@ -275,9 +259,10 @@ build(ptk__table **out, char **errmsg)
 }
 
 ptk_backend ptk__hub_backend = PTK_BACKEND_AUTO;
+const ptk__backend_ops *ptk__hub_ops;
 
-static int
-any_running(void)
+int
+ptk__any_running(void)
 {
     for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
         if (s->running) {
@@ -287,101 +272,15 @@ any_running(void)
     return 0;
 }
 
-int
-ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
-                     char **errmsg)
-{
-    *explicit = requested != PTK_BACKEND_AUTO;
-    if (requested == PTK_BACKEND_AUTO) {
-        const char *env = getenv("PYTRACEKIT_BACKEND");
-        if (env != NULL && *env != '\0') {
-            if (ptk_backend_parse(env, &requested) < 0) {
-                return ptk__err(errmsg, PTK_EINVAL,
-                                "PYTRACEKIT_BACKEND is '%s'; expected legacy, "
-                                "monitoring or auto",
-                                env);
-            }
-            *explicit = requested != PTK_BACKEND_AUTO;
-        }
-    }
-    if (requested == PTK_BACKEND_AUTO) {
-        /* the most preferred backend this interpreter has */
-        for (size_t i = 0; i < NBACKENDS; i++) {
-            if (backends[i]->available(NULL) == PTK_OK) {
-                *out = backends[i]->id;
-                return PTK_OK;
-            }
-        }
-        return ptk__err(errmsg, PTK_EUNSUPPORTED, "no backend is available");
-    }
-    const ptk__backend_ops *ops = ptk__backend_ops_of(requested);
-    if (ops == NULL) {
-        return ptk__err(errmsg, PTK_EINVAL, "invalid backend %d", (int)requested);
-    }
-    int rc = ops->available(errmsg); /* says what is missing */
-    if (rc < 0) {
-        return rc;
-    }
-    *out = requested;
-    return PTK_OK;
-}
-
-int
-ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
-                    ptk_backend *out, char **errmsg)
-{
-    if (any_running() && ptk__hub_backend != PTK_BACKEND_AUTO) {
-        /* One hub, one backend: a session joins the running one. */
-        if (explicit && requested != ptk__hub_backend) {
-            return ptk__err(errmsg, PTK_EBUSY,
-                            "the %s backend was asked for, but another session "
-                            "is running on the %s backend",
-                            ptk_backend_name(requested),
-                            ptk_backend_name(ptk__hub_backend));
-        }
-        *out = ptk__hub_backend;
-        return PTK_OK;
-    }
-    const ptk__backend_ops *ops = ptk__backend_ops_of(requested);
-    char *why = NULL;
-    int rc = ops ? ops->claim(&why) : PTK_EINVAL;
-    if (rc < 0) {
-        /* the next one down the list of preference that can be claimed */
-        size_t i = 0;
-        while (i < NBACKENDS && backends[i] != ops) {
-            i++;
-        }
-        for (i++; i < NBACKENDS; i++) {
-            if (backends[i]->available(NULL) == PTK_OK &&
-                backends[i]->claim(NULL) == PTK_OK) {
-                fprintf(warn ? warn : stderr,
-                        "pytracekit: %s; using the %s backend\n",
-                        why ? why : "the backend is not usable",
-                        backends[i]->name);
-                free(why);
-                ptk__hub_backend = *out = backends[i]->id;
-                return PTK_OK;
-            }
-        }
-        rc = ptk__err(errmsg, rc, "%s", why ? why : "no backend can be used");
-        free(why);
-        return rc;
-    }
-    free(why);
-    ptk__hub_backend = requested;
-    *out = requested;
-    return PTK_OK;
-}
-
 static int
 sync_backend(const ptk__table *t, int install_here, char **errmsg)
 {
-    const ptk__backend_ops *ops = ptk__backend_ops_of(ptk__hub_backend);
+    const ptk__backend_ops *ops = ptk__hub_ops;
     if (ops == NULL) {
         return PTK_OK; /* no session has chosen one yet */
     }
     int rc = ops->sync(t, install_here, errmsg);
-    if (!any_running()) {
+    if (!ptk__any_running()) {
         /* the last session stopped: let go; the next one chooses again.
          * C calls still in progress (the stop() call itself, a join) will
          * never see their C_RETURN: drop them, with the bound methods the
@@ -399,6 +298,7 @@ sync_backend(const ptk__table *t, int install_here, char **errmsg)
         }
         ops->release();
         ptk__hub_backend = PTK_BACKEND_AUTO;
+        ptk__hub_ops = NULL;
     }
     return rc;
 }
@@ -435,7 +335,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     ptk__dispatch_slow = ptk__disable_records != 0;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */
     int rc_hooks = sync_backend(t, install_here, errmsg);
-    int rc_ref = ptk__ref_sync(t, rc_hooks < 0 ? NULL : errmsg);
+    int rc_ref = ptk__ref_sync_hook(t, rc_hooks < 0 ? NULL : errmsg);
     if (old != &empty_table) {
         old->retired_next = retired;
         retired = old;
@@ -495,6 +395,38 @@ ptk__plugin_fail(struct ptk_plugin_ctx *c, int code, int py_error)
     rebuild_pending = 1;
     ptk__dispatch_slow = 1;
     ptk__dispatch_cleanup = 1;
+}
+
+int
+ptk__fail_notev(struct ptk_plugin_ctx *ctx, int code, const char *fmt,
+                va_list ap)
+{
+    if (ctx == NULL) {
+        return code;
+    }
+    /* a callback with no status to return (on_thread_end) fails this way */
+    ctx->fail_asked = code < 0 ? code : PTK_EPLUGIN;
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg != NULL) {
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        free(ctx->fail_msg);
+        ctx->fail_msg = msg;
+    }
+    return code;
+}
+
+int
+ptk__fail_note(struct ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = ptk__fail_notev(ctx, code, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 void
@@ -617,4 +549,5 @@ ptk__hub_reset(void)
     slots_used = 0;
     hub_ready = 0;
     ptk__hub_backend = PTK_BACKEND_AUTO;
+    ptk__hub_ops = NULL;
 }

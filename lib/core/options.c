@@ -1,5 +1,5 @@
 /* Plugin options: "key=value,key='a,b'" checked against the declared specs. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Thread records: found through C11 thread-local storage on the hot path;
  * also kept in a dense array (ptk_thread::index) for reports. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

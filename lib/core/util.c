@@ -1,5 +1,5 @@
 /* Small helpers: strings, messages, clock, version. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -154,4 +154,44 @@ ptk__run_snippet(const char *src, const char *name, PyObject *value)
     PyErr_Clear();
     modules_restore(before);
     return globals;
+}
+
+char *
+ptk__format_exception(void)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (et == NULL) {
+        return NULL;
+    }
+    PyErr_NormalizeException(&et, &ev, &tb);
+    char *out = NULL;
+    PyObject *mod = PyImport_ImportModule("traceback");
+    PyObject *lines = mod ? PyObject_CallMethod(mod, "format_exception", "OOO",
+                                                et, ev ? ev : Py_None,
+                                                tb ? tb : Py_None)
+                          : NULL;
+    PyObject *empty = PyUnicode_FromString("");
+    PyObject *joined = lines && empty ? PyUnicode_Join(empty, lines) : NULL;
+    if (joined != NULL) {
+        const char *u = PyUnicode_AsUTF8(joined);
+        out = u ? ptk__strdup(u) : NULL;
+    }
+    if (out == NULL) {
+        PyErr_Clear();
+        PyObject *s = ev ? PyObject_Str(ev) : NULL;
+        const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+        out = ptk__asprintf("%s: %s", ((PyTypeObject *)et)->tp_name,
+                            u ? u : "?");
+        Py_XDECREF(s);
+    }
+    Py_XDECREF(joined);
+    Py_XDECREF(empty);
+    Py_XDECREF(lines);
+    Py_XDECREF(mod);
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return out;
 }

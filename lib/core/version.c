@@ -1,6 +1,6 @@
 /* Version of the library as built. */
 
-#include "ptk_internal.h"
+#include "core/core.h"
 
 unsigned int
 ptk_version(void)

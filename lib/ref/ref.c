@@ -37,7 +37,7 @@
  * away is released later, outside the tracer (at the next sync or status).
  */
 
-#include "ptk_internal.h"
+#include "ref/ref.h"
 
 #include <string.h>
 
@@ -183,7 +183,7 @@ ptk__ref_detach(struct ptk_plugin_ctx *ctx, const char *what)
     if (ctx->failed) {
         return;
     }
-    ptk__host.fail(ctx, PTK_EPLUGIN,
+    ptk__fail_note(ctx, PTK_EPLUGIN,
                    "on_ref %s inside CPython's reference tracer, where it "
                    "must not create Python objects, set or clear an "
                    "exception, or call into Python",

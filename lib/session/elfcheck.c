@@ -1,5 +1,5 @@
 /* Pre-checks of a plugin file before dlopen: see elfcheck.h. */
-#include "elfcheck.h"
+#include "session/elfcheck.h"
 
 #include <elf.h>
 #include <link.h>

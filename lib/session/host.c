@@ -1,7 +1,8 @@
 /* Host services handed to plugins (the ptk_host table), and atomic report
  * files: written to a temporary name in the output directory, renamed into
  * place only when complete. */
-#include "ptk_internal.h"
+#include "session/session.h"
+#include "ref/ref.h"
 
 #include <marshal.h>
 #include <errno.h>
@@ -42,46 +43,6 @@ void
 ptk__host_reset(void)
 {
     json_module = NULL; /* its interpreter is gone */
-}
-
-char *
-ptk__format_exception(void)
-{
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    if (et == NULL) {
-        return NULL;
-    }
-    PyErr_NormalizeException(&et, &ev, &tb);
-    char *out = NULL;
-    PyObject *mod = PyImport_ImportModule("traceback");
-    PyObject *lines = mod ? PyObject_CallMethod(mod, "format_exception", "OOO",
-                                                et, ev ? ev : Py_None,
-                                                tb ? tb : Py_None)
-                          : NULL;
-    PyObject *empty = PyUnicode_FromString("");
-    PyObject *joined = lines && empty ? PyUnicode_Join(empty, lines) : NULL;
-    if (joined != NULL) {
-        const char *u = PyUnicode_AsUTF8(joined);
-        out = u ? ptk__strdup(u) : NULL;
-    }
-    if (out == NULL) {
-        PyErr_Clear();
-        PyObject *s = ev ? PyObject_Str(ev) : NULL;
-        const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
-        out = ptk__asprintf("%s: %s", ((PyTypeObject *)et)->tp_name,
-                            u ? u : "?");
-        Py_XDECREF(s);
-    }
-    Py_XDECREF(joined);
-    Py_XDECREF(empty);
-    Py_XDECREF(lines);
-    Py_XDECREF(mod);
-    Py_XDECREF(et);
-    Py_XDECREF(ev);
-    Py_XDECREF(tb);
-    PyErr_Clear();
-    return out;
 }
 
 static const ptk_option_value *
@@ -132,25 +93,11 @@ host_log(ptk_plugin_ctx *ctx, const char *fmt, ...)
 static int
 host_fail(ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
 {
-    if (ctx == NULL) {
-        return code;
-    }
-    /* a callback with no status to return (on_thread_end) fails this way */
-    ctx->fail_asked = code < 0 ? code : PTK_EPLUGIN;
     va_list ap;
     va_start(ap, fmt);
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
-    va_end(ap2);
-    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (msg != NULL) {
-        vsnprintf(msg, (size_t)n + 1, fmt, ap);
-        free(ctx->fail_msg);
-        ctx->fail_msg = msg;
-    }
+    int rc = ptk__fail_notev(ctx, code, fmt, ap);
     va_end(ap);
-    return code;
+    return rc;
 }
 
 /* Report files written in this process, by the instance that wrote them,

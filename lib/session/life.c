@@ -4,7 +4,7 @@
  * is gone every pointer the library holds into it is forgotten (Py_AtExit):
  * a later Py_Initialize starts from scratch, and a session of the old
  * interpreter answers PTK_ESTATE instead of touching freed objects. */
-#include "ptk_internal.h"
+#include "session/session.h"
 
 uint64_t ptk__interp_gen = 1;
 static int watching; /* both callbacks are registered for this interpreter */
@@ -35,8 +35,7 @@ static void
 after_finalize(void)
 {
     ptk__hub_reset();
-    ptk__legacy_reset();
-    ptk__mon_reset();
+    ptk__backends_reset();
     ptk__code_reset();
     ptk__host_reset();
     ptk__thread_reset();

@@ -1,7 +1,8 @@
 /* The plugin loader: find a plugin by path or name, dlopen it strictly,
  * check its descriptor. Rejections say what was expected and what was found. */
-#include "ptk_internal.h"
-#include "elfcheck.h"
+#include "session/session.h"
+#include "ref/ref.h"
+#include "session/elfcheck.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * children get the session through the environment, os._exit/os.exec* and
  * SIGTERM/SIGHUP write the reports first, and each report directory gets
  * the run's identity (run.json). See include/pytracekit/process.h. */
-#include "ptk_internal.h"
+#include "session/session.h"
 
 #include <dirent.h>
 #include <fcntl.h>

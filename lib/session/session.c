@@ -1,6 +1,6 @@
 /* Sessions: plugin instances with an output directory and a thread scope,
  * attached to the hub while running. */
-#include "ptk_internal.h"
+#include "session/session.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -578,6 +578,7 @@ ptk_session_start(ptk_session *s, char **errmsg)
             if (ptk__active_sessions == NULL) {
                 ptk__backend_ops_of(use)->release();
                 ptk__hub_backend = PTK_BACKEND_AUTO;
+                ptk__hub_ops = NULL;
             }
             return rc;
         }
@@ -603,7 +604,7 @@ ptk_session_stop(ptk_session *s)
     if (s == NULL || !s->running || ptk__session_check(s, NULL) < 0) {
         return PTK_ESTATE;
     }
-    ptk__legacy_check_displaced(s);
+    ptk__backends_before_stop(s);
     s->running = 0;
     s->t_stop = ptk__clock_ns();
     ptk__hub_rebuild(0, NULL);

@@ -7,7 +7,7 @@
  * always says why; an acceptance means the ABI matches, the descriptor is
  * at least ABI 1.0's size, and every subscribed kind has its callback.
  * Reference kinds are left out (their check asks the running Python). */
-#include "ptk_internal.h"
+#include "session/session.h"
 
 #include <stddef.h>
 #include <stdlib.h>

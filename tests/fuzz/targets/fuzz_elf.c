@@ -4,7 +4,7 @@
  * and over-long headers are both explored), else the input's length. A
  * refusal always says why; an acceptance means every loadable segment
  * lies inside the file (checked here again, independently). */
-#include "elfcheck.h"
+#include "session/elfcheck.h"
 
 #include <elf.h>
 #include <link.h>

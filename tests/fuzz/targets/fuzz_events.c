@@ -1,7 +1,7 @@
 /* libFuzzer target: the event-list parser (ptk_event_parse_mask). On
  * success the mask names only events that exist, and parsing the list of
  * the names in it gives the same mask. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

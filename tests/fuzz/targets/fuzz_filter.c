@@ -4,7 +4,7 @@
  * sets read sys.path). The input is the text after "plugin:", or, after a
  * NUL byte, also the extra text a plugin passes to host->subscribe_filter.
  * A refusal always says why; nothing may leak. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* libFuzzer target: the option parser (ptk__options_parse), with one
  * option of every type. The input is the text after "plugin:". On success
  * every value must have the declared type; either way nothing may leak. */
-#include "ptk_internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,14 +1,21 @@
 /*
- * Private header of libpytracekit: nothing here is API.
- * Prefix ptk__ / PTK__ for everything internal (never exported).
+ * lib/core: the hub's room. Private to libpytracekit, nothing here is API;
+ * prefix ptk__ / PTK__ for everything internal (never exported).
+ *
+ * What every room of lib/ may use: strings and messages, the clock,
+ * options, the event table, filters, thread records, code records, the
+ * dispatch table and the hub's calls, the backend table type, and the
+ * plugin instances and sessions as the hub reads them. The rooms above
+ * (lib/backends, lib/ref, lib/session) include this header; nothing here
+ * includes theirs (tests/core/structure checks it).
  */
-#ifndef PTK_INTERNAL_H
-#define PTK_INTERNAL_H
-
+#ifndef PTK_CORE_H
+#define PTK_CORE_H
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -781,20 +788,15 @@ ptk__deliver_judged(ptk__table *t, ptk__thread *th, ptk_event *ev,
 void ptk__code_forget_slot(uint32_t slot);
 void ptk__code_reset_lines_off(void);
 
-/* ---- backends ------------------------------------------------------------ */
+/* ---- backends: the table the hub calls them through -------------------- */
 
 /* Which backend the hub runs while sessions are active (PTK_BACKEND_AUTO:
- * none yet). Chosen by the first session that starts. */
+ * none yet), and its table (NULL: none). Chosen by the first session that
+ * starts (lib/session/backends.c). */
 extern ptk_backend ptk__hub_backend;
-/* What a session asks for, with PYTRACEKIT_BACKEND applied to `auto` and
- * `auto` resolved: legacy or monitoring (an error if unavailable). */
-int ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
-                         char **errmsg);
-/* At start: the backend the session runs on. The first running session
- * claims it (a tool id for monitoring; legacy, with a warning, if none is
- * free); later ones join it, or fail if they explicitly asked otherwise. */
-int ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
-                        ptk_backend *out, char **errmsg);
+extern const struct ptk__backend_ops *ptk__hub_ops;
+/* Is some active session running? */
+int ptk__any_running(void);
 /* Seeds the calling thread's shadow stack with the frames already running
  * (outermost first); `with_frames`: keep the frame pointers too. */
 void ptk__seed_stack(int with_frames);
@@ -823,42 +825,9 @@ typedef struct ptk__backend_ops {
     unsigned int (*events)(void);
 } ptk__backend_ops;
 
-extern const ptk__backend_ops ptk__legacy_ops;     /* legacy.c */
-extern const ptk__backend_ops ptk__monitoring_ops; /* monitoring.c */
-/* NULL for PTK_BACKEND_AUTO or an unknown value. */
-const ptk__backend_ops *ptk__backend_ops_of(ptk_backend id);
-
-/* ---- legacy backend (legacy.c) ----------------------------------------- */
-
-#include "frame_hook.h" /* ptk__hub_object, the frame hook */
-int ptk__legacy_init(char **errmsg);
-/* Make the installed hooks match the table. `owner` is the thread whose
- * session just started (installs there even for PTK_THREADS_CURRENT). */
-int ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg);
-/* Before a running session stops: for each thread where the program's own
- * sys.setprofile/settrace (or the AllThreads forms) replaced the hub's
- * function, a line for the session's report (appended to s->notes). */
-void ptk__legacy_check_displaced(struct ptk_session *s);
-
-/* ---- sys.monitoring backend (monitoring.c; 3.12+) ----------------------- */
-
-/* Claims tool id 3 (else 4) and registers the callbacks. PTK_EBUSY with a
- * message naming the holders if neither id is free; PTK_EUNSUPPORTED
- * before 3.12. */
-int ptk__mon_claim(char **errmsg);
-/* Switches events off, unregisters, frees the tool id. */
-void ptk__mon_release(void);
-/* Enables exactly the events the table needs. */
-int ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg);
-
-/* ---- reference tracer (ref.c) ----------------------------------------- */
-
-/* Called after every table swap: installs the hub's PyRefTracer when
- * t->nref > 0, removes it (restoring a chained tracer) when 0. */
-int ptk__ref_sync(const ptk__table *t, char **errmsg);
-int ptk__ref_status(ptk_ref_status *out);
-/* Reference events need PyRefTracer (3.13+): PTK_OK or PTK_EUNSUPPORTED. */
-int ptk__ref_check_available(const char *plugin, char **errmsg);
+/* The reference tracer's sync (lib/ref), called after every table swap;
+ * set by the room above (lib/session/backends.c), like the backend tables. */
+extern int (*const ptk__ref_sync_hook)(const ptk__table *t, char **errmsg);
 
 /* ---- plugins, sessions (loader.c, session.c) --------------------------- */
 
@@ -934,82 +903,24 @@ struct ptk_session {
 
 extern struct ptk_session *ptk__active_sessions;
 
-/* ---- the interpreter's life (life.c) ------------------------------------ */
-
-/* Counts interpreters: increases when Py_FinalizeEx has finished. */
-extern uint64_t ptk__interp_gen;
-/* PTK_ESTATE unless Python is initialised; the first call in each
- * interpreter registers the callbacks that follow its finalization. */
-int ptk__interp_check(char **errmsg);
-/* PTK_EINVAL for NULL, PTK_ESTATE for a session of a finalized interpreter. */
-int ptk__session_check(const struct ptk_session *s, char **errmsg);
 /* After Py_FinalizeEx: forget everything that pointed into the interpreter
  * (no Python calls; C memory of the records is kept or freed). */
 void ptk__hub_reset(void);
-void ptk__legacy_reset(void);
-void ptk__mon_reset(void);
 void ptk__code_reset(void);
-void ptk__host_reset(void);
-/* The json module (borrowed), imported at the first session start and
- * kept, so that reports need no import (host.c). */
-PyObject *ptk__json(void);
 void ptk__thread_reset(void);
-
-int ptk__load(const char *path_or_name, const char *extra_path,
-              const ptk_plugin_desc **desc, void **dl, char **found_path,
-              char **errmsg);
-int ptk__validate_desc(const ptk_plugin_desc *d, const char *where,
-                       unsigned int events, char **errmsg);
-char *ptk__library_dir(void);
-
-/* ---- processes (process.c) ------------------------------------------- */
-
-/* At ptk_session_start, once the output directory exists: remembers the
- * process and the start time, removes temporary files of dead processes,
- * installs the process hooks once (at-fork, os._exit/os.exec*, SIGTERM and
- * SIGHUP) and, for a session that follows children, the environment. */
-int ptk__process_session_start(struct ptk_session *s, char **errmsg);
-/* s has started: until its report begins, os._exit, os.exec* and
- * SIGTERM/SIGHUP write its reports, running or stopped. */
-void ptk__process_unreported_add(struct ptk_session *s);
-/* Does s report in this process (and has not already)? */
-int ptk__process_owns(const struct ptk_session *s);
-/* Around the plugins' reports: SIGINT is held (delivered afterwards). */
-void ptk__process_report_begin(struct ptk_session *s);
-void ptk__process_report_end(struct ptk_session *s);
-/* For the session that made the follow root (the top process), once its
- * own reports are written: the followed processes of this run whose
- * plugins failed (their pid-N/run.json says so), each named on the
- * summary. Sets and returns s->children_failed. */
-int ptk__process_children_failed(struct ptk_session *s);
-/* A report file was committed (its name is listed in run.json). */
-void ptk__process_note_written(struct ptk_plugin_ctx *ctx, const char *name);
-/* {"pid", "ppid", "started", "argv", "host"}: the run, for JSON reports.
- * A new reference, or NULL with an exception. */
-PyObject *ptk__process_identity(const struct ptk_session *s);
-/* DIR/.pytracekit-tmp.<this process's identity>.NAME.XXXXXX, for mkstemp:
- * the name a later session's clean-up can tell is ours and stale. */
-char *ptk__process_temp_name(const char *dir, const char *name);
-/* DIR/NAME made new (host.c): a temporary file created O_EXCL in DIR (no
- * planted symlink is followed), renamed into place; the descriptor, open
- * for writing, or a negative error. */
-int ptk__create_new(const char *dir, const char *name);
-void ptk__process_session_free(struct ptk_session *s);
-/* At stop: puts back the environment a following session changed. */
-void ptk__process_session_stop(struct ptk_session *s);
-
-/* ---- host services (host.c) ------------------------------------------- */
-
-extern const ptk_host ptk__host;
-/* The instance is freed: the report names it wrote are free again. */
-void ptk__report_release(uint64_t id);
 /* Saves the Python exception (with traceback) as text; clears it. */
 char *ptk__format_exception(void);
+/* Records a failure of ctx (code, and the formatted message) for the hub
+ * to act on at its next look, as host->fail does; returns code. */
+int ptk__fail_note(struct ptk_plugin_ctx *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int ptk__fail_notev(struct ptk_plugin_ctx *ctx, int code, const char *fmt,
+                    va_list ap);
 
-/* ---- allocation-failure injection (fault.c) ----------------------------- */
+/* ---- allocation-failure injection (lib/fault.c) -------------------------- */
 
 #include "ptk_fault.h"
 
 #pragma GCC visibility pop
 
-#endif /* PTK_INTERNAL_H */
+#endif /* PTK_CORE_H */

@@ -1,0 +1,131 @@
+/* Which backends there are, and which one the hub runs: the one file of
+ * lib/ that names them. The hub (lib/core) calls the chosen one through
+ * ptk__hub_ops only; adding a backend is adding its table here (and a
+ * ptk_backend value for users to name it). */
+#include "session/session.h"
+#include "backends/backends.h"
+#include "ref/ref.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every backend, in order of preference. */
+const ptk__backend_ops *const ptk__backends[] = {
+    &ptk__monitoring_ops,
+    &ptk__legacy_ops,
+};
+const size_t ptk__nbackends = sizeof ptk__backends / sizeof ptk__backends[0];
+
+int (*const ptk__ref_sync_hook)(const ptk__table *t, char **errmsg) = ptk__ref_sync;
+
+const ptk__backend_ops *
+ptk__backend_ops_of(ptk_backend id)
+{
+    for (size_t i = 0; i < ptk__nbackends; i++) {
+        if (ptk__backends[i]->id == id) {
+            return ptk__backends[i];
+        }
+    }
+    return NULL;
+}
+
+int
+ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
+                     char **errmsg)
+{
+    *explicit = requested != PTK_BACKEND_AUTO;
+    if (requested == PTK_BACKEND_AUTO) {
+        const char *env = getenv("PYTRACEKIT_BACKEND");
+        if (env != NULL && *env != '\0') {
+            if (ptk_backend_parse(env, &requested) < 0) {
+                return ptk__err(errmsg, PTK_EINVAL,
+                                "PYTRACEKIT_BACKEND is '%s'; expected legacy, "
+                                "monitoring or auto",
+                                env);
+            }
+            *explicit = requested != PTK_BACKEND_AUTO;
+        }
+    }
+    if (requested == PTK_BACKEND_AUTO) {
+        /* the most preferred backend this interpreter has */
+        for (size_t i = 0; i < ptk__nbackends; i++) {
+            if (ptk__backends[i]->available(NULL) == PTK_OK) {
+                *out = ptk__backends[i]->id;
+                return PTK_OK;
+            }
+        }
+        return ptk__err(errmsg, PTK_EUNSUPPORTED, "no backend is available");
+    }
+    const ptk__backend_ops *ops = ptk__backend_ops_of(requested);
+    if (ops == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "invalid backend %d", (int)requested);
+    }
+    int rc = ops->available(errmsg); /* says what is missing */
+    if (rc < 0) {
+        return rc;
+    }
+    *out = requested;
+    return PTK_OK;
+}
+
+int
+ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
+                    ptk_backend *out, char **errmsg)
+{
+    if (ptk__any_running() && ptk__hub_backend != PTK_BACKEND_AUTO) {
+        /* One hub, one backend: a session joins the running one. */
+        if (explicit && requested != ptk__hub_backend) {
+            return ptk__err(errmsg, PTK_EBUSY,
+                            "the %s backend was asked for, but another session "
+                            "is running on the %s backend",
+                            ptk_backend_name(requested),
+                            ptk_backend_name(ptk__hub_backend));
+        }
+        *out = ptk__hub_backend;
+        return PTK_OK;
+    }
+    const ptk__backend_ops *ops = ptk__backend_ops_of(requested);
+    char *why = NULL;
+    int rc = ops ? ops->claim(&why) : PTK_EINVAL;
+    if (rc < 0) {
+        /* the next one down the list of preference that can be claimed */
+        size_t i = 0;
+        while (i < ptk__nbackends && ptk__backends[i] != ops) {
+            i++;
+        }
+        for (i++; i < ptk__nbackends; i++) {
+            if (ptk__backends[i]->available(NULL) == PTK_OK &&
+                ptk__backends[i]->claim(NULL) == PTK_OK) {
+                fprintf(warn ? warn : stderr,
+                        "pytracekit: %s; using the %s backend\n",
+                        why ? why : "the backend is not usable",
+                        ptk__backends[i]->name);
+                free(why);
+                ptk__hub_ops = ptk__backends[i];
+                ptk__hub_backend = *out = ptk__backends[i]->id;
+                return PTK_OK;
+            }
+        }
+        rc = ptk__err(errmsg, rc, "%s", why ? why : "no backend can be used");
+        free(why);
+        return rc;
+    }
+    free(why);
+    ptk__hub_ops = ops;
+    ptk__hub_backend = requested;
+    *out = requested;
+    return PTK_OK;
+}
+
+void
+ptk__backends_before_stop(struct ptk_session *s)
+{
+    ptk__legacy_check_displaced(s);
+}
+
+void
+ptk__backends_reset(void)
+{
+    ptk__legacy_reset();
+    ptk__mon_reset();
+}

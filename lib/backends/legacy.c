@@ -1103,8 +1103,8 @@ prime_opcodes(void)
 static int
 sync_hooks(const ptk__table *t, int install_here, char **errmsg);
 
-int
-ptk__legacy_sync(const ptk__table *t, int install_here, char **errmsg)
+static int
+legacy_sync(const ptk__table *t, int install_here, char **errmsg)
 {
     /* What the hub itself runs here (import threading, its set/get hook
      * calls) must not reach the plugins as the program's events. */
@@ -1340,8 +1340,8 @@ audit_hook(const char *event, PyObject *args, void *data)
     return 0;
 }
 
-void
-ptk__legacy_check_displaced(struct ptk_session *s)
+static void
+legacy_before_stop(struct ptk_session *s)
 {
     const ptk__table *t = ptk__current;
     if (ptk__hub_backend != PTK_BACKEND_LEGACY || ptk__hub_object == NULL ||
@@ -1398,8 +1398,8 @@ ptk__legacy_check_displaced(struct ptk_session *s)
     }
 }
 
-int
-ptk__legacy_init(char **errmsg)
+static int
+legacy_claim(char **errmsg)
 {
     if (ptk__hub_object != NULL) {
         return PTK_OK;
@@ -1443,8 +1443,8 @@ ptk__legacy_init(char **errmsg)
     return PTK_OK;
 }
 
-void
-ptk__legacy_reset(void)
+static void
+legacy_reset(void)
 {
     ptk__hub_object = NULL; /* went with the interpreter */
     opcode_primed = 0;
@@ -1477,12 +1477,36 @@ legacy_events(void)
     return ptk__fed_mask(PTK_FEED_LEGACY);
 }
 
+/* The plan: which of CPython's two hooks the table needs, and LINE's
+ * lane. CALL and RETURN reach both hooks: they are taken from the trace
+ * function when it is needed anyway and nobody wants C events, so that a
+ * Python call costs two callbacks, not four. */
+static void
+legacy_plan(ptk__table *t)
+{
+    unsigned c_events = PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
+                        PTK_MASK(PTK_EV_C_EXCEPTION);
+    unsigned py_events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
+    ptk__sub *line = t->nsub[PTK_EV_LINE] == 1 ? &t->subs[PTK_EV_LINE][0] : NULL;
+    if (line != NULL && line->only_thread == NULL && !line->filter_call &&
+        line->on_event != NULL) {
+        t->line_one = line;
+    }
+    t->need_trace = (t->mask & PTK_MASK_TRACE) != 0;
+    t->need_profile =
+        (t->mask & c_events) != 0 ||
+        (!t->need_trace && ((t->mask & py_events) || t->need_stack));
+}
+
 const ptk__backend_ops ptk__legacy_ops = {
     .id = PTK_BACKEND_LEGACY,
     .name = "legacy",
     .available = legacy_available,
-    .claim = ptk__legacy_init,
+    .claim = legacy_claim,
     .release = legacy_release,
-    .sync = ptk__legacy_sync,
+    .plan = legacy_plan,
+    .sync = legacy_sync,
+    .before_stop = legacy_before_stop,
+    .reset = legacy_reset,
     .events = legacy_events,
 };

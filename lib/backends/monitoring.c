@@ -1081,7 +1081,9 @@ probe_line_after_resume(void)
     PyErr_Clear();
 }
 
-int
+static void ptk__mon_release(void);
+
+static int
 ptk__mon_claim(char **errmsg)
 {
     if (tool >= 0) {
@@ -1135,7 +1137,7 @@ ptk__mon_claim(char **errmsg)
     return rc;
 }
 
-void
+static void
 ptk__mon_release(void)
 {
     if (tool < 0) {
@@ -1253,7 +1255,7 @@ stacks_drop(void)
     }
 }
 
-int
+static int
 ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
 {
     if (tool < 0) {
@@ -1342,7 +1344,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     return rc;
 }
 
-void
+static void
 ptk__mon_reset(void)
 {
     /* the tool id and its callbacks went with the interpreter */
@@ -1386,12 +1388,51 @@ mon_events(void)
     return m;
 }
 
+/* The plan: whether the stacks are kept, whether C method descriptors are
+ * bound, and the lean paths of the callbacks. */
+static void
+mon_plan(ptk__table *t)
+{
+    unsigned c_events = PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
+                        PTK_MASK(PTK_EV_C_EXCEPTION);
+    unsigned py_events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
+    int all_own = 1; /* every subscriber is PTK_FLAG_OWN_STACK */
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        for (int i = 0; i < t->nsub[k]; i++) {
+            const ptk__sub *s = &t->subs[k][i];
+            if (s->on_event == NULL) {
+                continue; /* counts depth only: not a subscriber of k */
+            }
+            if (!(s->flags & PTK_FLAG_OWN_STACK)) {
+                all_own = 0;
+            }
+            if ((PTK_MASK(k) & c_events) && !(s->flags & PTK_FLAG_UNBOUND_C)) {
+                t->c_bind = 1;
+            }
+        }
+    }
+    t->track_stack = t->need_stack ||
+                     (t->mask & (c_events | PTK_MASK(PTK_EV_RETURN))) != 0;
+    /* The events stay on (track_stack); only the stacks are not kept when
+     * nobody reads depth or needs the hub to pair C events: the timer
+     * keeps its own stack of the same frames. */
+    t->shadow = t->track_stack && !(all_own && !t->need_stack && !t->c_bind);
+    if (t->track_stack && !t->shadow && !t->dead_possible) {
+        unsigned lean = py_events | c_events;
+        for (int k = 0; k < PTK_EV_COUNT; k++) {
+            t->lean[k] = (PTK_MASK(k) & lean) ? t->solo[k] : NULL;
+        }
+    }
+}
+
 const ptk__backend_ops ptk__monitoring_ops = {
     .id = PTK_BACKEND_MONITORING,
     .name = "monitoring",
     .available = mon_available,
     .claim = ptk__mon_claim,
     .release = ptk__mon_release,
+    .plan = mon_plan,
     .sync = ptk__mon_sync,
+    .reset = ptk__mon_reset,
     .events = mon_events,
 };

@@ -436,23 +436,27 @@ typedef struct ptk__refsub {
     struct ptk_plugin_ctx *ctx;
 } ptk__refsub;
 
-/* Immutable once published; rebuilt on every attach/detach. */
+/* Immutable once published; rebuilt on every attach/detach. The hub fills
+ * it from the subscriptions; the fields marked (plan) are filled by the
+ * running backend's plan (ptk__backend_ops::plan), which alone reads them. */
 typedef struct ptk__table {
     unsigned int mask;        /* kinds with at least one subscriber */
     unsigned int clock_mask;  /* kinds where some subscriber wants the clock */
     int need_stack;           /* some subscriber wants the shadow stack */
-    int need_profile;         /* the profile function must be installed */
-    int need_trace;           /* the trace function must be installed */
+    int need_profile;         /* (plan) legacy: the profile function must be
+                                 installed */
+    int need_trace;           /* (plan) legacy: the trace function must be
+                                 installed */
     int all_threads;          /* some session observes every thread */
-    int track_stack;          /* monitoring: keep the shadow stack (someone
+    int track_stack;          /* (plan) monitoring: keep the shadow stack (someone
                                  wants RETURN, C events or the stack) */
-    int shadow;               /* monitoring: with track_stack, keep the
+    int shadow;               /* (plan) monitoring: with track_stack, keep the
                                  shadow stack and the C-call stack too;
                                  0 when every subscriber is
                                  PTK_FLAG_OWN_STACK (none PTK_FLAG_STACK,
                                  no descriptor to bind): then depth is -1
                                  and C returns are not paired */
-    int c_bind;               /* monitoring: some subscriber of a C event
+    int c_bind;               /* (plan) monitoring: some subscriber of a C event
                                  lacks PTK_FLAG_UNBOUND_C: method
                                  descriptors are delivered bound */
     int nsub[PTK_EV_COUNT];
@@ -460,11 +464,11 @@ typedef struct ptk__table {
     /* The subscriber of a kind when it is the only one and takes every
      * event of it (no filter, every thread): ptk__deliver_solo, no loop. */
     ptk__sub *solo[PTK_EV_COUNT];
-    /* solo[k] for CALL, RETURN and the C kinds when the monitoring
+    /* (plan) solo[k] for CALL, RETURN and the C kinds when the monitoring
      * callbacks have nothing else to do: no stacks kept (!shadow) and no
      * code to judge dead. Their first test: a straight path to it. */
     ptk__sub *lean[PTK_EV_COUNT];
-    /* LINE's subscriber when it is the only one, on every thread, with no
+    /* (plan) LINE's subscriber when it is the only one, on every thread, with no
      * filter beyond the code object's verdict: the legacy trace function
      * hands it a LINE with no dispatch loop (its LINE lane: the verdict
      * tested, then ptk__deliver_solo). Under line coverage with branches,
@@ -807,10 +811,12 @@ void ptk__seed_stack(int with_frames);
 void ptk__stack_prune(ptk__thread *th);
 
 /* A backend: where events come from. One table per backend, in its own
- * file; the hub calls only these. */
+ * file (lib/backends); the hub calls only these, through ptk__hub_ops, and
+ * lib/session/backends.c lists them. Everything else of a backend is
+ * static in its file. */
 typedef struct ptk__backend_ops {
     ptk_backend id;
-    const char *name;
+    const char *name; /* also the name users give it (ptk_backend_parse) */
     /* PTK_OK if this interpreter has it; else an error saying what is
      * missing (errmsg may be NULL). Claims nothing. */
     int (*available)(char **errmsg);
@@ -819,8 +825,16 @@ typedef struct ptk__backend_ops {
     int (*claim)(char **errmsg);
     /* Lets go of it all; called when the last session stops. */
     void (*release)(void);
+    /* Fills the table's fields that only this backend reads, from the rest
+     * of the table, before it is published (NULL: none). */
+    void (*plan)(ptk__table *t);
     /* Makes the installed hooks deliver exactly what the table needs. */
     int (*sync)(const ptk__table *t, int install_here, char **errmsg);
+    /* Before a running session stops: lines for its report notes (NULL:
+     * nothing to say). */
+    void (*before_stop)(struct ptk_session *s);
+    /* After Py_FinalizeEx: forgets what pointed into the interpreter. */
+    void (*reset)(void);
     /* The kinds it delivers (PTK_MASK bits, from the event table). */
     unsigned int (*events)(void);
 } ptk__backend_ops;

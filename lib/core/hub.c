@@ -140,7 +140,6 @@ build(ptk__table **out, char **errmsg)
         }
     }
     int nref = 0;
-    int all_own = 1; /* every subscriber is PTK_FLAG_OWN_STACK */
     for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
         if (s->threads == PTK_THREADS_ALL && s->running) {
             t->all_threads = 1;
@@ -163,9 +162,6 @@ build(ptk__table **out, char **errmsg)
             if (flags & PTK_FLAG_STACK) {
                 t->need_stack = 1;
             }
-            if ((c->events & ~PTK_MASK_REF) && !(flags & PTK_FLAG_OWN_STACK)) {
-                all_own = 0; /* (on_ref gets no depth) */
-            }
             uint64_t bit = (uint64_t)1 << c->slot;
             if (c->events & ~PTK_MASK_REF) {
                 t->slots |= bit;
@@ -187,12 +183,6 @@ build(ptk__table **out, char **errmsg)
                 t->mask |= PTK_MASK(k);
                 if (flags & PTK_FLAG_CLOCK) {
                     t->clock_mask |= PTK_MASK(k);
-                }
-                if ((PTK_MASK(k) & (PTK_MASK(PTK_EV_C_CALL) |
-                                    PTK_MASK(PTK_EV_C_RETURN) |
-                                    PTK_MASK(PTK_EV_C_EXCEPTION))) &&
-                    !(flags & PTK_FLAG_UNBOUND_C)) {
-                    t->c_bind = 1;
                 }
                 if (PTK_MASK(k) & PTK_MASK_REF) {
                     continue;
@@ -227,33 +217,11 @@ build(ptk__table **out, char **errmsg)
             t->solo[k] = only;
         }
     }
-    ptk__sub *line = t->nsub[PTK_EV_LINE] == 1 ? &t->subs[PTK_EV_LINE][0] : NULL;
-    if (line != NULL && line->only_thread == NULL && !line->filter_call &&
-        line->on_event != NULL) {
-        t->line_one = line;
-    }
-    /* CALL and RETURN reach both hooks: take them from the trace function
-     * when it is needed anyway and nobody wants C events, so that a Python
-     * call costs two callbacks, not four. */
     t->dead_possible = t->slots != 0 && (t->code_filtered & t->slots) == t->slots;
-    unsigned c_events = PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
-                        PTK_MASK(PTK_EV_C_EXCEPTION);
-    unsigned py_events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
-    t->need_trace = (t->mask & PTK_MASK_TRACE) != 0;
-    t->track_stack = t->need_stack ||
-                     (t->mask & (c_events | PTK_MASK(PTK_EV_RETURN))) != 0;
-    /* The events stay on (track_stack); only the stacks are not kept when
-     * nobody reads depth or needs the hub to pair C events: the timer
-     * keeps its own stack of the same frames. */
-    t->shadow = t->track_stack && !(all_own && !t->need_stack && !t->c_bind);
-    if (t->track_stack && !t->shadow && !t->dead_possible) {
-        unsigned lean = py_events | c_events;
-        for (int k = 0; k < PTK_EV_COUNT; k++) {
-            t->lean[k] = (PTK_MASK(k) & lean) ? t->solo[k] : NULL;
-        }
+    /* what only the backend reads: its own plan of the table */
+    if (ptk__hub_ops != NULL && ptk__hub_ops->plan != NULL) {
+        ptk__hub_ops->plan(t);
     }
-    t->need_profile = (t->mask & c_events) != 0 ||
-                      (!t->need_trace && ((t->mask & py_events) || t->need_stack));
     *out = t;
     return PTK_OK;
 }

@@ -6,6 +6,7 @@
 #include "backends/backends.h"
 #include "ref/ref.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,32 @@ ptk__backend_ops_of(ptk_backend id)
     return NULL;
 }
 
+/* "legacy, monitoring or auto": the names users may give, by id. */
+static const char *
+names_expected(char *buf, size_t cap)
+{
+    size_t len = 0;
+    int prev = PTK_BACKEND_AUTO;
+    buf[0] = '\0';
+    for (size_t n = 0; n < ptk__nbackends; n++) {
+        const ptk__backend_ops *next = NULL;
+        for (size_t i = 0; i < ptk__nbackends; i++) {
+            const ptk__backend_ops *o = ptk__backends[i];
+            if ((int)o->id > prev && (next == NULL || o->id < next->id)) {
+                next = o;
+            }
+        }
+        if (next == NULL) {
+            break;
+        }
+        int w = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "", next->name);
+        len += w > 0 && (size_t)w < cap - len ? (size_t)w : 0;
+        prev = (int)next->id;
+    }
+    snprintf(buf + len, cap - len, " or auto");
+    return buf;
+}
+
 int
 ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
                      char **errmsg)
@@ -38,10 +65,10 @@ ptk__backend_resolve(ptk_backend requested, ptk_backend *out, int *explicit,
         const char *env = getenv("PYTRACEKIT_BACKEND");
         if (env != NULL && *env != '\0') {
             if (ptk_backend_parse(env, &requested) < 0) {
+                char names[256];
                 return ptk__err(errmsg, PTK_EINVAL,
-                                "PYTRACEKIT_BACKEND is '%s'; expected legacy, "
-                                "monitoring or auto",
-                                env);
+                                "PYTRACEKIT_BACKEND is '%s'; expected %s",
+                                env, names_expected(names, sizeof names));
             }
             *explicit = requested != PTK_BACKEND_AUTO;
         }
@@ -120,12 +147,41 @@ ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
 void
 ptk__backends_before_stop(struct ptk_session *s)
 {
-    ptk__legacy_check_displaced(s);
+    if (ptk__hub_ops != NULL && ptk__hub_ops->before_stop != NULL) {
+        ptk__hub_ops->before_stop(s);
+    }
 }
 
 void
 ptk__backends_reset(void)
 {
-    ptk__legacy_reset();
-    ptk__mon_reset();
+    for (size_t i = 0; i < ptk__nbackends; i++) {
+        ptk__backends[i]->reset();
+    }
+}
+
+const char *
+ptk_backend_name(ptk_backend b)
+{
+    if (b == PTK_BACKEND_AUTO) {
+        return "auto";
+    }
+    const ptk__backend_ops *ops = ptk__backend_ops_of(b);
+    return ops ? ops->name : NULL;
+}
+
+int
+ptk_backend_parse(const char *name, ptk_backend *out)
+{
+    if (name != NULL && strcmp(name, "auto") == 0) {
+        *out = PTK_BACKEND_AUTO;
+        return PTK_OK;
+    }
+    for (size_t i = 0; name != NULL && i < ptk__nbackends; i++) {
+        if (strcmp(name, ptk__backends[i]->name) == 0) {
+            *out = ptk__backends[i]->id;
+            return PTK_OK;
+        }
+    }
+    return PTK_EINVAL;
 }

@@ -629,32 +629,6 @@ ptk_session_backend(const ptk_session *s)
     return s ? s->backend : PTK_BACKEND_AUTO;
 }
 
-const char *
-ptk_backend_name(ptk_backend b)
-{
-    switch (b) {
-    case PTK_BACKEND_AUTO:
-        return "auto";
-    case PTK_BACKEND_LEGACY:
-        return "legacy";
-    case PTK_BACKEND_MONITORING:
-        return "monitoring";
-    }
-    return NULL;
-}
-
-int
-ptk_backend_parse(const char *name, ptk_backend *out)
-{
-    for (int b = PTK_BACKEND_AUTO; b <= PTK_BACKEND_MONITORING; b++) {
-        if (name != NULL && strcmp(name, ptk_backend_name((ptk_backend)b)) == 0) {
-            *out = (ptk_backend)b;
-            return PTK_OK;
-        }
-    }
-    return PTK_EINVAL;
-}
-
 int
 ptk_session_running(const ptk_session *s)
 {

@@ -4,6 +4,7 @@
  * stack, and hands events to ptk__dispatch. Nothing here decides who gets
  * an event: that is the dispatch table's job. */
 #include "backends/backends.h"
+#include "core/deliver.h"
 #include "backends/frame_hook.h"
 
 #include <stdlib.h>

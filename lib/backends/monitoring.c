@@ -20,6 +20,7 @@
  * has disabled it there; when a later table brings a new subscriber,
  * sys.monitoring.restart_events() switches those locations back on. */
 #include "backends/backends.h"
+#include "core/deliver.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -287,7 +288,7 @@ mon_call_full(PyObject *self, PyObject *const *args)
         ev->origin = (ptk_event_origin)what;
         ev->code = code;
         ev->depth = depth;
-        ptk__deliver_clean_as(t, th, ev, PTK_EV_CALL);
+        ptk__deliver(t, th, ev, PTK_EV_CALL);
         t = ptk__current; /* a plugin that failed may have retired t */
         /* The stack needs every start; otherwise a code object every CALL
          * subscriber disabled is switched off at this location. */
@@ -356,7 +357,7 @@ mon_return_full(PyObject *self, PyObject *const *args)
         ev->code = code;
         ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
         ev->depth = pos >= 0 ? pos + 1 : -1;
-        ptk__deliver_clean_as(t, th, ev, PTK_EV_RETURN);
+        ptk__deliver(t, th, ev, PTK_EV_RETURN);
     }
     if (pos >= 0) {
         th->pub.depth = pos;
@@ -492,7 +493,7 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
     at->ev.depth = t->shadow ? th->pub.depth : -1;
     at->ev.c_self = c_self;
     at->offset = args[1];
-    ptk__deliver_clean_as(t, th, &at->ev, kind);
+    ptk__deliver(t, th, &at->ev, kind);
     Py_XDECREF(own);
 }
 
@@ -666,7 +667,7 @@ line_at(ptk__table *t, ptk__thread *th, PyCodeObject *code, int line)
         ev_init(&ev, th, PTK_EV_LINE, code, Py_None,
                 t->shadow ? th->pub.depth : -1);
         ev.line = line;
-        ptk__deliver_clean(t, th, &ev);
+        ptk__deliver(t, th, &ev, ev.kind);
         if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) &&
             ptk__code_line_state(code, line) != PTK__LINE_DELIVER) {
             return disable(1);
@@ -717,7 +718,7 @@ mon_jump(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
                 t->shadow ? th->pub.depth : -1);
         ev.lasti_ = (int32_t)from;
         ev.target = (int32_t)to;
-        ptk__deliver_clean(t, th, &ev);
+        ptk__deliver(t, th, &ev, ev.kind);
         t = ptk__current; /* a plugin that failed may have retired t */
         jump_off = (ptk__disable_records & (int)PTK_MASK(PTK_EV_JUMP)) &&
                    ptk__code_all_disabled(t, &ev);
@@ -765,7 +766,7 @@ mon_branch(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ev.lasti_ = (int32_t)small_int(args[1]);
     ev.target = (int32_t)small_int(args[2]);
     uint64_t marks = ptk__disable_marks;
-    ptk__deliver_clean(t, th, &ev);
+    ptk__deliver(t, th, &ev, ev.kind);
     t = ptk__current; /* a plugin that failed may have retired t */
     /* (most BRANCH events come from a location one way of which has not
      * been taken yet: nobody disabled anything, nothing to look up) */
@@ -812,7 +813,7 @@ mon_branch_dir(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *k
         ev_init(&ev, th, k, code, Py_None, t->shadow ? th->pub.depth : -1);
         ev.lasti_ = from;
         ev.target = to;
-        ptk__deliver_clean(t, th, &ev);
+        ptk__deliver(t, th, &ev, ev.kind);
         t = ptk__current; /* a plugin that failed may have retired t */
         if (!((ptk__disable_records & (int)PTK_MASK(k)) &&
               ptk__code_all_disabled(t, &ev))) {
@@ -847,7 +848,7 @@ mon_raise(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     ptk_event ev;
     ev_init(&ev, th, PTK_EV_EXCEPTION, (PyCodeObject *)args[0], tuple,
             t->shadow ? th->pub.depth : -1);
-    ptk__deliver_clean(t, th, &ev);
+    ptk__deliver(t, th, &ev, ev.kind);
     Py_DECREF(tuple);
     return none();
 }
@@ -872,7 +873,7 @@ mon_instruction(PyObject *self, PyObject *const *args, size_t nargsf,
     ev_init(&ev, th, PTK_EV_OPCODE, (PyCodeObject *)args[0], Py_None,
             t->shadow ? th->pub.depth : -1);
     ev.lasti_ = (int32_t)small_int(args[1]);
-    ptk__deliver_clean(t, th, &ev);
+    ptk__deliver(t, th, &ev, ev.kind);
     t = ptk__current; /* a plugin that failed may have retired t */
     if ((ptk__disable_records & (int)PTK_MASK(PTK_EV_OPCODE)) &&
         ptk__code_all_disabled(t, &ev)) {

@@ -462,7 +462,8 @@ typedef struct ptk__table {
     int nsub[PTK_EV_COUNT];
     ptk__sub *subs[PTK_EV_COUNT];
     /* The subscriber of a kind when it is the only one and takes every
-     * event of it (no filter, every thread): ptk__deliver_solo, no loop. */
+     * event of it (no filter, every thread): ptk__deliver_solo, no loop
+     * (core/deliver.h). */
     ptk__sub *solo[PTK_EV_COUNT];
     /* (plan) solo[k] for CALL, RETURN and the C kinds when the monitoring
      * callbacks have nothing else to do: no stacks kept (!shadow) and no
@@ -578,26 +579,16 @@ int ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,
 /* host->code_slot */
 void **ptk__code_slot(PyCodeObject *code, uint32_t slot);
 
-/* The published table; never NULL after ptk__hub_init (an empty table). */
+/* The published table; never NULL (an empty table when nobody runs). */
 extern ptk__table *ptk__current;
 
 int ptk__hub_init(char **errmsg);
 /* Recompute from the active sessions and swap in; installs/removes hooks. */
 int ptk__hub_rebuild(int install_here, char **errmsg);
-/* Delivers ev to the subscribers of ev->kind; handles DISABLE and failures.
- * Returns 1 if LINE is now off for every subscriber in this code object.
- * th->tstate must be the calling thread's. ptk__deliver is the hot path;
- * ptk__dispatch the general one (DISABLE records, failures, a pending
- * exception to save). */
-int ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev);
-int ptk__dispatch_result(ptk__sub *s, ptk__thread *th, ptk_event *ev, int rc);
+/* Has s's instance failed (its events are no longer delivered)? */
 int ptk__sub_failed(const ptk__sub *s);
-void ptk__after_dispatch(void);
 /* Calls on_thread_end of every attached instance that has it (GIL held). */
 void ptk__hub_thread_ended(const ptk_thread *thread);
-extern int ptk__dispatch_depth;  /* dispatches in progress (all threads; GIL) */
-extern int ptk__dispatch_slow;   /* DISABLE records exist, or a failure is pending */
-extern int ptk__dispatch_cleanup; /* a rebuild or retired tables wait for depth 0 */
 
 
 /* An instance leaves the hub (stop, remove, failure): frees its slot and
@@ -658,135 +649,6 @@ ptk__code_line_state(PyCodeObject *code, int line)
         return ptk__rec_line_state(ptk__last_rec, line);
     }
     return ptk__code_line_state_slow(code, line);
-}
-
-/* The dispatch loop. `general` is a constant at each use: 0 for the hot
- * path, 1 (ptk__dispatch) to also skip failed instances and locations a
- * subscriber disabled. Filters are applied on both: a subscriber whose
- * filter rejects the code object is skipped on the verdict cache alone. */
-/* rejected: ptk__code_rejected(t, ev->code) if t->code_filtered, else 0
- * (a backend that has judged the code object already passes it on). */
-static inline __attribute__((always_inline)) int
-ptk__deliver_loop_judged(ptk__table *t, ptk__thread *th, ptk_event *ev,
-                         const int general, uint64_t rejected)
-{
-    int kind = ev->kind;
-    /* (0 when not asked for: a reused event keeps its last reading) */
-    ev->time_ns = t->clock_mask & PTK_MASK(kind) ? ptk__clock_ns() : 0;
-    ptk__sub *s = t->subs[kind];
-    int n = t->nsub[kind], lines_off = 0;
-    ptk__dispatch_depth++;
-    for (int i = 0; i < n; i++) {
-        if (s[i].only_thread != NULL && s[i].only_thread != &th->pub) {
-            continue;
-        }
-        if (s[i].filter != NULL) {
-            if (rejected & ((uint64_t)1 << s[i].slot)) {
-                continue; /* its filter does not select this code */
-            }
-            if (s[i].filter_call && ptk__filter_skip(&s[i], th, ev, rejected)) {
-                continue;
-            }
-            if (s[i].on_event == NULL) {
-                continue; /* counts depth only (max_depth) */
-            }
-        }
-        if (general && ptk__sub_failed(&s[i])) {
-            continue;
-        }
-        if (general && (ptk__disable_records & (int)PTK_MASK(ev->kind)) &&
-            ptk__code_is_disabled(ev->code, s[i].slot, ev->kind, ev->line,
-                                  ptk__event_lasti(ev))) {
-            ptk__disable_marks++;
-            continue;
-        }
-        int rc = s[i].on_event(s[i].state, ev);
-        if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
-            lines_off |= ptk__dispatch_result(&s[i], th, ev, rc);
-        }
-    }
-    /* (cleanup first: it is nearly always 0) */
-    ptk__dispatch_depth--;
-    if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
-        ptk__after_dispatch();
-    }
-    return lines_off;
-}
-
-static inline __attribute__((always_inline)) int
-ptk__deliver_loop(ptk__table *t, ptk__thread *th, ptk_event *ev,
-                  const int general)
-{
-    return ptk__deliver_loop_judged(
-        t, th, ev, general,
-        t->code_filtered ? ptk__code_rejected(t, ev->code) : 0);
-}
-
-/* ptk__deliver_loop for a kind with a single subscriber that takes every
- * event (ptk__table::solo), on the hot path (!ptk__dispatch_slow): what
- * the loop does for it, without the loop, the filter tests and the code
- * verdict nobody asks for. Most runs have one plugin: each event saves
- * some twenty instructions. */
-static inline __attribute__((always_inline)) int
-ptk__deliver_solo(ptk__table *t, ptk__thread *th, ptk_event *ev, ptk__sub *s,
-                  int kind)
-{
-    int lines_off = 0;
-    ev->time_ns = t->clock_mask & PTK_MASK(kind) ? ptk__clock_ns() : 0;
-    ptk__dispatch_depth++;
-    int rc = s->on_event(s->state, ev);
-    if (rc != PTK_OK || ptk__exc_pending(th->tstate)) {
-        lines_off = ptk__dispatch_result(s, th, ev, rc);
-    }
-    ptk__dispatch_depth--;
-    if (ptk__dispatch_cleanup && ptk__dispatch_depth == 0) {
-        ptk__after_dispatch();
-    }
-    return lines_off;
-}
-
-/* ptk__deliver_clean where the caller knows ev->kind: a constant there
- * picks the subscriber and the clock bit without reading the event. */
-static inline __attribute__((always_inline)) int
-ptk__deliver_clean_as(ptk__table *t, ptk__thread *th, ptk_event *ev, int kind)
-{
-    if (ptk__dispatch_slow) {
-        return ptk__dispatch(t, th, ev);
-    }
-    ptk__sub *solo = t->solo[kind];
-    if (solo != NULL) {
-        return ptk__deliver_solo(t, th, ev, solo, kind);
-    }
-    return ptk__deliver_loop(t, th, ev, 0);
-}
-
-/* For a backend that is never entered with an exception pending
- * (sys.monitoring saves it around the events that have one). */
-static inline int
-ptk__deliver_clean(ptk__table *t, ptk__thread *th, ptk_event *ev)
-{
-    return ptk__deliver_clean_as(t, th, ev, ev->kind);
-}
-
-static inline int
-ptk__deliver(ptk__table *t, ptk__thread *th, ptk_event *ev)
-{
-    if (ptk__exc_pending(th->tstate)) {
-        return ptk__dispatch(t, th, ev);
-    }
-    return ptk__deliver_clean(t, th, ev);
-}
-
-/* ptk__deliver with the code object's verdicts already looked up
- * (rejected as ptk__deliver_loop_judged takes it). */
-static inline int
-ptk__deliver_judged(ptk__table *t, ptk__thread *th, ptk_event *ev,
-                    uint64_t rejected)
-{
-    if (ptk__exc_pending(th->tstate) || ptk__dispatch_slow) {
-        return ptk__dispatch(t, th, ev);
-    }
-    return ptk__deliver_loop_judged(t, th, ev, 0, rejected);
 }
 
 void ptk__code_forget_slot(uint32_t slot);

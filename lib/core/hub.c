@@ -3,6 +3,7 @@
  * backends (lib/backends, lib/ref) only read ptk__current; the hub reaches
  * them through their tables (ptk__hub_ops, ptk__ref_sync_hook). */
 #include "core/core.h"
+#include "core/deliver.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -486,7 +487,8 @@ ptk__dispatch(ptk__table *t, ptk__thread *th, ptk_event *ev)
     if (saved) {
         PyErr_Fetch(&et, &evv, &etb);
     }
-    int lines_off = ptk__deliver_loop(t, th, ev, 1);
+    int lines_off = ptk__deliver_loop(
+        t, th, ev, 1, t->code_filtered ? ptk__code_rejected(t, ev->code) : 0);
     if (saved) {
         PyErr_Restore(et, evv, etb);
     }

@@ -5,7 +5,9 @@ backends.
     test_structure.py rooms      every quoted #include of lib/ goes to a
                                  header of its own room or a lower one
     test_structure.py backends   the backends' header is included by the
-                                 backends and by lib/session/backends.c alone
+                                 backends and by lib/session/backends.c alone,
+                                 the delivery ladder (core/deliver.h) by
+                                 lib/core and lib/backends alone
     test_structure.py listed     every source of a room is built
                                  (lib/CMakeLists.txt), and no file of lib/
                                  lies outside the rooms
@@ -70,6 +72,10 @@ def case_backends():
     for room, name, path in sources():
         with open(path, encoding="utf-8") as f:
             incs = INCLUDE.findall(f.read())
+        for inc in incs:
+            if inc == "core/deliver.h" and room not in ("core", "backends"):
+                bad.append("lib/%s/%s includes \"%s\": only the hub and the "
+                           "backends deliver events" % (room, name, inc))
         if room == "backends" or (room, name) == ("session", "backends.c"):
             continue
         for inc in incs:

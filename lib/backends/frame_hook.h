@@ -1,8 +1,8 @@
 /* The legacy backend's frame hook: CPython's frame evaluation function
  * (PEP 523), where the interpreter has one and a per-thread tracing flag
- * (3.11). lib/frame_hook.c holds the hook, the one file built with
+ * (3.11). frame_hook.c holds the hook, the one file built with
  * CPython's internal headers (it reads the code object and globals of the
- * frame about to run); lib/legacy.c decides what the thread's hooks are
+ * frame about to run); legacy.c decides what the thread's hooks are
  * while that frame runs. */
 #ifndef PTK_FRAME_HOOK_H
 #define PTK_FRAME_HOOK_H

@@ -327,29 +327,142 @@ frame_code(const ptk__thread *th, PyFrameObject *frame)
     return code;
 }
 
+/* handle()'s first steps on a thread marked slow: 1 if the event is one
+ * the hub object delivered already (skip it). May run Python code, and so
+ * let another thread swap the table: *t is read again. */
+static inline __attribute__((always_inline)) int
+handle_slow(ptk__table **t, ptk__thread *th, PyFrameObject *frame, int what)
+{
+    th->slow = 0;
+    if (th->skip_frame != NULL) {
+        int dup = th->skip_frame == frame && th->skip_kind == what;
+        th->skip_frame = NULL;
+        if (dup) {
+            return 1;
+        }
+    }
+    if (!th->name_tried) {
+        ptk__thread_set_name(th);
+    }
+    if (th->tstate_watch == NULL) {
+        ptk__thread_watch(th); /* to hear of the thread's end */
+    }
+    *t = ptk__current;
+    return 0;
+}
+
+/* A CALL: its origin, and the frame pushed on the shadow stack. -1 when
+ * out of memory (the event is dropped). */
+static inline __attribute__((always_inline)) int
+handle_call(ptk__thread *th, ptk_event *ev, PyFrameObject *frame,
+            PyCodeObject *code, PyObject *arg)
+{
+    ev->arg = Py_None; /* 3.12.0/1 pass the exception on throw() */
+    if (code->co_flags & GEN_FLAGS) {
+        int oparg = 0;
+        int op = opcode_at_lasti(frame, code, &oparg);
+        if (op == op_resume) {
+            ev->origin = oparg == 0 ? PTK_ORIGIN_START : PTK_ORIGIN_RESUME;
+        }
+        else if (arg != Py_None && arg != NULL &&
+                 PyExceptionInstance_Check(arg)) {
+            /* 3.12.0/1: throw() or close() resumed it at its yield.
+             * Remember where, for the RETURN below. */
+            ev->origin = PTK_ORIGIN_THROW;
+            th->thrown_frame = frame;
+            th->thrown_lasti = PyFrame_GetLasti(frame);
+        }
+    }
+    else {
+        ev->origin = PTK_ORIGIN_START;
+    }
+    if (ptk__stack_push(th, code, frame) < 0) {
+        ptk__hub_out_of_memory("the shadow stack");
+        return -1;
+    }
+    ev->depth = th->pub.depth;
+    return 0;
+}
+
+/* A RETURN: how the frame ends (return, yield or unwind), delivered, and
+ * the frame popped from the shadow stack. */
+static inline __attribute__((always_inline)) void
+handle_return(ptk__table *t, ptk__thread *th, ptk_event *ev,
+              PyFrameObject *frame, PyCodeObject *code, PyObject *arg,
+              uint64_t rejected)
+{
+    if (arg == Py_None && unwind_arg_is_none) {
+        int op = opcode_at_lasti(frame, code, NULL);
+        if (op >= 0 && op != op_return_value && op != op_return_const &&
+            op != op_yield_value) {
+            ev->arg = NULL;
+        }
+        /* Still at the yield that throw() resumed it at: the exception
+         * unwinds it from there (a caught exception followed by a yield
+         * of None at that same yield reads the same: taken as unwind). */
+        else if (op == op_yield_value && th->thrown_frame == frame &&
+                 th->thrown_lasti == PyFrame_GetLasti(frame)) {
+            ev->arg = NULL;
+        }
+    }
+    if (th->thrown_frame == frame) {
+        th->thrown_frame = NULL;
+    }
+    if (ev->arg == NULL) {
+        ev->origin = PTK_ORIGIN_UNWIND;
+    }
+    else if (code->co_flags & GEN_FLAGS) {
+        ev->origin = is_yield(frame, code) ? PTK_ORIGIN_YIELD
+                                          : PTK_ORIGIN_RETURN;
+    }
+    else {
+        ev->origin = PTK_ORIGIN_RETURN;
+    }
+    /* Where is this frame on the shadow stack? */
+    int32_t pos = -1;
+    for (int32_t i = th->pub.depth - 1; i >= 0; i--) {
+        if (th->stack[i].frame == frame) {
+            pos = i;
+            break;
+        }
+    }
+    ev->depth = pos >= 0 ? pos + 1 : -1;
+    if (t->nsub[PTK_EV_RETURN]) {
+        ptk__deliver_judged(t, th, ev, rejected);
+    }
+    if (pos >= 0) {
+        th->pub.depth = pos;
+        ptk__cstack_pop_stale(th, pos + 1);
+    }
+}
+
+/* The event of a hook's call: kind what, in frame running code. */
+static inline __attribute__((always_inline)) void
+frame_event(ptk_event *ev, ptk__thread *th, int what, PyCodeObject *code,
+            PyObject *arg, PyFrameObject *frame)
+{
+    ev->struct_size = sizeof *ev;
+    ev->kind = (ptk_event_kind)what;
+    ev->origin = PTK_ORIGIN_UNKNOWN;
+    ev->code = code;
+    ev->arg = arg;
+    ev->thread = &th->pub;
+    ev->depth = th->pub.depth;
+    ev->line = -1;
+    ev->time_ns = 0;
+    ev->frame_ = frame;
+    ev->lasti_ = -1;
+    ev->target = -1;
+    ev->c_self = NULL;
+}
+
 /* Inlined into each hook: one call level less per event. */
 static inline __attribute__((always_inline)) int
 handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
        PyObject *arg)
 {
-    if (th->slow) {
-        th->slow = 0;
-        if (th->skip_frame != NULL) {
-            int dup = th->skip_frame == frame && th->skip_kind == what;
-            th->skip_frame = NULL;
-            if (dup) {
-                return 0;
-            }
-        }
-        if (!th->name_tried) {
-            ptk__thread_set_name(th);
-        }
-        if (th->tstate_watch == NULL) {
-            ptk__thread_watch(th); /* to hear of the thread's end */
-        }
-        /* Both may run Python code, and so let another thread swap the
-         * table and free the one the caller read. */
-        t = ptk__current;
+    if (th->slow && handle_slow(&t, th, frame, what)) {
+        return 0;
     }
     PyCodeObject *code = frame_code(th, frame);
     /* looked up once, for ptk__code_dead and the delivery */
@@ -364,93 +477,16 @@ handle(ptk__table *t, ptk__thread *th, PyFrameObject *frame, int what,
         return 0;
     }
     ptk_event ev;
-    ev.struct_size = sizeof ev;
-    ev.kind = (ptk_event_kind)what;
-    ev.origin = PTK_ORIGIN_UNKNOWN;
-    ev.code = code;
-    ev.arg = arg;
-    ev.thread = &th->pub;
-    ev.depth = th->pub.depth;
-    ev.line = -1;
-    ev.time_ns = 0;
-    ev.frame_ = frame;
-    ev.lasti_ = -1;
-    ev.target = -1;
-    ev.c_self = NULL;
-
+    frame_event(&ev, th, what, code, arg, frame);
     switch (what) {
     case PyTrace_CALL:
-        ev.arg = Py_None; /* 3.12.0/1 pass the exception on throw() */
-        if (code->co_flags & GEN_FLAGS) {
-            int oparg = 0;
-            int op = opcode_at_lasti(frame, code, &oparg);
-            if (op == op_resume) {
-                ev.origin = oparg == 0 ? PTK_ORIGIN_START : PTK_ORIGIN_RESUME;
-            }
-            else if (arg != Py_None && arg != NULL &&
-                     PyExceptionInstance_Check(arg)) {
-                /* 3.12.0/1: throw() or close() resumed it at its yield.
-                 * Remember where, for the RETURN below. */
-                ev.origin = PTK_ORIGIN_THROW;
-                th->thrown_frame = frame;
-                th->thrown_lasti = PyFrame_GetLasti(frame);
-            }
-        }
-        else {
-            ev.origin = PTK_ORIGIN_START;
-        }
-        if (ptk__stack_push(th, code, frame) < 0) {
-            ptk__hub_out_of_memory("the shadow stack");
+        if (handle_call(th, &ev, frame, code, arg) < 0) {
             return 0;
         }
-        ev.depth = th->pub.depth;
         break;
-    case PyTrace_RETURN: {
-        if (arg == Py_None && unwind_arg_is_none) {
-            int op = opcode_at_lasti(frame, code, NULL);
-            if (op >= 0 && op != op_return_value && op != op_return_const &&
-                op != op_yield_value) {
-                ev.arg = NULL;
-            }
-            /* Still at the yield that throw() resumed it at: the exception
-             * unwinds it from there (a caught exception followed by a yield
-             * of None at that same yield reads the same: taken as unwind). */
-            else if (op == op_yield_value && th->thrown_frame == frame &&
-                     th->thrown_lasti == PyFrame_GetLasti(frame)) {
-                ev.arg = NULL;
-            }
-        }
-        if (th->thrown_frame == frame) {
-            th->thrown_frame = NULL;
-        }
-        if (ev.arg == NULL) {
-            ev.origin = PTK_ORIGIN_UNWIND;
-        }
-        else if (code->co_flags & GEN_FLAGS) {
-            ev.origin = is_yield(frame, code) ? PTK_ORIGIN_YIELD
-                                              : PTK_ORIGIN_RETURN;
-        }
-        else {
-            ev.origin = PTK_ORIGIN_RETURN;
-        }
-        /* Where is this frame on the shadow stack? */
-        int32_t pos = -1;
-        for (int32_t i = th->pub.depth - 1; i >= 0; i--) {
-            if (th->stack[i].frame == frame) {
-                pos = i;
-                break;
-            }
-        }
-        ev.depth = pos >= 0 ? pos + 1 : -1;
-        if (t->nsub[PTK_EV_RETURN]) {
-            ptk__deliver_judged(t, th, &ev, rejected);
-        }
-        if (pos >= 0) {
-            th->pub.depth = pos;
-            ptk__cstack_pop_stale(th, pos + 1);
-        }
+    case PyTrace_RETURN:
+        handle_return(t, th, &ev, frame, code, arg, rejected);
         return 0;
-    }
     case PyTrace_C_CALL: {
         const void *fn, *cself;
         ptk__c_identity(arg, &fn, &cself);
@@ -651,6 +687,72 @@ profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return handle(t, th, frame, what, arg);
 }
 
+/* trace_full's LINE under DISABLE records or with a LINE lane: 1 if the
+ * line is answered here (skipped, switched off, or handed to the lane). */
+static inline __attribute__((always_inline)) int
+trace_line_fast(ptk__table *t, ptk__thread *th, PyFrameObject *frame)
+{
+    PyCodeObject *code = frame_code(th, frame);
+    int line = PyFrame_GetLineNumber(frame);
+    /* The most frequent event under line coverage: a line every LINE
+     * subscriber has disabled. Answered before any event is made, and
+     * before the thread state is read (th->tstate, set at the thread's
+     * earlier events, is not used here). */
+    int st = ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)
+                 ? ptk__code_line_state(code, line)
+                 : PTK__LINE_DELIVER;
+    if (st == PTK__LINE_SKIP) {
+        return 1;
+    }
+    th->tstate = PyThreadState_Get();
+    if (st == PTK__LINE_OFF) {
+        frame_lines_off(frame);
+#if PTK_PARK
+        /* the rest of this frame needs no trace function either */
+        if (may_park(t, th->tstate) && lines_done(t, code)) {
+            park(th->tstate);
+        }
+#endif
+        return 1;
+    }
+    if (t->line_one != NULL && !ptk__dispatch_slow &&
+        !ptk__exc_pending(th->tstate)) {
+        line_lane(t, th, t->line_one, frame, code, line);
+        return 1;
+    }
+    return 0;
+}
+
+#if PTK_PARK
+/* After a CALL or RETURN was delivered: park the trace function if the
+ * code that runs next needs no more trace events. */
+static inline __attribute__((always_inline)) void
+park_after(ptk__thread *th, PyFrameObject *frame, int what)
+{
+    ptk__table *t = ptk__current; /* a plugin that failed may have
+                                     retired the caller's table */
+    PyThreadState *ts = th->tstate;
+    if (may_park(t, ts)) {
+        PyCodeObject *next;
+        if (what == PyTrace_CALL) {
+            next = PyFrame_GetCode(frame);
+            Py_DECREF(next);
+        }
+        else {
+            next = caller_code(frame);
+        }
+        if (next != NULL && (what == PyTrace_CALL ? lines_done(t, next)
+                                                  : parkable(t, next))) {
+            /* CPython calls the parked function with this same event
+             * next: it must not be delivered twice */
+            park(ts);
+            th->park_frame = frame;
+            th->park_kind = what;
+        }
+    }
+}
+#endif
+
 static __attribute__((noinline)) int
 trace_full(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
@@ -665,35 +767,9 @@ trace_full(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         return 0;
     }
     if (what == PyTrace_LINE && !th->slow &&
-        (t->line_one != NULL || (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)))) {
-        PyCodeObject *code = frame_code(th, frame);
-        int line = PyFrame_GetLineNumber(frame);
-        /* The most frequent event under line coverage: a line every LINE
-         * subscriber has disabled. Answered before any event is made, and
-         * before the thread state is read (th->tstate, set at the thread's
-         * earlier events, is not used here). */
-        int st = ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)
-                     ? ptk__code_line_state(code, line)
-                     : PTK__LINE_DELIVER;
-        if (st == PTK__LINE_SKIP) {
-            return 0;
-        }
-        th->tstate = PyThreadState_Get();
-        if (st == PTK__LINE_OFF) {
-            frame_lines_off(frame);
-#if PTK_PARK
-            /* the rest of this frame needs no trace function either */
-            if (may_park(t, th->tstate) && lines_done(t, code)) {
-                park(th->tstate);
-            }
-#endif
-            return 0;
-        }
-        if (t->line_one != NULL && !ptk__dispatch_slow &&
-            !ptk__exc_pending(th->tstate)) {
-            line_lane(t, th, t->line_one, frame, code, line);
-            return 0;
-        }
+        (t->line_one != NULL || (ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE))) &&
+        trace_line_fast(t, th, frame)) {
+        return 0;
     }
     th->tstate = PyThreadState_Get();
     if (what == PyTrace_RETURN && threading_pending) {
@@ -723,26 +799,7 @@ trace_full(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     int rc = handle(t, th, frame, what, arg);
 #if PTK_PARK
     if (what == PyTrace_CALL || what == PyTrace_RETURN) {
-        t = ptk__current; /* a plugin that failed may have retired t */
-        PyThreadState *ts = th->tstate;
-        if (may_park(t, ts)) {
-            PyCodeObject *next;
-            if (what == PyTrace_CALL) {
-                next = PyFrame_GetCode(frame);
-                Py_DECREF(next);
-            }
-            else {
-                next = caller_code(frame);
-            }
-            if (next != NULL && (what == PyTrace_CALL ? lines_done(t, next)
-                                                      : parkable(t, next))) {
-                /* CPython calls the parked function with this same event
-                 * next: it must not be delivered twice */
-                park(ts);
-                th->park_frame = frame;
-                th->park_kind = what;
-            }
-        }
+        park_after(th, frame, what);
     }
 #endif
     return rc;

@@ -918,6 +918,65 @@ static const struct {
 static unsigned long ev_bit[M_COUNT]; /* sys.monitoring.events.NAME */
 static PyObject *callbacks[M_COUNT];
 
+/* Why the backend cannot run where sys.monitoring is missing. */
+static int
+mon_absent(char **errmsg)
+{
+    if (Py_Version < 0x030C0000) {
+        return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                        "the monitoring backend needs CPython 3.12 or newer "
+                        "(sys.monitoring); this is %s",
+                        ptk__python_version());
+    }
+    return ptk__err(errmsg, PTK_EUNSUPPORTED,
+                    "the monitoring backend needs sys.monitoring (PEP 669), "
+                    "which this CPython %s does not have",
+                    ptk__python_version());
+}
+
+/* The callbacks return None without a new reference: None must be
+ * immortal (PEP 683, which came with sys.monitoring in 3.12). */
+static int
+none_is_immortal(void)
+{
+    Py_ssize_t none_refs = Py_REFCNT(Py_None);
+    Py_INCREF(Py_None);
+    int immortal = Py_REFCNT(Py_None) == none_refs;
+    Py_DECREF(Py_None);
+    return immortal;
+}
+
+/* Reads each event's bit from sys.monitoring.events and makes its callback
+ * object; 0 with *lacks the event it lacks (or NULL: out of memory). */
+static int
+make_callbacks(PyObject *events, const char **lacks)
+{
+    for (int i = 0; i < M_COUNT; i++) {
+        if (regs[i].optional && PyObject_HasAttrString(events, regs[i].name) != 1) {
+            ev_bit[i] = 0; /* (3.12, 3.13: no BRANCH_LEFT / BRANCH_RIGHT) */
+            continue;
+        }
+        PyObject *v = PyObject_GetAttrString(events, regs[i].name);
+        ev_bit[i] = v ? PyLong_AsUnsignedLong(v) : 0;
+        int ok = v != NULL && !PyErr_Occurred();
+        Py_XDECREF(v);
+        if (!ok) {
+            *lacks = regs[i].name;
+            return 0;
+        }
+        if (callbacks[i] == NULL) {
+            mon_cb *cb = PyObject_New(mon_cb, &mon_cb_type);
+            if (cb == NULL) {
+                return 0;
+            }
+            cb->vectorcall = regs[i].fn;
+            cb->what = regs[i].what;
+            callbacks[i] = (PyObject *)cb;
+        }
+    }
+    return 1;
+}
+
 static int
 mon_init(char **errmsg)
 {
@@ -931,23 +990,9 @@ mon_init(char **errmsg)
     PyObject *mod = PySys_GetObject("monitoring"); /* borrowed */
     if (mod == NULL) {
         PyErr_Clear();
-        if (Py_Version < 0x030C0000) {
-            return ptk__err(errmsg, PTK_EUNSUPPORTED,
-                            "the monitoring backend needs CPython 3.12 or newer "
-                            "(sys.monitoring); this is %s",
-                            ptk__python_version());
-        }
-        return ptk__err(errmsg, PTK_EUNSUPPORTED,
-                        "the monitoring backend needs sys.monitoring (PEP 669), "
-                        "which this CPython %s does not have",
-                        ptk__python_version());
+        return mon_absent(errmsg);
     }
-    /* The callbacks return None without a new reference: None must be
-     * immortal (PEP 683, which came with sys.monitoring in 3.12). */
-    Py_ssize_t none_refs = Py_REFCNT(Py_None);
-    Py_INCREF(Py_None);
-    int immortal = Py_REFCNT(Py_None) == none_refs;
-    Py_DECREF(Py_None);
+    int immortal = none_is_immortal();
     static const char *const functions[] = {
         "use_tool_id", "free_tool_id", "get_tool", "register_callback",
         "set_events", "restart_events",
@@ -977,29 +1022,7 @@ mon_init(char **errmsg)
                         "None is not immortal there (PEP 683)",
                         ptk__python_version());
     }
-    int ok = lacks == NULL;
-    for (int i = 0; ok && i < M_COUNT; i++) {
-        if (regs[i].optional && PyObject_HasAttrString(events, regs[i].name) != 1) {
-            ev_bit[i] = 0; /* (3.12, 3.13: no BRANCH_LEFT / BRANCH_RIGHT) */
-            continue;
-        }
-        PyObject *v = PyObject_GetAttrString(events, regs[i].name);
-        ev_bit[i] = v ? PyLong_AsUnsignedLong(v) : 0;
-        ok = v != NULL && !PyErr_Occurred();
-        if (!ok) {
-            lacks = regs[i].name;
-        }
-        Py_XDECREF(v);
-        if (ok && callbacks[i] == NULL) {
-            mon_cb *cb = PyObject_New(mon_cb, &mon_cb_type);
-            if (cb != NULL) {
-                cb->vectorcall = regs[i].fn;
-                cb->what = regs[i].what;
-            }
-            callbacks[i] = (PyObject *)cb;
-            ok = cb != NULL;
-        }
-    }
+    int ok = lacks == NULL && make_callbacks(events, &lacks);
     Py_XDECREF(events);
     if (!ok) {
         Py_XDECREF(dis);
@@ -1256,12 +1279,11 @@ stacks_drop(void)
     }
 }
 
-static int
-ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
+/* The sys.monitoring events the table's kinds need (before per-code
+ * events take the code-level ones). */
+static unsigned long
+events_wanted(const ptk__table *t)
 {
-    if (tool < 0) {
-        return PTK_OK;
-    }
     unsigned long want = 0;
     unsigned m = t->mask;
     if ((m & PTK_MASK(PTK_EV_CALL)) || t->track_stack) {
@@ -1297,6 +1319,17 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (m & PTK_MASK(PTK_EV_OPCODE)) {
         want |= ev_bit[M_INSTRUCTION];
     }
+    return want;
+}
+
+static int
+ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
+{
+    if (tool < 0) {
+        return PTK_OK;
+    }
+    unsigned long want = events_wanted(t);
+    unsigned long dirs = ev_bit[M_BRANCH_LEFT] | ev_bit[M_BRANCH_RIGHT];
     unsigned long per_code = bits(M_LINE, M_JUMP) | ev_bit[M_BRANCH] |
                              ev_bit[M_INSTRUCTION] | dirs;
     unsigned long local = t->dead_possible && !local_broken ? want & per_code : 0;

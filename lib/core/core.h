@@ -582,7 +582,6 @@ void **ptk__code_slot(PyCodeObject *code, uint32_t slot);
 /* The published table; never NULL (an empty table when nobody runs). */
 extern ptk__table *ptk__current;
 
-int ptk__hub_init(char **errmsg);
 /* Recompute from the active sessions and swap in; installs/removes hooks. */
 int ptk__hub_rebuild(int install_here, char **errmsg);
 /* Has s's instance failed (its events are no longer delivered)? */
@@ -705,7 +704,7 @@ typedef struct ptk__backend_ops {
  * set by the room above (lib/session/backends.c), like the backend tables. */
 extern int (*const ptk__ref_sync_hook)(const ptk__table *t, char **errmsg);
 
-/* ---- plugins, sessions (loader.c, session.c) --------------------------- */
+/* ---- plugin instances and sessions, as the hub reads them (lib/session) -- */
 
 struct ptk_plugin_ctx {
     struct ptk_session *session;

@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#define ROW_NAME(K, name, groups, feeds, disable, source) name,
 #define ROW_GROUPS(K, name, groups, feeds, disable, source) groups,
 #define ROW_FEEDS(K, name, groups, feeds, disable, source) feeds,
 #define ROW_CHECK(K, name, groups, feeds, disable, source)                  \

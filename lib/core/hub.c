@@ -22,15 +22,6 @@ int ptk__dispatch_cleanup;
 static int rebuild_pending;     /* a subscriber failed during a dispatch */
 static uint64_t slots_used;     /* subscriber slots (for DISABLE records) */
 static uint64_t slot_serial;    /* slots given out so far */
-static int hub_ready;
-
-int
-ptk__hub_init(char **errmsg)
-{
-    (void)errmsg; /* each backend sets itself up when it is claimed */
-    hub_ready = 1;
-    return PTK_OK;
-}
 
 static void
 table_free(ptk__table *t)
@@ -105,12 +96,14 @@ takes(const struct ptk_plugin_ctx *c, int k)
             c->filter->max_depth > 0);
 }
 
-static int
-build(ptk__table **out, char **errmsg)
+/* A table with room for the subscribers of every kind (NULL: out of
+ * memory). */
+static ptk__table *
+table_alloc(void)
 {
     ptk__table *t = calloc(1, sizeof *t);
     if (t == NULL) {
-        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+        return NULL;
     }
     int counts[PTK_EV_COUNT] = {0};
     for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
@@ -129,7 +122,7 @@ build(ptk__table **out, char **errmsg)
             t->subs[k] = calloc((size_t)counts[k], sizeof(ptk__sub));
             if (t->subs[k] == NULL) {
                 table_free(t);
-                return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+                return NULL;
             }
         }
     }
@@ -137,8 +130,68 @@ build(ptk__table **out, char **errmsg)
         t->refs = calloc((size_t)t->nref, sizeof(ptk__refsub));
         if (t->refs == NULL) {
             table_free(t);
-            return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+            return NULL;
         }
+    }
+    return t;
+}
+
+/* What instance c (holding a slot) adds to the table's
+ * summary fields: stack, slots, filters. */
+static void
+add_instance(ptk__table *t, const struct ptk_plugin_ctx *c)
+{
+    if (c->flags & PTK_FLAG_STACK) {
+        t->need_stack = 1;
+    }
+    uint64_t bit = (uint64_t)1 << c->slot;
+    if (c->events & ~PTK_MASK_REF) {
+        t->slots |= bit;
+    }
+    if (c->filter != NULL) {
+        t->filtered = 1;
+        if (c->filter->max_depth > 0) {
+            t->depth_filtered = 1;
+        }
+        t->filters[c->slot] = c->filter;
+        if (c->filter->code_level) {
+            t->code_filtered |= bit;
+        }
+    }
+}
+
+/* c's entries for kind k: a subscriber (or a depth-only entry for its
+ * max_depth filter), or its on_ref. */
+static void
+add_entry(ptk__table *t, const struct ptk_session *s,
+          struct ptk_plugin_ctx *c, int k)
+{
+    t->mask |= PTK_MASK(k);
+    if (c->flags & PTK_FLAG_CLOCK) {
+        t->clock_mask |= PTK_MASK(k);
+    }
+    if (PTK_MASK(k) & PTK_MASK_REF) {
+        return;
+    }
+    ptk__sub *sub = &t->subs[k][t->nsub[k]++];
+    sub->on_event = (c->events & PTK_MASK(k)) ? c->desc->on_event : NULL;
+    sub->filter = c->filter;
+    sub->filter_call = c->filter != NULL &&
+                       (c->filter->max_depth > 0 ||
+                        c->filter->list[PTK__F_THREADS].n > 0);
+    sub->state = c->state;
+    sub->ctx = c;
+    sub->only_thread = s->threads == PTK_THREADS_ALL ? NULL : s->owner;
+    sub->slot = (uint32_t)c->slot;
+    sub->flags = c->flags;
+}
+
+static int
+build(ptk__table **out, char **errmsg)
+{
+    ptk__table *t = table_alloc();
+    if (t == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
     int nref = 0;
     for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
@@ -159,49 +212,11 @@ build(ptk__table **out, char **errmsg)
                 }
                 c->serial = ++slot_serial;
             }
-            unsigned flags = c->flags;
-            if (flags & PTK_FLAG_STACK) {
-                t->need_stack = 1;
-            }
-            uint64_t bit = (uint64_t)1 << c->slot;
-            if (c->events & ~PTK_MASK_REF) {
-                t->slots |= bit;
-            }
-            if (c->filter != NULL) {
-                t->filtered = 1;
-                if (c->filter->max_depth > 0) {
-                    t->depth_filtered = 1;
-                }
-                t->filters[c->slot] = c->filter;
-                if (c->filter->code_level) {
-                    t->code_filtered |= bit;
-                }
-            }
+            add_instance(t, c);
             for (int k = 0; k < PTK_EV_COUNT; k++) {
-                if (!takes(c, k)) {
-                    continue;
+                if (takes(c, k)) {
+                    add_entry(t, s, c, k);
                 }
-                t->mask |= PTK_MASK(k);
-                if (flags & PTK_FLAG_CLOCK) {
-                    t->clock_mask |= PTK_MASK(k);
-                }
-                if (PTK_MASK(k) & PTK_MASK_REF) {
-                    continue;
-                }
-                ptk__sub *sub = &t->subs[k][t->nsub[k]++];
-                sub->on_event = (c->events & PTK_MASK(k)) ? c->desc->on_event
-                                                          : NULL;
-                sub->filter = c->filter;
-                sub->filter_call =
-                    c->filter != NULL &&
-                    (c->filter->max_depth > 0 ||
-                     c->filter->list[PTK__F_THREADS].n > 0);
-                sub->state = c->state;
-                sub->ctx = c;
-                sub->only_thread =
-                    s->threads == PTK_THREADS_ALL ? NULL : s->owner;
-                sub->slot = (uint32_t)c->slot;
-                sub->flags = flags;
             }
             if (c->events & PTK_MASK_REF) {
                 t->refs[nref].on_ref = c->desc->on_ref;
@@ -275,10 +290,6 @@ sync_backend(const ptk__table *t, int install_here, char **errmsg)
 int
 ptk__hub_rebuild(int install_here, char **errmsg)
 {
-    int rc = ptk__hub_init(errmsg);
-    if (rc < 0) {
-        return rc;
-    }
     ptk__table *t = NULL;
     int rc_build = build(&t, errmsg);
     if (rc_build == PTK_ENOMEM) {
@@ -517,7 +528,6 @@ ptk__hub_reset(void)
     ptk__dispatch_cleanup = 0;
     rebuild_pending = 0;
     slots_used = 0;
-    hub_ready = 0;
     ptk__hub_backend = PTK_BACKEND_AUTO;
     ptk__hub_ops = NULL;
 }

@@ -28,6 +28,39 @@ refuse(char *why, size_t whylen, const char *fmt, ...)
     return -1;
 }
 
+/* Checks that every loaded segment (and the dynamic one) of eh lies inside
+ * the file; the number of PT_LOAD segments, or -1 with why set. */
+static int
+check_segments(const unsigned char *head, const ElfW(Ehdr) * eh,
+               uint64_t file_size, char *why, size_t whylen)
+{
+    int loads = 0;
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        ElfW(Phdr) ph;
+        memcpy(&ph, head + eh->e_phoff + (size_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC) {
+            continue;
+        }
+        loads += ph.p_type == PT_LOAD;
+        uint64_t end = (uint64_t)ph.p_offset + (uint64_t)ph.p_filesz;
+        if (end < ph.p_offset || end > file_size) {
+            return refuse(why, whylen,
+                          "the file is truncated: a segment ends at byte "
+                          "%llu, the file has %llu bytes",
+                          (unsigned long long)end,
+                          (unsigned long long)file_size);
+        }
+        if (ph.p_type == PT_LOAD && ph.p_filesz > ph.p_memsz) {
+            return refuse(why, whylen,
+                          "a segment has %llu bytes in the file but %llu in "
+                          "memory",
+                          (unsigned long long)ph.p_filesz,
+                          (unsigned long long)ph.p_memsz);
+        }
+    }
+    return loads;
+}
+
 int
 ptk__elf_check(const unsigned char *head, size_t headlen, uint64_t file_size,
                char *why, size_t whylen)
@@ -81,29 +114,9 @@ ptk__elf_check(const unsigned char *head, size_t headlen, uint64_t file_size,
                       "%llu bytes where a shared object has them",
                       (unsigned long long)ph_end, (unsigned long long)headlen);
     }
-    int loads = 0;
-    for (unsigned i = 0; i < eh.e_phnum; i++) {
-        ElfW(Phdr) ph;
-        memcpy(&ph, head + eh.e_phoff + (size_t)i * sizeof ph, sizeof ph);
-        if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC) {
-            continue;
-        }
-        loads += ph.p_type == PT_LOAD;
-        uint64_t end = (uint64_t)ph.p_offset + (uint64_t)ph.p_filesz;
-        if (end < ph.p_offset || end > file_size) {
-            return refuse(why, whylen,
-                          "the file is truncated: a segment ends at byte "
-                          "%llu, the file has %llu bytes",
-                          (unsigned long long)end,
-                          (unsigned long long)file_size);
-        }
-        if (ph.p_type == PT_LOAD && ph.p_filesz > ph.p_memsz) {
-            return refuse(why, whylen,
-                          "a segment has %llu bytes in the file but %llu in "
-                          "memory",
-                          (unsigned long long)ph.p_filesz,
-                          (unsigned long long)ph.p_memsz);
-        }
+    int loads = check_segments(head, &eh, file_size, why, whylen);
+    if (loads < 0) {
+        return -1;
     }
     if (loads == 0) {
         return refuse(why, whylen, "no loadable segment");

@@ -20,7 +20,7 @@ ptk_check(PTK_HAVE_REFTRACER_TRACKER_REMOVED "int e = PyRefTracer_TRACKER_REMOVE
 ptk_check(PTK_HAVE_UNSTABLE_CODE_EXTRA "void *x; PyUnstable_Eval_RequestCodeExtraIndex(NULL); PyUnstable_Code_GetExtra(NULL, 0, &x)")
 # The calling thread's thread state, NULL without an error when it has none
 # (3.13+). 3.15 imports site (and so a followed child's sitecustomize)
-# before Py_IsInitialized() says 1: lib/life.c also takes a thread state as
+# before Py_IsInitialized() says 1: lib/session/life.c also takes a thread state as
 # proof that Python runs. Without it, Py_IsInitialized() alone (before 3.15
 # it is 1 by then).
 ptk_check(PTK_HAVE_THREADSTATE_GETUNCHECKED "PyThreadState *t = PyThreadState_GetUnchecked(); (void)t")
@@ -34,11 +34,11 @@ ptk_check(PTK_HAVE_TSTATE_CFRAME "struct _PyInterpreterFrame *f = PyThreadState_
 # Reading a small int without a call (3.12+).
 ptk_check(PTK_HAVE_LONG_COMPACT "PyLongObject *o = (PyLongObject *)PyLong_FromLong(1); long v = PyUnstable_Long_IsCompact(o) ? (long)PyUnstable_Long_CompactValue(o) : 0; (void)v")
 # Tracing is a check of the thread's c_tracefunc at every instruction
-# (cframe->use_tracing, before 3.12): lib/legacy.c can park the trace
+# (cframe->use_tracing, before 3.12): lib/backends/legacy.c can park the trace
 # function while code no filter selects runs. Later versions instrument
 # the code instead.
 ptk_check(PTK_HAVE_CFRAME_USE_TRACING "PyThreadState *t = PyThreadState_Get(); (void)t->cframe->use_tracing")
-# sys.monitoring (PEP 669). The monitoring backend (lib/monitoring.c) uses
+# sys.monitoring (PEP 669). The monitoring backend (lib/backends/monitoring.c) uses
 # it only through its Python API and public C API, and is always compiled;
 # whether it can run is decided by behaviour, when a session starts. No
 # public macro says an interpreter has sys.monitoring (the private
@@ -57,7 +57,7 @@ else()
 endif()
 message(STATUS "pytracekit: PTK_HAVE_SYS_MONITORING = ${PTK_HAVE_SYS_MONITORING}")
 # The interpreter's frame evaluation hook (PEP 523) and the internal frame
-# it is handed (its code object and globals): lib/frame_hook.c. With
+# it is handed (its code object and globals): lib/backends/frame_hook.c. With
 # PTK_HAVE_CFRAME_USE_TRACING, the legacy backend runs code no filter
 # selects with both of the thread's hooks empty (docs/backends.md).
 check_c_source_compiles("#define Py_BUILD_CORE 1
@@ -75,7 +75,7 @@ message(STATUS "pytracekit: PTK_HAVE_FRAME_HOOK = ${PTK_HAVE_FRAME_HOOK}")
 
 # The time-stamp counter and CPUID (x86-64 with GCC or Clang): the hub's
 # clock reads the TSC where it is invariant and cheaper than clock_gettime
-# (lib/clock.c); elsewhere it reads clock_gettime.
+# (lib/core/clock.c); elsewhere it reads clock_gettime.
 check_c_source_compiles("#include <x86intrin.h>
 #include <cpuid.h>
 #include <stdatomic.h>

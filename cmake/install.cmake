@@ -103,7 +103,7 @@ endif()
 
 # Where the code that looks for plugins is installed, relative to the
 # prefix: the library (lib/), or with a static library the command (bin/)
-# and the Python extension (site-packages/pytracekit/). lib/loader.c finds
+# and the Python extension (site-packages/pytracekit/). lib/session/loader.c finds
 # the prefix by removing that tail from its own directory and searches
 # only <prefix>/<plugin dir> (never a path that climbs out of the prefix).
 foreach(_d LIBDIR BINDIR PYTHONDIR PLUGINDIR)

@@ -1,7 +1,7 @@
 """Can this interpreter run pytracekit's monitoring backend?
 
 Run by cmake/checks.cmake with the interpreter being built against; asks what
-lib/monitoring.c's mon_init() asks when a session starts: sys.monitoring
+lib/backends/monitoring.c's mon_init() asks when a session starts: sys.monitoring
 (PEP 669) with the functions, constants and events the backend uses, and
 None immortal (PEP 683; the callbacks return it without a new reference).
 Exit status 0 and no output: yes; 1 and the reason on stderr: no.

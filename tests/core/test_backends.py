@@ -639,7 +639,7 @@ print(json.dumps(out))
 
 class Behaviour(unittest.TestCase):
     """Whether the monitoring backend can run is decided when a session
-    starts, by what the interpreter has (lib/monitoring.c mon_init), not by
+    starts, by what the interpreter has (lib/backends/monitoring.c mon_init), not by
     what the build saw: with sys.monitoring taken away, asking for it is
     refused with a message that says so, and auto takes the legacy
     backend."""

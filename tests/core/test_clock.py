@@ -1,7 +1,7 @@
 """The hub's clock (ptk_event::time_ns, ptk_host::clock_ns) agrees with
 CLOCK_MONOTONIC, read by the clockprobe test plugin around each event, to
 within TOLERANCE_NS, on three threads, over a run of several of the
-clock's one-second lines (lib/clock.c), and never goes back on a thread.
+clock's one-second lines (lib/core/clock.c), and never goes back on a thread.
 run.json names the clock read: "tsc" where PYTRACEKIT_CLOCK=tsc and the
 processor's TSC is invariant (the kernel's nonstop_tsc flag is the
 oracle), "monotonic" where PYTRACEKIT_CLOCK=monotonic."""

@@ -151,7 +151,7 @@ def only(counter, kinds):
 class PythonEventsOnly(unittest.TestCase):
     """No C events taken: on 3.11 the trace function is parked while code
     no filter selects runs, and a parked profile function watches for
-    selected code (lib/legacy.c). The corpus enters selected code from
+    selected code (lib/backends/legacy.c). The corpus enters selected code from
     excluded code through generators, coroutines run by asyncio, threads
     and exceptions; the events must still be exactly the oracle's."""
 

@@ -1,4 +1,4 @@
-"""Per-code events on the monitoring backend (lib/monitoring.c): with a
+"""Per-code events on the monitoring backend (lib/backends/monitoring.c): with a
 filter that can reject code, LINE (and JUMP, BRANCH, INSTRUCTION) are set
 per code object the filter selects, not for the whole interpreter. What must
 still hold, and what sys.monitoring itself says about it:

@@ -8,7 +8,7 @@ a generator driven from either side, an exception raised through it,
 recursion across it, threads it starts, the program's own sys.setprofile.
 On the legacy backend with its frame hook (CPython 3.11) the thread runs
 helper's frames with no trace or profile function and gets them back for
-each measured frame inside (lib/frame_hook.c); elsewhere helper's frames
+each measured frame inside (lib/backends/frame_hook.c); elsewhere helper's frames
 are skipped by the hooks as any excluded code.
 
 Checked: main.py's executed lines (lines), its arcs and line hit counts

@@ -6,7 +6,7 @@ that calls the measured code back at the bottom, on the main thread and on
 a threading thread. CPython 3.11 runs such recursion in one C frame; with
 the legacy backend's frame hook installed every level costs C stack (about
 600 bytes), so the hook takes itself out half way down a thread's stack
-(lib/frame_hook.c) -- without that, the run crashed at about 15,000 levels
+(lib/backends/frame_hook.c) -- without that, the run crashed at about 15,000 levels
 on an 8 MB stack. The executed lines must equal the settrace oracle's and
 the output the bare run's.
 """

@@ -3,7 +3,7 @@ main.py, with include=) run without LINE tracing on the legacy backend, and
 the measured file's lines are still all reported, those of functions that
 excluded code calls back among them.
 
-- Legacy backend with its frame hook (lib/frame_hook.c, CPython 3.11):
+- Legacy backend with its frame hook (lib/backends/frame_hook.c, CPython 3.11):
   excluded frames run with no trace or profile function at all, and so do
   new frames of measured code whose lines have all been covered (madd,
   after its first call). They never
@@ -11,7 +11,7 @@ excluded code calls back among them.
   instructions as in an untraced run: `a + b` on ints becomes
   BINARY_OP_ADD_INT, which it never does while a thread is traced.
 - Legacy backend without it (3.12, 3.13, or PYTRACEKIT_FRAME_HOOK=0): the
-  hub sets their f_trace_lines to False when they start (lib/legacy.c,
+  hub sets their f_trace_lines to False when they start (lib/backends/legacy.c,
   frame_lines_off, which stores the member directly); their instructions
   are not specialised. Run here too, where the hook exists, so that the
   specialisation check is seen to tell the two apart.

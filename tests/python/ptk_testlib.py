@@ -14,7 +14,7 @@ BUILD = os.environ.get("PTK_BUILD_DIR", "")
 # test: NAME on legacy, NAME@monitoring on monitoring).
 BACKEND = os.environ.get("PYTRACEKIT_BACKEND", "legacy")
 MONITORING = BACKEND == "monitoring"
-# The legacy backend's frame hook (lib/frame_hook.c): excluded code runs
+# The legacy backend's frame hook (lib/backends/frame_hook.c): excluded code runs
 # with no trace or profile function (off with PYTRACEKIT_FRAME_HOOK=0).
 FRAME_HOOK = (not MONITORING and os.environ.get("PTK_FRAME_HOOK") == "1"
               and os.environ.get("PYTRACEKIT_FRAME_HOOK") != "0")

@@ -183,7 +183,7 @@ def mask_no_on_event():
 
 
 def mask_ref_no_on_ref():
-    """A REF bit without on_ref: lib/loader.c (ptk__validate_desc) checks the
+    """A REF bit without on_ref: lib/session/loader.c (ptk__validate_desc) checks the
     callbacks before it checks that reference events are available, so this
     is PTK_EMASK on every Python, 3.11 and 3.12 included."""
     p = test_plugin("bad_refnocb")

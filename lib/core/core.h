@@ -701,8 +701,9 @@ typedef struct ptk__backend_ops {
 } ptk__backend_ops;
 
 /* The reference tracer's sync (lib/ref), called after every table swap;
- * set by the room above (lib/session/backends.c), like the backend tables. */
-extern int (*const ptk__ref_sync_hook)(const ptk__table *t, char **errmsg);
+ * set by the room above when a session first chooses a backend
+ * (lib/session/backends.c), like ptk__hub_ops. NULL: not yet. */
+extern int (*ptk__ref_sync_hook)(const ptk__table *t, char **errmsg);
 
 /* ---- plugin instances and sessions, as the hub reads them (lib/session) -- */
 

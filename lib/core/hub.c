@@ -244,6 +244,7 @@ build(ptk__table **out, char **errmsg)
 
 ptk_backend ptk__hub_backend = PTK_BACKEND_AUTO;
 const ptk__backend_ops *ptk__hub_ops;
+int (*ptk__ref_sync_hook)(const ptk__table *t, char **errmsg);
 
 int
 ptk__any_running(void)
@@ -315,7 +316,9 @@ ptk__hub_rebuild(int install_here, char **errmsg)
     ptk__dispatch_slow = ptk__disable_records != 0;
     ptk__code_reset_lines_off(); /* the set of LINE subscribers changed */
     int rc_hooks = sync_backend(t, install_here, errmsg);
-    int rc_ref = ptk__ref_sync_hook(t, rc_hooks < 0 ? NULL : errmsg);
+    int rc_ref = ptk__ref_sync_hook == NULL
+                     ? PTK_OK
+                     : ptk__ref_sync_hook(t, rc_hooks < 0 ? NULL : errmsg);
     if (old != &empty_table) {
         old->retired_next = retired;
         retired = old;

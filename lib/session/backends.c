@@ -17,8 +17,6 @@ const ptk__backend_ops *const ptk__backends[] = {
 };
 const size_t ptk__nbackends = sizeof ptk__backends / sizeof ptk__backends[0];
 
-int (*const ptk__ref_sync_hook)(const ptk__table *t, char **errmsg) = ptk__ref_sync;
-
 const ptk__backend_ops *
 ptk__backend_ops_of(ptk_backend id)
 {
@@ -99,6 +97,7 @@ int
 ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
                     ptk_backend *out, char **errmsg)
 {
+    ptk__ref_sync_hook = ptk__ref_sync; /* the hub's other source of events */
     if (ptk__any_running() && ptk__hub_backend != PTK_BACKEND_AUTO) {
         /* One hub, one backend: a session joins the running one. */
         if (explicit && requested != ptk__hub_backend) {

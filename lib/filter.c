@@ -168,11 +168,91 @@ resolve_sets(filter_impl *f)
     PyErr_Restore(et, ev, tb);
 }
 
+/* The item's text, unquoted by the caller, checked and made what it is
+ * matched as: a named set, a directory or file prefix made absolute, or a
+ * glob (include, exclude). *prefix says which. */
+static int
+file_item(filter_impl *f, int which, char *text, const char *item, size_t n,
+          int *prefix, const char *subject, char **errmsg)
+{
+    if (!strcmp(text, "stdlib") || !strcmp(text, "site-packages")) {
+        *prefix = text[0] == 's' && text[1] == 't' ? -SET_STDLIB : -SET_SITE;
+        if (f->stdlib_dirs == NULL && f->site_dirs == NULL) {
+            resolve_sets(f);
+        }
+        return PTK_OK;
+    }
+    if (text[0] != '/' && text[0] != '<' && text[0] != '*') {
+        /* relative to the directory the session was set up in */
+        memmove(text + strlen(f->cwd) + 1, text, n + 1);
+        memcpy(text, f->cwd, strlen(f->cwd));
+        text[strlen(f->cwd)] = '/';
+    }
+    if (!brackets_ok(text)) {
+        return ptk__err(errmsg, PTK_EINVAL,
+                        "%s%sfilter %s='%.*s' has a '[' with no ']'",
+                        PTK__LEAD(subject), list_keys[which], (int)n, item);
+    }
+    if (!has_glob(text)) {
+        size_t tl = strlen(text);
+        while (tl > 1 && text[tl - 1] == '/') {
+            text[--tl] = '\0';
+        }
+        *prefix = 1; /* a directory (everything under it) or a file */
+    }
+    return PTK_OK;
+}
+
+/* The item checked for its key: the prefix kind it is matched as. */
+static int
+check_item(filter_impl *f, int which, char *text, const char *item, size_t n,
+           int *prefix, const char *subject, char **errmsg)
+{
+    if (which == PTK__F_INCLUDE || which == PTK__F_EXCLUDE) {
+        return file_item(f, which, text, item, n, prefix, subject, errmsg);
+    }
+    if (which == PTK__F_MODULES) {
+        if (!module_name_ok(text)) {
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "%s%sfilter modules='%.*s' is not a module name "
+                            "(expected e.g. myapp or myapp.core)",
+                            PTK__LEAD(subject), (int)n, item);
+        }
+        *prefix = 1;
+        return PTK_OK;
+    }
+    if (!brackets_ok(text)) {
+        return ptk__err(errmsg, PTK_EINVAL,
+                        "%s%sfilter %s='%.*s' has a '[' with no ']'",
+                        PTK__LEAD(subject), list_keys[which], (int)n, item);
+    }
+    return PTK_OK;
+}
+
+/* Appends one pattern to a list, which has room for 4, 8, 16, ... items:
+ * grown when n reaches a power of two (one more each time made 20,000
+ * items quadratic). The list takes text. */
+static int
+list_append(ptk__patlist *l, char *text, int neg, int prefix, char **errmsg)
+{
+    if (l->n == 0 || (l->n >= 4 && (l->n & (l->n - 1)) == 0)) {
+        size_t want = l->n == 0 ? 4 : (size_t)l->n * 2;
+        ptk__pat *nv = realloc(l->v, want * sizeof *nv);
+        if (nv == NULL) {
+            free(text);
+            return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+        }
+        l->v = nv;
+    }
+    l->v[l->n++] = (ptk__pat){text, neg, prefix};
+    l->npos += !neg;
+    return PTK_OK;
+}
+
 static int
 add_item(filter_impl *f, int which, const char *item, size_t n,
-         const char *plugin, char **errmsg)
+         const char *subject, char **errmsg)
 {
-    ptk__patlist *l = &f->pub.list[which];
     int neg = 0;
     while (n > 0 && (*item == ' ' || *item == '\t')) {
         item++;
@@ -190,9 +270,8 @@ add_item(filter_impl *f, int which, const char *item, size_t n,
         n--;
         if (n == 0) {
             return ptk__err(errmsg, PTK_EINVAL,
-                            "plugin '%s': filter '%s' has a '!' with nothing "
-                            "after it",
-                            plugin, list_keys[which]);
+                            "%s%sfilter '%s' has a '!' with nothing after it",
+                            PTK__LEAD(subject), list_keys[which]);
         }
     }
     char *text = malloc(n + PATH_MAX + 2);
@@ -202,77 +281,23 @@ add_item(filter_impl *f, int which, const char *item, size_t n,
     memcpy(text, item, n);
     text[n] = '\0';
     int prefix = 0;
-    if (which == PTK__F_INCLUDE || which == PTK__F_EXCLUDE) {
-        if (!strcmp(text, "stdlib") || !strcmp(text, "site-packages")) {
-            prefix = text[0] == 's' && text[1] == 't' ? -SET_STDLIB : -SET_SITE;
-            if (f->stdlib_dirs == NULL && f->site_dirs == NULL) {
-                resolve_sets(f);
-            }
-        }
-        else {
-            if (text[0] != '/' && text[0] != '<' && text[0] != '*') {
-                /* relative to the directory the session was set up in */
-                memmove(text + strlen(f->cwd) + 1, text, n + 1);
-                memcpy(text, f->cwd, strlen(f->cwd));
-                text[strlen(f->cwd)] = '/';
-            }
-            if (!brackets_ok(text)) {
-                free(text);
-                return ptk__err(errmsg, PTK_EINVAL,
-                                "plugin '%s': filter %s='%.*s' has a '[' "
-                                "with no ']'",
-                                plugin, list_keys[which], (int)n, item);
-            }
-            if (!has_glob(text)) {
-                size_t tl = strlen(text);
-                while (tl > 1 && text[tl - 1] == '/') {
-                    text[--tl] = '\0';
-                }
-                prefix = 1; /* a directory (everything under it) or a file */
-            }
-        }
-    }
-    else if (which == PTK__F_MODULES) {
-        if (!module_name_ok(text)) {
-            free(text);
-            return ptk__err(errmsg, PTK_EINVAL,
-                            "plugin '%s': filter modules='%.*s' is not a "
-                            "module name (expected e.g. myapp or myapp.core)",
-                            plugin, (int)n, item);
-        }
-        prefix = 1;
-    }
-    else if (!brackets_ok(text)) {
+    int rc = check_item(f, which, text, item, n, &prefix, subject, errmsg);
+    if (rc < 0) {
         free(text);
-        return ptk__err(errmsg, PTK_EINVAL,
-                        "plugin '%s': filter %s='%.*s' has a '[' with no ']'",
-                        plugin, list_keys[which], (int)n, item);
+        return rc;
     }
-    /* room for 4, 8, 16, ... items: grown when n reaches a power of two
-     * (one more each time made 20,000 items quadratic) */
-    if (l->n == 0 || (l->n >= 4 && (l->n & (l->n - 1)) == 0)) {
-        size_t want = l->n == 0 ? 4 : (size_t)l->n * 2;
-        ptk__pat *nv = realloc(l->v, want * sizeof *nv);
-        if (nv == NULL) {
-            free(text);
-            return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
-        }
-        l->v = nv;
-    }
-    l->v[l->n++] = (ptk__pat){text, neg, prefix};
-    l->npos += !neg;
-    return PTK_OK;
+    return list_append(&f->pub.list[which], text, neg, prefix, errmsg);
 }
 
 static int
-add_list(filter_impl *f, int which, const char *value, const char *plugin,
+add_list(filter_impl *f, int which, const char *value, const char *subject,
          char **errmsg)
 {
     const char *p = value;
     int before = f->pub.list[which].n;
     while (p != NULL) {
         const char *e = p + strcspn(p, ",;");
-        int rc = add_item(f, which, p, (size_t)(e - p), plugin, errmsg);
+        int rc = add_item(f, which, p, (size_t)(e - p), subject, errmsg);
         if (rc < 0) {
             return rc;
         }
@@ -280,9 +305,8 @@ add_list(filter_impl *f, int which, const char *value, const char *plugin,
     }
     if (f->pub.list[which].n == before) {
         return ptk__err(errmsg, PTK_EINVAL,
-                        "plugin '%s': filter '%s' is empty (give at least one "
-                        "item)",
-                        plugin, list_keys[which]);
+                        "%s%sfilter '%s' is empty (give at least one item)",
+                        PTK__LEAD(subject), list_keys[which]);
     }
     return PTK_OK;
 }
@@ -313,13 +337,13 @@ value_of(const ptk__options *own, const ptk__options *defaults,
 }
 
 static int
-build_from(filter_impl *f, const char *plugin, const ptk__options *own,
+build_from(filter_impl *f, const char *subject, const ptk__options *own,
            const ptk__options *defaults, char **errmsg)
 {
     for (int which = 0; which < PTK__F_NLISTS; which++) {
         const ptk_option_value *v = value_of(own, defaults, list_keys[which]);
         if (v != NULL) {
-            int rc = add_list(f, which, v->s, plugin, errmsg);
+            int rc = add_list(f, which, v->s, subject, errmsg);
             if (rc < 0) {
                 return rc;
             }
@@ -329,9 +353,9 @@ build_from(filter_impl *f, const char *plugin, const ptk__options *own,
     if (d != NULL) {
         if (d->i < 1) {
             return ptk__err(errmsg, PTK_EINVAL,
-                            "plugin '%s': filter max_depth=%lld: expected a "
-                            "depth of 1 or more",
-                            plugin, (long long)d->i);
+                            "%s%sfilter max_depth=%lld: expected a depth of 1 "
+                            "or more",
+                            PTK__LEAD(subject), (long long)d->i);
         }
         if (f->pub.max_depth == 0) {
             f->pub.max_depth = d->i;
@@ -373,7 +397,7 @@ append_text(text_buf *t, const char *key, const char *value)
 }
 
 int
-ptk__filter_build(const char *plugin, const ptk__options *own,
+ptk__filter_build(const char *subject, const ptk__options *own,
                   const ptk__options *defaults, const char *extra,
                   ptk__filter **out, char **errmsg)
 {
@@ -385,14 +409,14 @@ ptk__filter_build(const char *plugin, const ptk__options *own,
     if (getcwd(f->cwd, sizeof f->cwd) == NULL) {
         strcpy(f->cwd, "/");
     }
-    int rc = build_from(f, plugin, own, defaults, errmsg);
+    int rc = build_from(f, subject, own, defaults, errmsg);
     if (rc == PTK_OK && extra != NULL && *extra) {
         /* Conditions a plugin adds itself: parsed like the user's. */
-        ptk_plugin_desc d = {.name = plugin, .options = NULL};
         ptk__options x;
-        rc = ptk__options_parse_ex(&d, ptk__filter_specs, extra, &x, errmsg);
+        rc = ptk__options_parse_ex(NULL, ptk__filter_specs, subject, extra, &x,
+                                   errmsg);
         if (rc == PTK_OK) {
-            rc = build_from(f, plugin, &x, NULL, errmsg);
+            rc = build_from(f, subject, &x, NULL, errmsg);
             ptk__options_free(&x);
         }
     }

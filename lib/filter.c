@@ -3,6 +3,7 @@
  * once per instance and judged once per code object (code.c caches the
  * verdict as one bit per subscriber) and once per thread. docs/filters.md
  * says what they mean. */
+#include "ptk_filter_keys.h"
 #include "ptk_internal.h"
 
 #include <fnmatch.h>
@@ -11,25 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#define SPEC_ROW(key, flag, kw, type, help) {key, type, NULL, help, NULL},
 const ptk_option_spec ptk__filter_specs[] = {
-    {"include", PTK_OPT_LIST, NULL,
-     "filter: only code in files matching these globs (or directories; "
-     "named sets stdlib, site-packages; !negates)", NULL},
-    {"exclude", PTK_OPT_LIST, NULL,
-     "filter: not code in files matching these globs (same forms as include)",
-     NULL},
-    {"modules", PTK_OPT_LIST, NULL,
-     "filter: only code of these modules and their submodules (myapp, "
-     "myapp.core; !negates)", NULL},
-    {"functions", PTK_OPT_LIST, NULL,
-     "filter: only functions whose qualified name matches these globs", NULL},
-    {"threads", PTK_OPT_LIST, NULL,
-     "filter: only threads whose name matches these globs", NULL},
-    {"max_depth", PTK_OPT_INT, NULL,
-     "filter: only this many selected frames deep, counted from the "
-     "outermost selected frame", NULL},
-    {NULL, 0, NULL, NULL, NULL},
+    PTK_FILTER_KEYS(SPEC_ROW){NULL, 0, NULL, NULL, NULL},
 };
+#undef SPEC_ROW
 
 /* Named sets usable in include/exclude, resolved at build time. */
 enum { SET_NONE = 0, SET_STDLIB = 1, SET_SITE = 2 };
@@ -43,8 +30,10 @@ typedef struct filter_impl {
 
 /* ---- building ------------------------------------------------------------- */
 
-static const char *const list_keys[PTK__F_NLISTS] = {
-    "include", "exclude", "modules", "functions", "threads"};
+_Static_assert(PTK_FILTER_KEY_COUNT == PTK__F_NLISTS + 1,
+               "the list keys, then max_depth");
+/* the list keys come first in the one list (ptk_filter_keys.h) */
+#define list_keys(which) (ptk__filter_specs[which].name)
 
 static int
 has_glob(const char *s)
@@ -191,7 +180,7 @@ file_item(filter_impl *f, int which, char *text, const char *item, size_t n,
     if (!brackets_ok(text)) {
         return ptk__err(errmsg, PTK_EINVAL,
                         "%s%sfilter %s='%.*s' has a '[' with no ']'",
-                        PTK__LEAD(subject), list_keys[which], (int)n, item);
+                        PTK__LEAD(subject), list_keys(which), (int)n, item);
     }
     if (!has_glob(text)) {
         size_t tl = strlen(text);
@@ -224,7 +213,7 @@ check_item(filter_impl *f, int which, char *text, const char *item, size_t n,
     if (!brackets_ok(text)) {
         return ptk__err(errmsg, PTK_EINVAL,
                         "%s%sfilter %s='%.*s' has a '[' with no ']'",
-                        PTK__LEAD(subject), list_keys[which], (int)n, item);
+                        PTK__LEAD(subject), list_keys(which), (int)n, item);
     }
     return PTK_OK;
 }
@@ -271,7 +260,7 @@ add_item(filter_impl *f, int which, const char *item, size_t n,
         if (n == 0) {
             return ptk__err(errmsg, PTK_EINVAL,
                             "%s%sfilter '%s' has a '!' with nothing after it",
-                            PTK__LEAD(subject), list_keys[which]);
+                            PTK__LEAD(subject), list_keys(which));
         }
     }
     char *text = malloc(n + PATH_MAX + 2);
@@ -306,7 +295,7 @@ add_list(filter_impl *f, int which, const char *value, const char *subject,
     if (f->pub.list[which].n == before) {
         return ptk__err(errmsg, PTK_EINVAL,
                         "%s%sfilter '%s' is empty (give at least one item)",
-                        PTK__LEAD(subject), list_keys[which]);
+                        PTK__LEAD(subject), list_keys(which));
     }
     return PTK_OK;
 }
@@ -341,7 +330,7 @@ build_from(filter_impl *f, const char *subject, const ptk__options *own,
            const ptk__options *defaults, char **errmsg)
 {
     for (int which = 0; which < PTK__F_NLISTS; which++) {
-        const ptk_option_value *v = value_of(own, defaults, list_keys[which]);
+        const ptk_option_value *v = value_of(own, defaults, list_keys(which));
         if (v != NULL) {
             int rc = add_list(f, which, v->s, subject, errmsg);
             if (rc < 0) {
@@ -445,7 +434,7 @@ ptk__filter_build(const char *subject, const ptk__options *own,
                                            ? "site-packages"
                                            : l->v[i].text);
             if (item != NULL) {
-                append_text(&t, list_keys[which], item);
+                append_text(&t, list_keys(which), item);
             }
             free(item);
         }

@@ -27,6 +27,7 @@
 #include <pytracekit/pytracekit.h>
 
 #include "follow_wait.h"
+#include "ptk_filter_keys.h"
 #include "ptk_usage.h"
 
 #define EXIT_USAGE 2
@@ -517,174 +518,191 @@ join(char *a, const char *sep, const char *b)
     return r;
 }
 
-/* Index of a filter option (--include …) in keys, or -1. */
+/* What the command line asks for, up to the program. */
+typedef struct cmdline {
+    const char *plugins[64];
+    int nplugins;
+    const char *outdir;
+    ptk_thread_scope threads;
+    ptk_backend backend;
+    char *plugin_path;
+    /* --include … --max-depth: the session's default filter */
+    char *fvals[PTK_FILTER_KEY_COUNT];
+    int list;
+    int follow;
+    const char *mode; /* NULL: script; "-m" or "-c" */
+} cmdline;
+
+/* --include … --max-depth, from the one list of filter keys */
+#define FLAG_ROW(key, flag, kw, type, help) {flag, key},
+static const char *const fkeys[][2] = {PTK_FILTER_KEYS(FLAG_ROW)};
+#undef FLAG_ROW
+enum { NFKEYS = PTK_FILTER_KEY_COUNT };
+
+/* Index of a filter option (--include …) in fkeys, or -1. */
 static int
-filter_key(const char *arg, const char *const (*keys)[2], int n)
+filter_key(const char *arg)
 {
-    for (int k = 0; k < n; k++) {
-        if (strcmp(arg, keys[k][0]) == 0) {
+    for (int k = 0; k < NFKEYS; k++) {
+        if (strcmp(arg, fkeys[k][0]) == 0) {
             return k;
         }
     }
     return -1;
 }
 
-int
-main(int argc, char **argv)
+/* argv[*ip] when it is opt: its value (argv[*ip + 1]; *ip moves to it),
+ * else NULL. A missing value ends the command. */
+static const char *
+take(int argc, char **argv, int *ip, const char *opt)
 {
-    if (argc > 1 && strcmp(argv[1], "combine") == 0) {
-        return run_combine(argc, argv);
+    if (strcmp(argv[*ip], opt) != 0) {
+        return NULL;
     }
-    const char *plugins[64];
-    int nplugins = 0;
-    const char *outdir = "pytracekit-out";
-    ptk_thread_scope threads = PTK_THREADS_ALL;
-    ptk_backend backend = PTK_BACKEND_AUTO;
-    char *plugin_path = NULL;
-    /* --include … --max-depth: the session's default filter */
-    static const char *const fkeys[][2] = {
-        {"--include", "include"},     {"--exclude", "exclude"},
-        {"--modules", "modules"},     {"--functions", "functions"},
-        {"--thread-names", "threads"}, {"--max-depth", "max_depth"}};
-    enum { NFKEYS = sizeof fkeys / sizeof fkeys[0] };
-    char *fvals[NFKEYS] = {NULL};
-    int list = 0;
-    const char *fenv = getenv("PYTRACEKIT_FOLLOW_CHILDREN");
-    int follow = fenv != NULL && fenv[0] != '\0' && strcmp(fenv, "0") != 0;
+    if (*ip + 1 >= argc) {
+        fprintf(stderr, "pytracekit: %s needs a value\n", opt);
+        exit(EXIT_USAGE);
+    }
+    return argv[++*ip];
+}
+
+/* An option that sets up the session (-p, -o, --threads, --backend,
+ * --plugin-path, the filter): 1 if argv[*ip] is one (taken into o), 0 if
+ * not, -1 after a usage error (said). */
+static int
+session_option(int argc, char **argv, int *ip, cmdline *o)
+{
+    const char *val, *a = argv[*ip];
+    int fk = filter_key(a);
+    if ((val = take(argc, argv, ip, "-p")) || (val = take(argc, argv, ip, "--plugin"))) {
+        if (o->nplugins == 64) {
+            fprintf(stderr, "pytracekit: too many plugins\n");
+            return -1;
+        }
+        o->plugins[o->nplugins++] = val;
+    }
+    else if ((val = take(argc, argv, ip, "-o")) || (val = take(argc, argv, ip, "--output"))) {
+        o->outdir = val;
+    }
+    else if ((val = take(argc, argv, ip, "--threads"))) {
+        if (strcmp(val, "current") != 0 && strcmp(val, "all") != 0) {
+            fprintf(stderr,
+                    "pytracekit: --threads expects 'current' or 'all', "
+                    "found '%s'\n", val);
+            return -1;
+        }
+        o->threads = val[0] == 'c' ? PTK_THREADS_CURRENT : PTK_THREADS_ALL;
+    }
+    else if ((val = take(argc, argv, ip, "--backend"))) {
+        if (ptk_backend_parse(val, &o->backend) < 0) {
+            fprintf(stderr,
+                    "pytracekit: --backend expects 'auto', 'legacy' or "
+                    "'monitoring', found '%s'\n", val);
+            return -1;
+        }
+    }
+    else if ((val = take(argc, argv, ip, "--plugin-path"))) {
+        o->plugin_path = join(o->plugin_path, o->plugin_path ? ":" : "", val);
+    }
+    else if (fk >= 0 && (val = take(argc, argv, ip, a))) {
+        /* repeated: the items add up (max_depth: the last one) */
+        if (o->fvals[fk] != NULL && fk == NFKEYS - 1) {
+            free(o->fvals[fk]);
+            o->fvals[fk] = NULL;
+        }
+        o->fvals[fk] = join(o->fvals[fk], o->fvals[fk] ? ";" : "", val);
+    }
+    else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The options, up to the program: the index of the program's first
+ * argument (for -m and -c: of -m or -c, o->mode says which), or -1 with
+ * *status the command's exit status (--version, --help, a usage error). */
+static int
+parse_args(int argc, char **argv, cmdline *o, int *status)
+{
     int i;
-    const char *mode = NULL; /* NULL: script; "-m" or "-c" */
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *val = NULL;
-        int fk = filter_key(a, fkeys, NFKEYS); /* --include … --max-depth */
-#define TAKE(opt)                                                           \
-    (strcmp(a, opt) == 0 ? (i + 1 < argc ? (val = argv[++i], 1)             \
-                                         : (fprintf(stderr,                 \
-                                                    "pytracekit: %s needs " \
-                                                    "a value\n",            \
-                                                    opt),                   \
-                                            exit(EXIT_USAGE), 0))           \
-                         : 0)
-        if (TAKE("-p") || TAKE("--plugin")) {
-            if (nplugins == 64) {
-                fprintf(stderr, "pytracekit: too many plugins\n");
-                return EXIT_USAGE;
+        int taken = session_option(argc, argv, &i, o);
+        if (taken != 0) {
+            if (taken < 0) {
+                *status = EXIT_USAGE;
+                return -1;
             }
-            plugins[nplugins++] = val;
-        }
-        else if (TAKE("-o") || TAKE("--output")) {
-            outdir = val;
-        }
-        else if (TAKE("--threads")) {
-            if (strcmp(val, "current") == 0) {
-                threads = PTK_THREADS_CURRENT;
-            }
-            else if (strcmp(val, "all") == 0) {
-                threads = PTK_THREADS_ALL;
-            }
-            else {
-                fprintf(stderr,
-                        "pytracekit: --threads expects 'current' or 'all', "
-                        "found '%s'\n", val);
-                return EXIT_USAGE;
-            }
-        }
-        else if (TAKE("--backend")) {
-            if (ptk_backend_parse(val, &backend) < 0) {
-                fprintf(stderr,
-                        "pytracekit: --backend expects 'auto', 'legacy' or "
-                        "'monitoring', found '%s'\n", val);
-                return EXIT_USAGE;
-            }
-        }
-        else if (TAKE("--plugin-path")) {
-            size_t n = (plugin_path ? strlen(plugin_path) + 1 : 0) + strlen(val) + 1;
-            char *np = malloc(n);
-            snprintf(np, n, "%s%s%s", plugin_path ? plugin_path : "",
-                     plugin_path ? ":" : "", val);
-            free(plugin_path);
-            plugin_path = np;
         }
         else if (strcmp(a, "--follow-children") == 0) {
-            follow = 1;
+            o->follow = 1;
         }
         else if (strcmp(a, "--list-plugins") == 0) {
-            list = 1;
-        }
-        else if (fk >= 0 && fk < NFKEYS && TAKE(a)) {
-            /* repeated: the items add up (max_depth: the last one) */
-            if (fvals[fk] != NULL && fk == NFKEYS - 1) {
-                free(fvals[fk]);
-                fvals[fk] = NULL;
-            }
-            fvals[fk] = join(fvals[fk], fvals[fk] ? ";" : "", val);
+            o->list = 1;
         }
         else if (strcmp(a, "--version") == 0) {
             printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
                    PY_VERSION);
-            return 0;
+            *status = 0;
+            return -1;
         }
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
-            return 0;
+            *status = 0;
+            return -1;
         }
-        else if (TAKE("-m") || TAKE("-c")) {
-            mode = a;
-            i--; /* argv[i] is now the module or code */
-            break;
+        else if (take(argc, argv, &i, "-m") || take(argc, argv, &i, "-c")) {
+            o->mode = a;
+            return i - 1; /* argv[i] is the module or code */
         }
         else if (strcmp(a, "--") == 0) {
-            i++;
-            break;
+            return i + 1;
         }
         else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "pytracekit: unknown option '%s' (see --help)\n", a);
-            return EXIT_USAGE;
+            *status = EXIT_USAGE;
+            return -1;
         }
         else {
             break;
         }
-#undef TAKE
     }
-    if (list) {
-        /* Plugins are C code that uses the Python C API: load them with an
-         * interpreter around. */
-        Py_InitializeEx(0);
-        ptk_plugin_scan(plugin_path, list_one, NULL);
-        Py_FinalizeEx();
-        free(plugin_path);
-        return 0;
-    }
-    if (i >= argc) {
-        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; "
-                "see --help)\n");
-        return EXIT_USAGE;
-    }
-    if (nplugins == 0) {
-        plugins[nplugins++] = "counter";
-    }
+    return i;
+}
 
-    /* The python command line this run is equivalent to. */
-    int pargc = 0;
+/* The python command line this run is equivalent to (the interpreter,
+ * then -m MODULE, -c CODE or the script, and the program's arguments);
+ * NULL after a usage error (said). */
+static char **
+python_argv(int argc, char **argv, int i, const cmdline *o, const char *python,
+            int *pargc)
+{
     char **pargv = calloc((size_t)(argc + 4), sizeof *pargv);
-    char pybuf[4096];
-    const char *python = choose_python(pybuf, sizeof pybuf);
-    pargv[pargc++] = (char *)python;
-    if (mode != NULL) {
-        pargv[pargc++] = (char *)mode;
+    *pargc = 0;
+    pargv[(*pargc)++] = (char *)python;
+    if (o->mode != NULL) {
+        pargv[(*pargc)++] = (char *)o->mode;
         i++;
         if (i >= argc) {
-            fprintf(stderr, "pytracekit: %s needs a value\n", mode);
-            return EXIT_USAGE;
+            fprintf(stderr, "pytracekit: %s needs a value\n", o->mode);
+            free(pargv);
+            return NULL;
         }
     }
     else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-        pargv[pargc++] = (char *)"--"; /* a script named like an option */
+        pargv[(*pargc)++] = (char *)"--"; /* a script named like an option */
     }
     for (; i < argc; i++) {
-        pargv[pargc++] = argv[i];
+        pargv[(*pargc)++] = argv[i];
     }
+    return pargv;
+}
 
+/* Starts the interpreter for the program; -1 with *status the command's
+ * exit status (Python's own when it exits, e.g. for a bad -X option). */
+static int
+start_python(int pargc, char **pargv, const char *python, int *status)
+{
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
     PyStatus st = PyConfig_SetBytesArgv(&config, pargc, pargv);
@@ -702,41 +720,58 @@ main(int argc, char **argv)
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) {
         if (PyStatus_IsExit(st)) {
-            return st.exitcode;
+            *status = st.exitcode;
+            return -1;
         }
         fprintf(stderr, "pytracekit: cannot start Python: %s\n",
                 st.err_msg ? st.err_msg : "?");
-        return EXIT_USAGE;
+        *status = EXIT_USAGE;
+        return -1;
     }
+    return 0;
+}
 
+/* The session's filter text from the filter flags ("key=items,..."; the
+ * values are freed), or NULL if none was given. */
+static char *
+filter_text(cmdline *o)
+{
     char *filter = NULL;
     for (int k = 0; k < NFKEYS; k++) {
-        if (fvals[k] != NULL) {
+        if (o->fvals[k] != NULL) {
             filter = join(filter, filter ? "," : "", fkeys[k][1]);
-            filter = join(filter, "=", fvals[k]);
-            free(fvals[k]);
+            filter = join(filter, "=", o->fvals[k]);
+            free(o->fvals[k]);
+            o->fvals[k] = NULL;
         }
     }
+    return filter;
+}
+
+/* The session with its plugins, every check made before the program (a
+ * start and a stop), and the hooks that start it with the program. */
+static int
+prepare_session(const cmdline *o, const char *filter, char **err)
+{
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.filter = filter;
-    cfg.output_dir = outdir;
-    cfg.threads = threads;
-    cfg.backend = backend;
-    cfg.plugin_path = plugin_path;
-    char *err = NULL;
-    int rc = ptk_session_new(&cfg, &session, &err);
-    for (int p = 0; rc == PTK_OK && p < nplugins; p++) {
-        rc = ptk_session_add_plugin(session, plugins[p], &err);
+    cfg.output_dir = o->outdir;
+    cfg.threads = o->threads;
+    cfg.backend = o->backend;
+    cfg.plugin_path = o->plugin_path;
+    int rc = ptk_session_new(&cfg, &session, err);
+    for (int p = 0; rc == PTK_OK && p < o->nplugins; p++) {
+        rc = ptk_session_add_plugin(session, o->plugins[p], err);
     }
     if (rc == PTK_OK) {
-        ptk_session_follow_children(session, follow);
+        ptk_session_follow_children(session, o->follow);
     }
     if (rc == PTK_OK) {
         rc = register_finish() < 0 ? PTK_EPYTHON : PTK_OK;
     }
     if (rc == PTK_OK) {
         /* every check now, before the program; the events from its start */
-        rc = ptk_session_start(session, &err);
+        rc = ptk_session_start(session, err);
         if (rc == PTK_OK) {
             ptk_session_stop(session);
             rc = wrap_os_exit() < 0 || PySys_AddAuditHook(program_starts, NULL) < 0
@@ -744,30 +779,81 @@ main(int argc, char **argv)
                      : PTK_OK;
         }
     }
+    return rc;
+}
+
+/* --list-plugins: plugins are C code that uses the Python C API, so they
+ * are loaded with an interpreter around. */
+static int
+list_plugins(char *plugin_path)
+{
+    Py_InitializeEx(0);
+    ptk_plugin_scan(plugin_path, list_one, NULL);
+    Py_FinalizeEx();
+    free(plugin_path);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "combine") == 0) {
+        return run_combine(argc, argv);
+    }
+    cmdline o = {.outdir = "pytracekit-out", .threads = PTK_THREADS_ALL,
+                 .backend = PTK_BACKEND_AUTO};
+    const char *fenv = getenv("PYTRACEKIT_FOLLOW_CHILDREN");
+    o.follow = fenv != NULL && fenv[0] != '\0' && strcmp(fenv, "0") != 0;
+    int status = 0, pargc;
+    int i = parse_args(argc, argv, &o, &status);
+    if (i < 0) {
+        return status;
+    }
+    if (o.list) {
+        return list_plugins(o.plugin_path);
+    }
+    if (i >= argc) {
+        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; "
+                "see --help)\n");
+        return EXIT_USAGE;
+    }
+    if (o.nplugins == 0) {
+        o.plugins[o.nplugins++] = "counter";
+    }
+    char pybuf[4096];
+    const char *python = choose_python(pybuf, sizeof pybuf);
+    char **pargv = python_argv(argc, argv, i, &o, python, &pargc);
+    if (pargv == NULL) {
+        return EXIT_USAGE;
+    }
+    if (start_python(pargc, pargv, python, &status) < 0) {
+        return status;
+    }
+    char *filter = filter_text(&o), *err = NULL;
+    int rc = prepare_session(&o, filter, &err);
     if (rc < 0) {
         fprintf(stderr, "pytracekit: %s\n", err ? err : ptk_strerror(rc));
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
         Py_FinalizeEx();
-        free(plugin_path);
+        free(o.plugin_path);
         free(filter);
         free(pargv);
         return EXIT_USAGE;
     }
-    if (follow) {
-        follow_outdir = outdir;
-        ptk_child_dirs_read(outdir, &follow_before);
+    if (o.follow) {
+        follow_outdir = o.outdir;
+        ptk_child_dirs_read(o.outdir, &follow_before);
     }
-    report_dir = outdir;
+    report_dir = o.outdir;
     main_pid = (long)getpid();
     on_exit(exit_status_hook, NULL);
-    int status = Py_RunMain(); /* runs the program, then finalises */
+    status = Py_RunMain(); /* runs the program, then finalises */
     if (status == 0 && report_failed) {
         status = PTK_EXIT_REPORT_FAILED;
     }
-
-    free(plugin_path);
+    free(o.plugin_path);
     free(filter);
     free(pargv);
     return status;

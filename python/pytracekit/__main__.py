@@ -29,18 +29,16 @@ class Usage(Exception):
         self.show_usage = show_usage
 
 
-# --include … --max-depth: the session's default filter, made into the
-# same "key=value,..." text as the command makes (in this order)
-FILTER_OPTIONS = {"--include": "include", "--exclude": "exclude",
-                  "--modules": "modules", "--functions": "functions",
-                  "--thread-names": "threads", "--max-depth": "max_depth"}
+# --include … --max-depth: the session's default filter, from the one list
+# of filter keys (lib/ptk_filter_keys.h): flag -> (key, Session keyword)
+FILTER_OPTIONS = {flag: (key, kw) for key, flag, kw, _, _ in _c._filter_keys}
 
 
 def parse(argv):
     """Parses the command's arguments as tools/pytracekit.c does.
 
     Returns a dict: plugins, output, threads, backend, plugin_path, filter
-    ({key: value} of the filter options), list,
+    ({flag: [values]} of the filter options, in the order given), list,
     action ("version", "help", "list" or "run"), mode (None for a script,
     "-m" or "-c"), target (script, module or code) and args (the program's
     arguments). Raises Usage."""
@@ -85,10 +83,7 @@ def parse(argv):
         elif a == "--follow-children":
             o["follow"] = True
         elif a in FILTER_OPTIONS:
-            key, v = FILTER_OPTIONS[a], take()
-            # repeated: the items add up (max_depth: the last one)
-            f = o["filter"]
-            f[key] = v if key == "max_depth" or key not in f else f[key] + ";" + v
+            o["filter"].setdefault(a, []).append(take())
         elif a == "--version":
             o["action"] = "version"
             return o
@@ -124,6 +119,21 @@ def parse(argv):
     if not o["plugins"]:
         o["plugins"] = ["counter"]
     return o
+
+
+def session_filter(given):
+    """Session's filter arguments for the filter flags given: the lists as
+    their keywords (the items of a repeated flag add up), max_depth (the
+    last one) as filter text, where the library checks it as for the
+    command ("filter option 'max_depth' expects an integer")."""
+    kw = {}
+    for flag, values in given.items():
+        key, keyword = FILTER_OPTIONS[flag]
+        if key == "max_depth":
+            kw["filter"] = f"max_depth={values[-1]}"
+        else:
+            kw[keyword] = values
+    return kw
 
 
 def list_plugins(plugin_path):
@@ -244,9 +254,7 @@ def main(argv=None):
                           threads=o["threads"], backend=o["backend"],
                           plugin_path=o["plugin_path"],
                           follow_children=o["follow"],
-                          filter=",".join(f"{k}={o['filter'][k]}"
-                                          for k in FILTER_OPTIONS.values()
-                                          if k in o["filter"]) or None)
+                          **session_filter(o["filter"]))
     except Error as e:
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,6 +11,7 @@
 #include <pytracekit/pytracekit.h>
 
 #include "follow_wait.h"
+#include "ptk_cmdline.h"
 #include "ptk_filter_keys.h"
 #include "ptk_usage.h"
 
@@ -711,11 +712,115 @@ mod_scan(PyObject *m, PyObject *args)
     return acc.list;
 }
 
+/* A str from a command-line argument (file-system encoded). */
+static PyObject *
+arg_str(const char *s)
+{
+    return s != NULL ? PyUnicode_DecodeFSDefault(s) : Py_NewRef(Py_None);
+}
+
+/* argv[from..to) as a list of str. */
+static PyObject *
+arg_list(char *const *argv, int from, int to)
+{
+    PyObject *l = PyList_New(0);
+    for (int i = from; l != NULL && i < to; i++) {
+        PyObject *a = arg_str(argv[i]);
+        if (a == NULL || PyList_Append(l, a) < 0) {
+            Py_CLEAR(l);
+        }
+        Py_XDECREF(a);
+    }
+    return l;
+}
+
+/* {flag: [values]} of the filter flags given. */
+static PyObject *
+cmdline_filter(const ptk_cmdline *o)
+{
+#define FLAG_ROW(key, flag, kw, type, help) flag,
+    static const char *const flags[] = {PTK_FILTER_KEYS(FLAG_ROW)};
+#undef FLAG_ROW
+    PyObject *d = PyDict_New();
+    for (int k = 0; d != NULL && k < PTK_FILTER_KEY_COUNT; k++) {
+        PyObject *l = o->nfilter[k] ? arg_list((char *const *)o->filter[k], 0,
+                                               o->nfilter[k])
+                                    : NULL;
+        if (o->nfilter[k] && (l == NULL || PyDict_SetItemString(d, flags[k], l) < 0)) {
+            Py_CLEAR(d);
+        }
+        Py_XDECREF(l);
+    }
+    return d;
+}
+
+/* What ptk_cmdline_parse read, as python -m pytracekit uses it. */
+static PyObject *
+cmdline_dict(const ptk_cmdline *o, int argc, char *const *argv)
+{
+    static const char *const actions[] = {"run", "list", "version", "help"};
+    int run = o->action == PTK_CMD_RUN;
+    PyObject *target = run ? arg_str(argv[o->program]) : Py_NewRef(Py_None);
+    return Py_BuildValue(
+        "{s:N,s:N,s:s,s:s,s:N,s:O,s:s,s:z,s:N,s:N,s:N,s:O}",
+        "plugins", arg_list((char *const *)o->plugins, 0, o->nplugins),
+        "output", arg_str(o->outdir),
+        "threads", o->threads == PTK_THREADS_ALL ? "all" : "current",
+        "backend", ptk_backend_name(o->backend),
+        "plugin_path", arg_str(o->plugin_path),
+        "list", o->action == PTK_CMD_LIST ? Py_True : Py_False,
+        "action", actions[o->action], "mode", o->mode,
+        "target", target,
+        "args", arg_list(argv, run ? o->program + 1 : argc, argc),
+        "filter", cmdline_filter(o),
+        "follow", o->follow ? Py_True : Py_False);
+}
+
+/* _parse_command_line(args): the command's arguments (without the
+ * command's name) read by the command's own reader (ptk_cmdline.c):
+ * (dict, None), or (None, the usage error's message). */
+static PyObject *
+mod_parse_command_line(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *bytes = PySequence_List(args), *ret = NULL;
+    Py_ssize_t n = bytes ? PyList_GET_SIZE(bytes) : 0;
+    char **argv = bytes ? calloc((size_t)n + 2, sizeof *argv) : NULL;
+    if (argv == NULL) {
+        Py_XDECREF(bytes);
+        return bytes ? PyErr_NoMemory() : NULL;
+    }
+    argv[0] = (char *)"pytracekit";
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = NULL, *item = PyList_GET_ITEM(bytes, i);
+        if (!PyUnicode_FSConverter(item, &b)) {
+            goto done;
+        }
+        PyList_SET_ITEM(bytes, i, b); /* kept alive by the list */
+        Py_DECREF(item);
+        argv[i + 1] = PyBytes_AS_STRING(b);
+    }
+    ptk_cmdline o;
+    if (ptk_cmdline_parse((int)n + 1, argv, &o) < 0) {
+        ret = Py_BuildValue("(Os)", Py_None, o.error);
+    }
+    else {
+        PyObject *d = cmdline_dict(&o, (int)n + 1, argv);
+        ret = d ? Py_BuildValue("(NO)", d, Py_None) : NULL;
+    }
+    ptk_cmdline_free(&o);
+done:
+    free(argv);
+    Py_DECREF(bytes);
+    return ret;
+}
+
 static PyMethodDef mod_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},
     {"_set_errors", mod_set_errors, METH_VARARGS, NULL},
     {"_error_codes", mod_error_codes, METH_NOARGS, NULL},
     {"_scan", mod_scan, METH_VARARGS, NULL},
+    {"_parse_command_line", mod_parse_command_line, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,7 +27,7 @@
 #include <pytracekit/pytracekit.h>
 
 #include "follow_wait.h"
-#include "ptk_filter_keys.h"
+#include "ptk_cmdline.h"
 #include "ptk_usage.h"
 
 #define EXIT_USAGE 2
@@ -503,191 +503,22 @@ run_combine(int argc, char **argv)
     return EXIT_USAGE;
 }
 
-/* a + sep + b, newly allocated; a (may be NULL) is freed. */
-static char *
-join(char *a, const char *sep, const char *b)
-{
-    size_t n = (a ? strlen(a) : 0) + strlen(sep) + strlen(b) + 1;
-    char *r = malloc(n);
-    if (r == NULL) {
-        fprintf(stderr, "pytracekit: out of memory\n");
-        exit(EXIT_USAGE);
-    }
-    snprintf(r, n, "%s%s%s", a ? a : "", sep, b);
-    free(a);
-    return r;
-}
-
-/* What the command line asks for, up to the program. */
-typedef struct cmdline {
-    const char *plugins[64];
-    int nplugins;
-    const char *outdir;
-    ptk_thread_scope threads;
-    ptk_backend backend;
-    char *plugin_path;
-    /* --include … --max-depth: the session's default filter */
-    char *fvals[PTK_FILTER_KEY_COUNT];
-    int list;
-    int follow;
-    const char *mode; /* NULL: script; "-m" or "-c" */
-} cmdline;
-
-/* --include … --max-depth, from the one list of filter keys */
-#define FLAG_ROW(key, flag, kw, type, help) {flag, key},
-static const char *const fkeys[][2] = {PTK_FILTER_KEYS(FLAG_ROW)};
-#undef FLAG_ROW
-enum { NFKEYS = PTK_FILTER_KEY_COUNT };
-
-/* Index of a filter option (--include …) in fkeys, or -1. */
-static int
-filter_key(const char *arg)
-{
-    for (int k = 0; k < NFKEYS; k++) {
-        if (strcmp(arg, fkeys[k][0]) == 0) {
-            return k;
-        }
-    }
-    return -1;
-}
-
-/* argv[*ip] when it is opt: its value (argv[*ip + 1]; *ip moves to it),
- * else NULL. A missing value ends the command. */
-static const char *
-take(int argc, char **argv, int *ip, const char *opt)
-{
-    if (strcmp(argv[*ip], opt) != 0) {
-        return NULL;
-    }
-    if (*ip + 1 >= argc) {
-        fprintf(stderr, "pytracekit: %s needs a value\n", opt);
-        exit(EXIT_USAGE);
-    }
-    return argv[++*ip];
-}
-
-/* An option that sets up the session (-p, -o, --threads, --backend,
- * --plugin-path, the filter): 1 if argv[*ip] is one (taken into o), 0 if
- * not, -1 after a usage error (said). */
-static int
-session_option(int argc, char **argv, int *ip, cmdline *o)
-{
-    const char *val, *a = argv[*ip];
-    int fk = filter_key(a);
-    if ((val = take(argc, argv, ip, "-p")) || (val = take(argc, argv, ip, "--plugin"))) {
-        if (o->nplugins == 64) {
-            fprintf(stderr, "pytracekit: too many plugins\n");
-            return -1;
-        }
-        o->plugins[o->nplugins++] = val;
-    }
-    else if ((val = take(argc, argv, ip, "-o")) || (val = take(argc, argv, ip, "--output"))) {
-        o->outdir = val;
-    }
-    else if ((val = take(argc, argv, ip, "--threads"))) {
-        if (strcmp(val, "current") != 0 && strcmp(val, "all") != 0) {
-            fprintf(stderr,
-                    "pytracekit: --threads expects 'current' or 'all', "
-                    "found '%s'\n", val);
-            return -1;
-        }
-        o->threads = val[0] == 'c' ? PTK_THREADS_CURRENT : PTK_THREADS_ALL;
-    }
-    else if ((val = take(argc, argv, ip, "--backend"))) {
-        if (ptk_backend_parse(val, &o->backend) < 0) {
-            fprintf(stderr,
-                    "pytracekit: --backend expects 'auto', 'legacy' or "
-                    "'monitoring', found '%s'\n", val);
-            return -1;
-        }
-    }
-    else if ((val = take(argc, argv, ip, "--plugin-path"))) {
-        o->plugin_path = join(o->plugin_path, o->plugin_path ? ":" : "", val);
-    }
-    else if (fk >= 0 && (val = take(argc, argv, ip, a))) {
-        /* repeated: the items add up (max_depth: the last one) */
-        if (o->fvals[fk] != NULL && fk == NFKEYS - 1) {
-            free(o->fvals[fk]);
-            o->fvals[fk] = NULL;
-        }
-        o->fvals[fk] = join(o->fvals[fk], o->fvals[fk] ? ";" : "", val);
-    }
-    else {
-        return 0;
-    }
-    return 1;
-}
-
-/* The options, up to the program: the index of the program's first
- * argument (for -m and -c: of -m or -c, o->mode says which), or -1 with
- * *status the command's exit status (--version, --help, a usage error). */
-static int
-parse_args(int argc, char **argv, cmdline *o, int *status)
-{
-    int i;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int taken = session_option(argc, argv, &i, o);
-        if (taken != 0) {
-            if (taken < 0) {
-                *status = EXIT_USAGE;
-                return -1;
-            }
-        }
-        else if (strcmp(a, "--follow-children") == 0) {
-            o->follow = 1;
-        }
-        else if (strcmp(a, "--list-plugins") == 0) {
-            o->list = 1;
-        }
-        else if (strcmp(a, "--version") == 0) {
-            printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
-                   PY_VERSION);
-            *status = 0;
-            return -1;
-        }
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            *status = 0;
-            return -1;
-        }
-        else if (take(argc, argv, &i, "-m") || take(argc, argv, &i, "-c")) {
-            o->mode = a;
-            return i - 1; /* argv[i] is the module or code */
-        }
-        else if (strcmp(a, "--") == 0) {
-            return i + 1;
-        }
-        else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "pytracekit: unknown option '%s' (see --help)\n", a);
-            *status = EXIT_USAGE;
-            return -1;
-        }
-        else {
-            break;
-        }
-    }
-    return i;
-}
-
 /* The python command line this run is equivalent to (the interpreter,
- * then -m MODULE, -c CODE or the script, and the program's arguments);
- * NULL after a usage error (said). */
+ * then -m MODULE, -c CODE or the script, and the program's arguments). */
 static char **
-python_argv(int argc, char **argv, int i, const cmdline *o, const char *python,
+python_argv(int argc, char **argv, const ptk_cmdline *o, const char *python,
             int *pargc)
 {
     char **pargv = calloc((size_t)(argc + 4), sizeof *pargv);
+    int i = o->program;
     *pargc = 0;
+    if (pargv == NULL) {
+        fprintf(stderr, "pytracekit: out of memory\n");
+        return NULL;
+    }
     pargv[(*pargc)++] = (char *)python;
     if (o->mode != NULL) {
         pargv[(*pargc)++] = (char *)o->mode;
-        i++;
-        if (i >= argc) {
-            fprintf(stderr, "pytracekit: %s needs a value\n", o->mode);
-            free(pargv);
-            return NULL;
-        }
     }
     else if (argv[i][0] == '-' && argv[i][1] != '\0') {
         pargv[(*pargc)++] = (char *)"--"; /* a script named like an option */
@@ -731,27 +562,10 @@ start_python(int pargc, char **pargv, const char *python, int *status)
     return 0;
 }
 
-/* The session's filter text from the filter flags ("key=items,..."; the
- * values are freed), or NULL if none was given. */
-static char *
-filter_text(cmdline *o)
-{
-    char *filter = NULL;
-    for (int k = 0; k < NFKEYS; k++) {
-        if (o->fvals[k] != NULL) {
-            filter = join(filter, filter ? "," : "", fkeys[k][1]);
-            filter = join(filter, "=", o->fvals[k]);
-            free(o->fvals[k]);
-            o->fvals[k] = NULL;
-        }
-    }
-    return filter;
-}
-
 /* The session with its plugins, every check made before the program (a
  * start and a stop), and the hooks that start it with the program. */
 static int
-prepare_session(const cmdline *o, const char *filter, char **err)
+prepare_session(const ptk_cmdline *o, const char *filter, char **err)
 {
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.filter = filter;
@@ -785,12 +599,11 @@ prepare_session(const cmdline *o, const char *filter, char **err)
 /* --list-plugins: plugins are C code that uses the Python C API, so they
  * are loaded with an interpreter around. */
 static int
-list_plugins(char *plugin_path)
+list_plugins(const char *plugin_path)
 {
     Py_InitializeEx(0);
     ptk_plugin_scan(plugin_path, list_one, NULL);
     Py_FinalizeEx();
-    free(plugin_path);
     return 0;
 }
 
@@ -800,44 +613,45 @@ main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "combine") == 0) {
         return run_combine(argc, argv);
     }
-    cmdline o = {.outdir = "pytracekit-out", .threads = PTK_THREADS_ALL,
-                 .backend = PTK_BACKEND_AUTO};
-    const char *fenv = getenv("PYTRACEKIT_FOLLOW_CHILDREN");
-    o.follow = fenv != NULL && fenv[0] != '\0' && strcmp(fenv, "0") != 0;
-    int status = 0, pargc;
-    int i = parse_args(argc, argv, &o, &status);
-    if (i < 0) {
-        return status;
-    }
-    if (o.list) {
-        return list_plugins(o.plugin_path);
-    }
-    if (i >= argc) {
-        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; "
-                "see --help)\n");
+    ptk_cmdline o;
+    int status = 0, pargc, oom;
+    if (ptk_cmdline_parse(argc, argv, &o) < 0) {
+        fprintf(stderr, "pytracekit: %s\n", o.error);
+        ptk_cmdline_free(&o);
         return EXIT_USAGE;
     }
-    if (o.nplugins == 0) {
-        o.plugins[o.nplugins++] = "counter";
+    if (o.action == PTK_CMD_VERSION) {
+        printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
+               PY_VERSION);
+        return 0;
+    }
+    if (o.action == PTK_CMD_HELP) {
+        usage(stdout);
+        return 0;
+    }
+    if (o.action == PTK_CMD_LIST) {
+        status = list_plugins(o.plugin_path);
+        ptk_cmdline_free(&o);
+        return status;
     }
     char pybuf[4096];
     const char *python = choose_python(pybuf, sizeof pybuf);
-    char **pargv = python_argv(argc, argv, i, &o, python, &pargc);
+    char **pargv = python_argv(argc, argv, &o, python, &pargc);
     if (pargv == NULL) {
         return EXIT_USAGE;
     }
     if (start_python(pargc, pargv, python, &status) < 0) {
         return status;
     }
-    char *filter = filter_text(&o), *err = NULL;
-    int rc = prepare_session(&o, filter, &err);
+    char *filter = ptk_cmdline_filter_text(&o, &oom), *err = NULL;
+    int rc = oom ? PTK_ENOMEM : prepare_session(&o, filter, &err);
     if (rc < 0) {
         fprintf(stderr, "pytracekit: %s\n", err ? err : ptk_strerror(rc));
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
         Py_FinalizeEx();
-        free(o.plugin_path);
+        ptk_cmdline_free(&o);
         free(filter);
         free(pargv);
         return EXIT_USAGE;
@@ -853,7 +667,7 @@ main(int argc, char **argv)
     if (status == 0 && report_failed) {
         status = PTK_EXIT_REPORT_FAILED;
     }
-    free(o.plugin_path);
+    ptk_cmdline_free(&o);
     free(filter);
     free(pargv);
     return status;

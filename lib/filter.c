@@ -238,18 +238,30 @@ list_append(ptk__patlist *l, char *text, int neg, int prefix, char **errmsg)
     return PTK_OK;
 }
 
+/* One item of a list value: the text up to the next ',' or ';' at *p,
+ * blanks around it left out (*item, *n); *p moves past it and its
+ * separator, to NULL after the last. */
+static void
+next_item(const char **p, const char **item, size_t *n)
+{
+    const char *e = *p + strcspn(*p, ",;");
+    *item = *p;
+    *n = (size_t)(e - *p);
+    *p = *e ? e + 1 : NULL;
+    while (*n > 0 && (**item == ' ' || **item == '\t')) {
+        ++*item;
+        --*n;
+    }
+    while (*n > 0 && ((*item)[*n - 1] == ' ' || (*item)[*n - 1] == '\t')) {
+        --*n;
+    }
+}
+
 static int
 add_item(filter_impl *f, int which, const char *item, size_t n,
          const char *subject, char **errmsg)
 {
     int neg = 0;
-    while (n > 0 && (*item == ' ' || *item == '\t')) {
-        item++;
-        n--;
-    }
-    while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t')) {
-        n--;
-    }
     if (n == 0) {
         return PTK_OK; /* "a;;b", a trailing separator */
     }
@@ -282,15 +294,15 @@ static int
 add_list(filter_impl *f, int which, const char *value, const char *subject,
          char **errmsg)
 {
-    const char *p = value;
+    const char *p = value, *item;
+    size_t n;
     int before = f->pub.list[which].n;
     while (p != NULL) {
-        const char *e = p + strcspn(p, ",;");
-        int rc = add_item(f, which, p, (size_t)(e - p), subject, errmsg);
+        next_item(&p, &item, &n);
+        int rc = add_item(f, which, item, n, subject, errmsg);
         if (rc < 0) {
             return rc;
         }
-        p = *e ? e + 1 : NULL;
     }
     if (f->pub.list[which].n == before) {
         return ptk__err(errmsg, PTK_EINVAL,
@@ -451,6 +463,51 @@ ptk__filter_build(const char *subject, const ptk__options *own,
     f->pub.text = t.s;
     *out = &f->pub;
     return PTK_OK;
+}
+
+/* {keyword: value} of one parsed filter: a list key's items, split as
+ * add_list splits them, or max_depth's int. */
+static int
+keyword_value(PyObject *d, const char *kw, const ptk_option_value *v)
+{
+    PyObject *val = NULL;
+    if (v->type == PTK_OPT_INT) {
+        val = PyLong_FromLongLong((long long)v->i);
+    }
+    else if ((val = PyList_New(0)) != NULL) {
+        const char *p = v->s, *item;
+        size_t n;
+        while (p != NULL && val != NULL) {
+            next_item(&p, &item, &n);
+            PyObject *str = n ? PyUnicode_FromStringAndSize(item, (Py_ssize_t)n) : NULL;
+            if (n && (str == NULL || PyList_Append(val, str) < 0)) {
+                Py_CLEAR(val);
+            }
+            Py_XDECREF(str);
+        }
+    }
+    int rc = val != NULL ? PyDict_SetItemString(d, kw, val) : -1;
+    Py_XDECREF(val);
+    return rc;
+}
+
+PyObject *
+ptk__filter_keywords(const ptk__options *o)
+{
+#define KW_ROW(key, flag, kw, type, help) {key, kw},
+    static const char *const kws[][2] = {PTK_FILTER_KEYS(KW_ROW)};
+#undef KW_ROW
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d != NULL && o != NULL && i < o->n; i++) {
+        const ptk_option_value *v = &o->values[i];
+        for (int k = 0; v->is_set && k < PTK_FILTER_KEY_COUNT; k++) {
+            if (!strcmp(v->name, kws[k][0]) && keyword_value(d, kws[k][1], v) < 0) {
+                Py_CLEAR(d);
+                break;
+            }
+        }
+    }
+    return d;
 }
 
 void

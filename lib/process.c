@@ -829,14 +829,17 @@ follow_setup(ptk_session *s, char **errmsg)
     Py_CLEAR(s->follow_run);
     s->follow_run = follow_run_id(s);
     PyObject *live = follow_live_runs();
-    PyObject *a = plugins && s->follow_run && live ? Py_BuildValue(
-        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z,s:O}", "plugins", plugins,
+    /* the filter as Session keywords, not as text to parse again */
+    PyObject *filter = ptk__filter_keywords(&s->filter_defaults);
+    PyObject *a = plugins && s->follow_run && live && filter ? Py_BuildValue(
+        "{s:O,s:s,s:s,s:s,s:z,s:z,s:O,s:O}", "plugins", plugins,
         "output_dir", s->output_dir,
         "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
         "backend", ptk_backend_name(s->requested), "plugin_path",
-        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text,
+        s->plugin_path, "pkgdir", pkg, "filter", filter,
         "run", s->follow_run) : NULL;
     Py_XDECREF(plugins);
+    Py_XDECREF(filter);
     free(pkg);
     PyObject *ns = NULL;
     if (a != NULL && PyDict_SetItemString(a, "_live", live) == 0) {
@@ -1262,7 +1265,6 @@ ptk__process_session_free(ptk_session *s)
         ptk__process_session_stop(s);
         Py_CLEAR(s->follow_run);
     }
-    free(s->filter_text);
     if (s->summary_file != NULL) {
         fclose(s->summary_file);
     }

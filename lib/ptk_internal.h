@@ -149,6 +149,11 @@ int ptk__options_parse_ex(const ptk_plugin_desc *desc,
  * On failure (< 0) the instance holds no state and is not initialised:
  * init's exception, if any, is still set, and *why (to free) says why a
  * mask was refused (NULL when init itself failed). */
+/* The session's filter (its parsed defaults) as Python Session keywords,
+ * {"include": [items], ..., "max_depth": N}: what a followed child gets
+ * (filter.c). A new dict, or NULL with an exception. */
+PyObject *ptk__filter_keywords(const ptk__options *defaults);
+
 struct ptk_plugin_ctx;
 int ptk__instance_init(struct ptk_plugin_ctx *c, const char *output_dir,
                        const char *where, char *errbuf, size_t errbuf_size,
@@ -944,7 +949,6 @@ struct ptk_session {
     char *follow_root;        /* followed children report in pid-N/ here */
     PyObject *follow_run;     /* "PID:START" in PYTRACEKIT_FOLLOW it set */
     PyObject *follow_restore; /* the environment before it set it */
-    char *filter_text;        /* ptk_session_config::filter, as given */
     FILE *summary_file;       /* a followed child's summary.txt (owned) */
     double started_wall, ended_wall; /* seconds since the epoch */
     char **written;           /* report files of this run (names) */

@@ -86,7 +86,6 @@ read_config(const ptk_session_config *cfg, ptk_session_config *full,
 static int
 session_filter(ptk_session *s, const char *text, char **errmsg)
 {
-    s->filter_text = ptk__strdup(text); /* for followed children */
     ptk__filter *probe = NULL;
     int rc = ptk__options_parse_ex(NULL, ptk__filter_specs, NULL, text,
                                    &s->filter_defaults, errmsg);
@@ -138,7 +137,6 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
         rc = session_filter(s, cfg->filter, errmsg);
         if (rc < 0) {
             ptk__options_free(&s->filter_defaults);
-            free(s->filter_text);
             free(s->output_dir);
             free(s->plugin_path);
             free(s);

@@ -138,7 +138,8 @@ int ptk__options_parse_ex(const ptk_plugin_desc *desc,
                           const char *text, ptk__options *out, char **errmsg);
 #define PTK__LEAD(subject) (subject) ? (subject) : "", (subject) ? ": " : ""
 
-/* ---- one plugin instance's init (session.c) --------------------------- */
+/* ---- one owner each: an instance's init (session.c), the filter handed
+ * to a followed child (filter.c) ------------------------------------------ */
 
 /* Runs the instance's init from the subscription its descriptor declares
  * and takes what init answered (events, optional and fallback kinds,
@@ -149,15 +150,15 @@ int ptk__options_parse_ex(const ptk_plugin_desc *desc,
  * On failure (< 0) the instance holds no state and is not initialised:
  * init's exception, if any, is still set, and *why (to free) says why a
  * mask was refused (NULL when init itself failed). */
-/* The session's filter (its parsed defaults) as Python Session keywords,
- * {"include": [items], ..., "max_depth": N}: what a followed child gets
- * (filter.c). A new dict, or NULL with an exception. */
-PyObject *ptk__filter_keywords(const ptk__options *defaults);
-
 struct ptk_plugin_ctx;
 int ptk__instance_init(struct ptk_plugin_ctx *c, const char *output_dir,
                        const char *where, char *errbuf, size_t errbuf_size,
                        char **why);
+
+/* The session's filter (its parsed defaults) as Python Session keywords,
+ * {"include": [items], ..., "max_depth": N}: what a followed child gets.
+ * A new dict, or NULL with an exception. */
+PyObject *ptk__filter_keywords(const ptk__options *defaults);
 
 /* ---- the event table (events.c) -------------------------------------- */
 

@@ -128,10 +128,37 @@ typedef struct ptk__options {
 int ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
                        ptk__options *out, char **errmsg);
 /* Also accepts the keys of `extra` (NULL-name terminated) that the plugin
- * does not declare. */
+ * does not declare (desc may be NULL: only those). The messages name
+ * `subject`, given by the caller ("plugin 'counter'": "option 'top' of
+ * plugin 'counter' expects ..."); NULL is the session's own filter
+ * ("filter option 'max_depth' expects ..."). ptk__filter_build takes the
+ * same subject; PTK__LEAD(subject) is "plugin 'counter': " or "". */
 int ptk__options_parse_ex(const ptk_plugin_desc *desc,
-                          const ptk_option_spec *extra, const char *text,
-                          ptk__options *out, char **errmsg);
+                          const ptk_option_spec *extra, const char *subject,
+                          const char *text, ptk__options *out, char **errmsg);
+#define PTK__LEAD(subject) (subject) ? (subject) : "", (subject) ? ": " : ""
+
+/* ---- one owner each: an instance's init (session.c), the filter handed
+ * to a followed child (filter.c) ------------------------------------------ */
+
+/* Runs the instance's init from the subscription its descriptor declares
+ * and takes what init answered (events, optional and fallback kinds,
+ * flags), the mask checked against the descriptor's callbacks: for a new
+ * instance (session.c), again in a followed child (process.c), and for an
+ * instance attached to a running program. `where` names the plugin in
+ * messages; errbuf (errbuf_size bytes, at least 1) gets the plugin's own.
+ * On failure (< 0) the instance holds no state and is not initialised:
+ * init's exception, if any, is still set, and *why (to free) says why a
+ * mask was refused (NULL when init itself failed). */
+struct ptk_plugin_ctx;
+int ptk__instance_init(struct ptk_plugin_ctx *c, const char *output_dir,
+                       const char *where, char *errbuf, size_t errbuf_size,
+                       char **why);
+
+/* The session's filter (its parsed defaults) as Python Session keywords,
+ * {"include": [items], ..., "max_depth": N}: what a followed child gets.
+ * A new dict, or NULL with an exception. */
+PyObject *ptk__filter_keywords(const ptk__options *defaults);
 
 /* ---- the event table (events.c) -------------------------------------- */
 
@@ -170,7 +197,7 @@ extern const ptk_option_spec ptk__filter_specs[];
  * session's `defaults`, may be NULL), plus `extra` text from
  * host->subscribe_filter (may be NULL). *out is NULL when no condition is
  * given. Needs the GIL (named sets read sys.path). */
-int ptk__filter_build(const char *plugin, const ptk__options *own,
+int ptk__filter_build(const char *subject, const ptk__options *own,
                       const ptk__options *defaults, const char *extra,
                       ptk__filter **out, char **errmsg);
 void ptk__filter_free(ptk__filter *f);
@@ -923,7 +950,6 @@ struct ptk_session {
     char *follow_root;        /* followed children report in pid-N/ here */
     PyObject *follow_run;     /* "PID:START" in PYTRACEKIT_FOLLOW it set */
     PyObject *follow_restore; /* the environment before it set it */
-    char *filter_text;        /* ptk_session_config::filter, as given */
     FILE *summary_file;       /* a followed child's summary.txt (owned) */
     double started_wall, ended_wall; /* seconds since the epoch */
     char **written;           /* report files of this run (names) */

@@ -398,7 +398,11 @@ sync_backend(const ptk__table *t, int install_here, char **errmsg)
             }
         }
         ops->release();
-        ptk__hub_backend = PTK_BACKEND_AUTO;
+        if (!any_running()) {
+            /* (a session that started while the release ran Python code
+             * keeps the backend it claimed) */
+            ptk__hub_backend = PTK_BACKEND_AUTO;
+        }
     }
     return rc;
 }

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct mon_cb {
     PyObject_HEAD
@@ -1081,9 +1082,51 @@ probe_line_after_resume(void)
     PyErr_Clear();
 }
 
+/* Claiming and releasing call into Python (sys.monitoring's functions, the
+ * probe), where another thread can run: one that starts a session then must
+ * neither take a half-claimed tool id for a held one nor find it freed under
+ * its running session. While one thread claims or releases (mon_busy), the
+ * others' claims wait for it with the GIL let go, and their releases leave
+ * it alone (the one busy decides); the same thread, re-entered from the
+ * Python code it runs, is refused instead of waiting for itself. */
+enum { MON_IDLE, MON_CLAIMING, MON_RELEASING };
+static int mon_busy;
+static unsigned long mon_busy_thread;
+
+/* Waits (the GIL let go) until no other thread claims or releases; -1 if
+ * the calling thread itself is busy claiming or releasing. */
+static int
+mon_wait_idle(void)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    while (mon_busy != MON_IDLE) {
+        if (mon_busy_thread == me) {
+            return -1;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec nap = {0, 100000}; /* 0.1 ms */
+        nanosleep(&nap, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    return 0;
+}
+
+static void
+mon_set_busy(int what)
+{
+    mon_busy = what;
+    mon_busy_thread = what != MON_IDLE ? PyThread_get_thread_ident() : 0;
+}
+
 int
 ptk__mon_claim(char **errmsg)
 {
+    if (mon_wait_idle() < 0) {
+        return ptk__err(errmsg, PTK_EBUSY,
+                        "a session was started from Python code that "
+                        "pytracekit ran while %s the sys.monitoring tool id",
+                        mon_busy == MON_CLAIMING ? "claiming" : "releasing");
+    }
     if (tool >= 0) {
         return PTK_OK;
     }
@@ -1091,6 +1134,7 @@ ptk__mon_claim(char **errmsg)
     if (rc < 0) {
         return rc;
     }
+    mon_set_busy(MON_CLAIMING);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     /* 0, 1, 2 and 5 are what CPython names for debuggers, coverage,
@@ -1109,6 +1153,7 @@ ptk__mon_claim(char **errmsg)
                       "(by %s and %s)", a ? a : "?", b ? b : "?");
         free(a);
         free(b);
+        mon_set_busy(MON_IDLE);
         PyErr_Restore(et, ev, tb);
         return rc;
     }
@@ -1124,6 +1169,7 @@ ptk__mon_claim(char **errmsg)
                           "sys.monitoring.register_callback(%d, %s) failed: %s",
                           tool, regs[i].name, why ? why : "?");
             free(why);
+            mon_set_busy(MON_IDLE);
             ptk__mon_release();
             break;
         }
@@ -1131,6 +1177,7 @@ ptk__mon_claim(char **errmsg)
     prev_events = 0;
     prev_track = 0;
     prev_shadow = 0;
+    mon_set_busy(MON_IDLE);
     PyErr_Restore(et, ev, tb);
     return rc;
 }
@@ -1138,9 +1185,17 @@ ptk__mon_claim(char **errmsg)
 void
 ptk__mon_release(void)
 {
-    if (tool < 0) {
-        return;
+    if (tool < 0 || mon_busy != MON_IDLE) {
+        return; /* not held, or another claim or release decides */
     }
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        if (s->running) {
+            /* one started while the hub's stop ran Python code (a
+             * finalizer) on its way here: the tool id is its now */
+            return;
+        }
+    }
+    mon_set_busy(MON_RELEASING);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     mon_call_method("set_events", "(ik)", tool, 0ul);
@@ -1159,6 +1214,7 @@ ptk__mon_release(void)
     PyErr_Clear();
     tool = -1;
     prev_events = 0;
+    mon_set_busy(MON_IDLE);
     PyErr_Restore(et, ev, tb);
 }
 
@@ -1357,6 +1413,7 @@ ptk__mon_reset(void)
         callbacks[i] = NULL;
     }
     mon_disabled = 0;
+    mon_set_busy(MON_IDLE); /* a thread that was claiming is not here */
     seen_serial = 0;
     prev_track = 0;
     prev_shadow = 0;

@@ -635,6 +635,59 @@ def case_nul_in_specs(tmp):
             fail(f"{bad} was accepted")
 
 
+def case_claim_race(tmp):
+    """Sessions started and stopped at once from 6 threads (threads=
+    "current", a thread switch allowed every microsecond): each one runs on
+    the monitoring backend and counts exactly its own thread's 5 calls. The
+    claim and release of the tool id called into Python with their state
+    half set: a session fell back to legacy ("register_callback(-1, ...)",
+    "invalid tool -1") or ran on a tool id freed under it and recorded
+    nothing (about a third of 1,800 here). At most 8 s of sessions."""
+    import sys as _sys
+    if not hasattr(_sys, "monitoring"):
+        skip("the monitoring backend needs sys.monitoring (3.12+)")
+    p = run_py(tmp, f"""
+        import sys, threading, time, pytracekit
+        sys.setswitchinterval(1e-6)
+        out = {tmp!r}
+        bad, done = [], [0]
+        lock = threading.Lock()
+        end = time.monotonic() + 8.0
+        def f():
+            return 1
+        def worker(k):
+            for i in range(150):
+                if time.monotonic() > end:
+                    return
+                s = pytracekit.Session(["counter"], output_dir=f"{{out}}/o{{k}}",
+                                       threads="current", backend="monitoring")
+                s.start()
+                for _ in range(5):
+                    f()
+                s.stop()
+                backend = s.backend
+                s.report()
+                calls = [x["calls"] for x in s.results["counter"]["functions"]
+                         if x["name"] == "f"]
+                s.close()
+                with lock:
+                    done[0] += 1
+                    if backend != "monitoring" or calls != [5]:
+                        bad.append((k, i, backend, calls))
+        ts = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("sessions", done[0], "wrong", len(bad), bad[:5])
+        """, timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    last = p.stdout.strip().splitlines()[-1]
+    check(last.startswith("sessions ") and " wrong 0 " in last, last)
+    check(int(last.split()[1]) >= 120, f"too few sessions ran to show a race: {last}")
+    check("pytracekit:" not in p.stderr, f"complaints: {p.stderr[-2000:]}")
+
+
 def case_filter_many(tmp):
     """A filter list of 20,000 modules is parsed in linear time (it was
     quadratic: the canonical text was rebuilt for every item, ~25 s here);

@@ -1309,11 +1309,150 @@ stacks_drop(void)
     }
 }
 
+/* ---- the program taking the tool id's events away -------------------- */
+
+/* A program may call sys.monitoring.set_events, register_callback or
+ * free_tool_id on the hub's tool id (3.12+ has no way to refuse): its
+ * events then stop with no word. Each sync (a session's start or stop, a
+ * plugin added or removed) first checks that the id is still the hub's,
+ * with the events and callbacks the hub left there; what it finds changed is
+ * said in the notes of each session that was running (the report's
+ * summary and run.json, as the legacy backend says of a replaced profile
+ * function) and put back: the callbacks at once, the events by the sync,
+ * the id by claiming one again while sessions run. */
+static uint64_t mon_checked_ns; /* the end of the last sync: all was ours */
+
+static void
+mon_note_taken(const char *what, int retaken)
+{
+    uint64_t now = ptk__clock_ns();
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        if (s->backend != PTK_BACKEND_MONITORING || s->t_start > mon_checked_ns) {
+            continue; /* started by this sync: after what happened */
+        }
+        char when[96];
+        if (!s->running) {
+            snprintf(when, sizeof when, "at the session's stop");
+        }
+        else {
+            snprintf(when, sizeof when, "%.3f s after the start%s",
+                     (double)(now - s->t_start) / 1e9,
+                     retaken ? ", and taken back" : "");
+        }
+        char *line = ptk__asprintf(
+            "%spytracekit: the program %s (noticed %s): events after it "
+            "%smay be missing from these reports\n",
+            s->notes ? s->notes : "", what, when,
+            s->running && retaken ? "until then " : "");
+        if (line != NULL) {
+            free(s->notes);
+            s->notes = line;
+        }
+    }
+}
+
+static void
+mon_check_taken(void)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    char *what = NULL;
+    int lost = 0;
+    PyObject *holder = PyObject_CallMethod(mon_module, "get_tool", "i", tool);
+    if (holder != NULL && holder != Py_None && !PyUnicode_Check(holder)) {
+        Py_CLEAR(holder); /* not what CPython answers: no judgement */
+    }
+    const char *name = holder != NULL && holder != Py_None
+                           ? PyUnicode_AsUTF8(holder) : "";
+    if (holder != NULL && (holder == Py_None || name == NULL ||
+                           strcmp(name, "pytracekit") != 0)) {
+        lost = 1;
+        what = holder == Py_None
+                   ? ptk__asprintf("freed pytracekit's sys.monitoring tool "
+                                   "id %d (sys.monitoring.free_tool_id)", tool)
+                   : ptk__asprintf("freed pytracekit's sys.monitoring tool "
+                                   "id %d and took it as '%s'", tool,
+                                   name != NULL ? name : "?");
+    }
+    else if (holder != NULL) {
+        PyObject *r = PyObject_CallMethod(mon_module, "get_events", "i", tool);
+        unsigned long now = r != NULL ? PyLong_AsUnsignedLong(r) : prev_events;
+        Py_XDECREF(r);
+        /* C_RETURN and C_RAISE go with CALL: get_events leaves them out */
+        unsigned long ancillary = ev_bit[M_C_RETURN] | ev_bit[M_C_RAISE];
+        if (r != NULL && !PyErr_Occurred() &&
+            (now & ~ancillary) != (prev_events & ~ancillary)) {
+            what = ptk__asprintf("changed the events of pytracekit's "
+                                 "sys.monitoring tool id %d "
+                                 "(sys.monitoring.set_events)", tool);
+            prev_events = now; /* the sync sets them again */
+        }
+        PyErr_Clear();
+        /* 3.14+: BRANCH is registered as the two directions */
+        int dirs = ev_bit[M_BRANCH_LEFT] != 0;
+        for (int i = 0; i < M_COUNT; i++) {
+            if (ev_bit[i] == 0 || (dirs && i == M_BRANCH)) {
+                continue;
+            }
+            PyObject *old = PyObject_CallMethod(mon_module, "register_callback",
+                                                "ikO", tool, ev_bit[i],
+                                                callbacks[i]);
+            if (old != NULL && old != callbacks[i] && what == NULL) {
+                what = ptk__asprintf("replaced pytracekit's sys.monitoring "
+                                     "callback for %s "
+                                     "(sys.monitoring.register_callback)",
+                                     regs[i].name);
+            }
+            Py_XDECREF(old);
+            PyErr_Clear();
+        }
+    }
+    Py_XDECREF(holder);
+    PyErr_Clear();
+    if (what != NULL) {
+        int running = 0;
+        for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+            running |= s->running;
+        }
+        int retaken = 1;
+        if (lost) {
+            /* not ours to switch off or free any more; our callbacks that
+             * are still there (3.12, 3.13: free_tool_id keeps them) go */
+            for (int i = 0; i < M_COUNT; i++) {
+                if (ev_bit[i] == 0 || (ev_bit[M_BRANCH_LEFT] && i == M_BRANCH)) {
+                    continue;
+                }
+                PyObject *old = PyObject_CallMethod(
+                    mon_module, "register_callback", "ikO", tool, ev_bit[i], Py_None);
+                if (old != NULL && old != Py_None && old != callbacks[i]) {
+                    PyObject *back = PyObject_CallMethod(
+                        mon_module, "register_callback", "ikO", tool, ev_bit[i], old);
+                    Py_XDECREF(back);
+                }
+                Py_XDECREF(old);
+                PyErr_Clear();
+            }
+            tool = -1;
+            prev_events = 0;
+            retaken = running && ptk__mon_claim(NULL) == PTK_OK;
+        }
+        mon_note_taken(what, retaken);
+        free(what);
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
 int
 ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
 {
     if (tool < 0) {
         return PTK_OK;
+    }
+    if (mon_busy == MON_IDLE) {
+        mon_check_taken();
+        if (tool < 0) {
+            return PTK_OK;
+        }
     }
     unsigned long want = 0;
     unsigned m = t->mask;
@@ -1394,6 +1533,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
             prev_events = want;
         }
     }
+    mon_checked_ns = ptk__clock_ns();
     PyErr_Restore(et, ev, tb);
     return rc;
 }

@@ -688,6 +688,85 @@ def case_claim_race(tmp):
     check("pytracekit:" not in p.stderr, f"complaints: {p.stderr[-2000:]}")
 
 
+def case_monitoring_taken(tmp):
+    """A program that takes the hub's sys.monitoring tool id's events away
+    (set_events to 0, its own PY_START callback, free_tool_id and
+    use_tool_id) is noticed at the session's stop, or at the next start of
+    another session, which takes the events back: each says so in the
+    summary and in run.json's notes, as the legacy backend says of a
+    replaced profile function. Tracing used to stop with no word."""
+    import sys as _sys
+    if not hasattr(_sys, "monitoring"):
+        skip("the monitoring backend needs sys.monitoring (3.12+)")
+    did = {"set_events": "changed the events of pytracekit's sys.monitoring tool id "
+                         "{tool} (sys.monitoring.set_events)",
+           "callback": "replaced pytracekit's sys.monitoring callback for PY_START "
+                       "(sys.monitoring.register_callback)",
+           "retake": "freed pytracekit's sys.monitoring tool id {tool} and took it as "
+                     "'other'"}
+    for mode, what in did.items():
+        for again in (False, True):
+            out = os.path.join(tmp, f"{mode}-{again}")
+            p = run_py(tmp, f"""
+                import sys, json, pytracekit
+                m = sys.monitoring
+                s = pytracekit.Session(["counter"], output_dir={out!r}, backend="monitoring")
+                s.start()
+                def f(): return 1
+                def g(): return 2
+                for _ in range(3): f()
+                tool = [i for i in range(6) if m.get_tool(i) == "pytracekit"][0]
+                if {mode!r} == "set_events":
+                    m.set_events(tool, 0)
+                elif {mode!r} == "callback":
+                    m.register_callback(tool, m.events.PY_START, lambda *a: None)
+                else:
+                    m.free_tool_id(tool); m.use_tool_id(tool, "other")
+                for _ in range(4): g()
+                later = None
+                if {again!r}:
+                    s2 = pytracekit.Session(["counter"], output_dir={out + "2"!r},
+                                            backend="monitoring")
+                    s2.start()
+                    for _ in range(5): g()
+                    s2.stop(); s2.report()
+                    later = [x["calls"] for x in s2.results["counter"]["functions"]
+                             if x["name"] == "g"]
+                    s2.close()
+                s.stop(); s.report()
+                calls = {{x["name"]: x["calls"] for x in s.results["counter"]["functions"]
+                         if x["name"] in ("f", "g")}}
+                print("RESULT", json.dumps([tool, calls, later]))
+                """)
+            check(p.returncode == 0, f"{mode}: exit {p.returncode}: {p.stderr[-2000:]}")
+            tool, calls, later = json.loads(p.stdout.split("RESULT ", 1)[1])
+            said = what.format(tool=tool)
+            if again:
+                note = (f"pytracekit: the program {said} (noticed ")
+                tail = ("s after the start, and taken back): events after it until "
+                        "then may be missing from these reports")
+                check(later == [5], f"{mode}: the second session's g calls: {later}")
+            else:
+                note = f"pytracekit: the program {said} (noticed at the session's stop)"
+                tail = ": events after it may be missing from these reports"
+            with open(os.path.join(out, "run.json")) as f:
+                notes = json.load(f)["notes"]
+            check(len(notes) == 1 and notes[0].startswith(note) and notes[0].endswith(tail),
+                  f"{mode} again={again}: run.json notes {notes}")
+            check(notes[0] in p.stdout + p.stderr, f"{mode}: not in the summary")
+            check(calls.get("f") == 3, f"{mode}: f calls {calls}")
+    # nothing taken, nothing said
+    out = os.path.join(tmp, "plain")
+    p = run_py(tmp, f"""
+        import pytracekit
+        s = pytracekit.Session(["counter"], output_dir={out!r}, backend="monitoring")
+        s.start(); s.stop(); s.report(); s.close()
+        """)
+    check(p.returncode == 0, p.stderr[-2000:])
+    with open(os.path.join(out, "run.json")) as f:
+        check(json.load(f)["notes"] == [], "notes without a cause")
+
+
 def case_filter_many(tmp):
     """A filter list of 20,000 modules is parsed in linear time (it was
     quadratic: the canonical text was rebuilt for every item, ~25 s here);

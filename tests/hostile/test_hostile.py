@@ -767,6 +767,117 @@ def case_monitoring_taken(tmp):
         check(json.load(f)["notes"] == [], "notes without a cause")
 
 
+def _report_set(tmp, name="base"):
+    """A real report set of counter, timer (with its speedscope and folded
+    files) and coverage."""
+    out = os.path.join(tmp, name)
+    p = run_cli(["-p", "counter", "-p", "timer:speedscope=true,folded=true", "-p", "coverage",
+                 "-o", out, prog(tmp)], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    return out
+
+
+def _crafted_inputs():
+    """(name, file, how to make it from the real one, what the message says)."""
+    import marshal
+
+    def js(edit):
+        def make(text):
+            d = json.loads(text)
+            edit(d)
+            return json.dumps(d).encode()
+        return make
+
+    def const(data):
+        return lambda _text: data
+
+    def setitem(path, value):
+        def edit(d):
+            for k in path[:-1]:
+                d = d[k]
+            d[path[-1]] = value
+        return edit
+
+    def delitem(path):
+        def edit(d):
+            for k in path[:-1]:
+                d = d[k]
+            del d[path[-1]]
+        return edit
+    return [
+        ("run-list", "run.json", const(b"[]"), "run.json: not a pytracekit run manifest"),
+        ("run-files", "run.json", js(setitem(["files"], {"a": 1})),
+         "run.json: files is not a list"),
+        ("run-run", "run.json", js(setitem(["run"], "x")), "run.json: run is not an object"),
+        ("counter-list", "counter.json", const(b"[1]"),
+         "counter.json: the top level is not an object"),
+        ("counter-calls", "counter.json",
+         js(setitem(["functions", 0, "calls"], "1e999")),
+         "counter.json: functions[0].calls is not a whole number"),
+        ("counter-file", "counter.json", js(setitem(["functions", 0, "file"], [])),
+         "counter.json: functions[0].file is not a string, a whole number or null"),
+        ("counter-event", "counter.json", js(setitem(["events", "call"], {})),
+         "counter.json: events.call is not a whole number"),
+        ("counter-deep", "counter.json", const(b"[" * 200000), "counter.json: "),
+        ("timer-edge", "timer.json", js(setitem(["edges", 0, "caller"], 10 ** 9)),
+         "timer.json: edges[0].caller is no function's id"),
+        ("timer-missing", "timer.json", js(delitem(["functions", 0, "own_ns"])),
+         "timer.json: functions[0] has no 'own_ns'"),
+        ("timer-elapsed", "timer.json", js(setitem(["elapsed_s"], "x")),
+         "timer.json: elapsed_s is not a finite number"),
+        ("pstats-list", "timer.pstats", const(marshal.dumps([1])),
+         "timer.pstats: not a pstats table"),
+        ("pstats-entry", "timer.pstats", const(marshal.dumps({("a", 1, "b"): (1, 2, 3)})),
+         "timer.pstats: ('a', 1, 'b') is not a pstats entry"),
+        ("pstats-garbage", "timer.pstats", const(b"\x00garbage"),
+         "timer.pstats: not a pstats file"),
+        ("folded-bytes", "timer.folded", const(b"f 1\n\xff 2\n"), "timer.folded: not UTF-8 text"),
+        ("folded-digit", "timer.folded", const("a;b \u00b2\n".encode()),
+         "timer.folded: not a folded-stacks line"),
+        ("speedscope-frame", "timer.speedscope.json",
+         js(setitem(["profiles", 0, "events", 0, "frame"], -1)),
+         "timer.speedscope.json: profiles[0].events[0].frame is not a frame's index"),
+        ("speedscope-close", "timer.speedscope.json",
+         js(setitem(["profiles", 0, "events", 0, "type"], "C")),
+         "timer.speedscope.json: profiles[0].events[0] closes a frame that is not open"),
+        ("speedscope-name", "timer.speedscope.json",
+         js(setitem(["shared", "frames", 0, "name"], 5)),
+         "timer.speedscope.json: shared.frames[0].name is not a string"),
+        ("coverage-top", "coverage.json", const(b"1"),
+         "coverage.json: not a pytracekit coverage file"),
+    ]
+
+
+def case_combine_crafted(tmp):
+    """`pytracekit combine` on crafted report sets (wrong types, missing
+    members, dangling ids, negative indexes, deep nesting, bad bytes): exit
+    2 with one message naming the file and what is wrong, never a traceback,
+    and nothing written. 11 of 16 such inputs ended with a traceback."""
+    import shutil
+    base = _report_set(tmp)
+    for name, victim, make, said in _crafted_inputs():
+        d = os.path.join(tmp, "in-" + name)
+        shutil.copytree(base, d)
+        with open(os.path.join(d, victim), "rb") as f:
+            text = f.read()
+        with open(os.path.join(d, victim), "wb") as f:
+            f.write(make(text))
+        out = os.path.join(tmp, "out-" + name)
+        p = subprocess.run([PYTHON, "-m", "pytracekit", "combine", "-o", out, d],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 2 and "Traceback" not in p.stderr,
+              f"{name}: exit {p.returncode}: {p.stderr[-1500:]}")
+        lines = p.stderr.splitlines()
+        check(len(lines) == 1 and lines[0].startswith("pytracekit combine: " + d + "/")
+              and said in lines[0], f"{name}: {p.stderr!r}")
+        check(not os.path.exists(out), f"{name}: {out} was written")
+    # the set itself combines
+    out = os.path.join(tmp, "out-base")
+    p = subprocess.run([PYTHON, "-m", "pytracekit", "combine", "-o", out, base],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, p.stderr[-1500:])
+
+
 def case_filter_many(tmp):
     """A filter list of 20,000 modules is parsed in linear time (it was
     quadratic: the canonical text was rebuilt for every item, ~25 s here);

@@ -878,6 +878,40 @@ def case_combine_crafted(tmp):
     check(p.returncode == 0, p.stderr[-1500:])
 
 
+def case_coverage_control_names(tmp):
+    """A module whose file name has a newline, a tab, \\x01, an escape
+    sequence and DEL in it: coverage.lcov keeps one record per file
+    (the newline ended the SF line early), coverage.xml is well-formed
+    (\\x01 is not XML 1.0) and names the file; the terminal summary shows
+    no raw escape sequence. What cannot be carried is shown as \\xNN."""
+    import xml.etree.ElementTree as ET
+    d = os.path.join(tmp, "src")
+    os.mkdir(d)
+    name = "we\nird\x01\x1b[31m\ttab\x7f.py"
+    write(os.path.join(d, name), "def f():\n    return 1\nf()\n")
+    main = write(os.path.join(d, "main.py"),
+                 f"import runpy\nrunpy.run_path({os.path.join(d, name)!r})\n")
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "coverage", "-o", out, main], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    shown = "we\\x0aird\\x01\\x1b[31m\ttab\\x7f.py"
+    with open(os.path.join(out, "coverage.lcov"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    known = ("TN:", "SF:", "FN:", "FNDA:", "FNF:", "FNH:", "BRDA:", "BRF:", "BRH:", "DA:",
+             "LF:", "LH:", "end_of_record")
+    stray = [x for x in lines[:-1] if not x.startswith(known)]
+    check(not stray and lines[-1] == "", f"lines that are no lcov record: {stray}")
+    sf = sorted(x for x in lines if x.startswith("SF:"))
+    check(sf == sorted(["SF:" + main, "SF:" + os.path.join(d, shown)]), f"SF lines {sf}")
+    check(lines.count("end_of_record") == 2, "not two records")
+    tree = ET.parse(os.path.join(out, "coverage.xml"))
+    names = sorted(c.get("filename") for c in tree.iter("class"))
+    check(names == sorted(["main.py", shown.replace("\\x0a", "\n")]), f"XML names {names}")
+    said = p.stdout + p.stderr
+    check("\x1b" not in said and "\x01" not in said and shown.replace("\t", "\\x09") in said,
+          f"the summary: {said[-600:]!r}")
+
+
 def case_filter_many(tmp):
     """A filter list of 20,000 modules is parsed in linear time (it was
     quadratic: the canonical text was rebuilt for every item, ~25 s here);

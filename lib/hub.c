@@ -93,7 +93,9 @@ release_slot(struct ptk_plugin_ctx *c)
             if (th != NULL) {
                 th->thr_judged &= ~bit;
                 th->thr_rejected &= ~bit;
-                th->fdepth[c->slot] = 0;
+                if (th->hot != NULL) { /* (none: the thread has ended) */
+                    th->hot->fdepth[c->slot] = 0;
+                }
             }
         }
         slots_used &= ~((uint64_t)1 << c->slot);

@@ -284,7 +284,7 @@ mon_call_full(PyObject *self, PyObject *const *args)
         depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
-        ptk_event *ev = &th->ev_call; /* kind and arg set once */
+        ptk_event *ev = &th->hot->ev_call; /* kind and arg set once */
         ev->origin = (ptk_event_origin)what;
         ev->code = code;
         ev->depth = depth;
@@ -313,7 +313,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (th == NULL) {
         return mon_call_full(self, args);
     }
-    ptk_event *ev = &th->ev_call;
+    ptk_event *ev = &th->hot->ev_call;
     ev->origin = (ptk_event_origin)((mon_cb *)self)->what;
     ev->code = (PyCodeObject *)args[0];
     ev->depth = -1;
@@ -352,7 +352,7 @@ mon_return_full(PyObject *self, PyObject *const *args)
         }
     }
     if (t->nsub[PTK_EV_RETURN]) {
-        ptk_event *ev = &th->ev_return; /* kind set once */
+        ptk_event *ev = &th->hot->ev_return; /* kind set once */
         ev->origin = (ptk_event_origin)origin;
         ev->code = code;
         ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
@@ -378,7 +378,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return mon_return_full(self, args);
     }
     int origin = ((mon_cb *)self)->what;
-    ptk_event *ev = &th->ev_return;
+    ptk_event *ev = &th->hot->ev_return;
     ev->origin = (ptk_event_origin)origin;
     ev->code = (PyCodeObject *)args[0];
     ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
@@ -486,7 +486,7 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
             c_self = args[3];
         }
     }
-    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    ptk__event_at *at = &th->hot->ev_c; /* lasti_ set once */
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = arg;
@@ -508,7 +508,7 @@ c_deliver_lean(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args)
     if (target == C_NONE) {
         return;
     }
-    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    ptk__event_at *at = &th->hot->ev_c; /* lasti_ set once */
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = args[2];

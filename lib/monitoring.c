@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct mon_cb {
     PyObject_HEAD
@@ -1092,6 +1093,19 @@ probe_line_after_resume(void)
 enum { MON_IDLE, MON_CLAIMING, MON_RELEASING };
 static int mon_busy;
 static unsigned long mon_busy_thread;
+static pid_t mon_busy_pid; /* a forked child's busy thread is not there */
+
+/* mon_busy, as it is in this process: forked while another thread claimed
+ * or released, that thread is not here (what it left half done was copied
+ * as it was, as in any fork of a thread busy in Python). */
+static int
+mon_busy_now(void)
+{
+    if (mon_busy != MON_IDLE && mon_busy_pid != getpid()) {
+        mon_busy = MON_IDLE;
+    }
+    return mon_busy;
+}
 
 /* Waits (the GIL let go) until no other thread claims or releases; -1 if
  * the calling thread itself is busy claiming or releasing. */
@@ -1099,7 +1113,7 @@ static int
 mon_wait_idle(void)
 {
     unsigned long me = PyThread_get_thread_ident();
-    while (mon_busy != MON_IDLE) {
+    while (mon_busy_now() != MON_IDLE) {
         if (mon_busy_thread == me) {
             return -1;
         }
@@ -1116,6 +1130,7 @@ mon_set_busy(int what)
 {
     mon_busy = what;
     mon_busy_thread = what != MON_IDLE ? PyThread_get_thread_ident() : 0;
+    mon_busy_pid = getpid();
 }
 
 int
@@ -1185,7 +1200,7 @@ ptk__mon_claim(char **errmsg)
 void
 ptk__mon_release(void)
 {
-    if (tool < 0 || mon_busy != MON_IDLE) {
+    if (tool < 0 || mon_busy_now() != MON_IDLE) {
         return; /* not held, or another claim or release decides */
     }
     for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
@@ -1448,7 +1463,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (tool < 0) {
         return PTK_OK;
     }
-    if (mon_busy == MON_IDLE) {
+    if (mon_busy_now() == MON_IDLE) {
         mon_check_taken();
         if (tool < 0) {
             return PTK_OK;

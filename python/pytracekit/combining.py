@@ -65,8 +65,8 @@ _KINDS = {
     "int": ("a whole number",
             lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "num": ("a finite number",
-            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-            and math.isfinite(v)),
+            lambda v: (isinstance(v, int) and not isinstance(v, bool))
+            or (isinstance(v, float) and math.isfinite(v))),
     "str": ("a string", lambda v: isinstance(v, str)),
     "key": ("a string, a whole number or null",
             lambda v: v is None or isinstance(v, str)
@@ -163,8 +163,7 @@ def _check_pstats(path, stats):
 
     def counts_ok(v, n):
         return (isinstance(v, tuple) and len(v) == n
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                        and math.isfinite(x) for x in v[:4]))
+                and all(_KINDS["num"][1](x) for x in v[:4]))
     if not isinstance(stats, dict):
         raise CombineError("%s: not a pstats table" % path)
     for k, v in stats.items():

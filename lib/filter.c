@@ -690,7 +690,7 @@ ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,
         /* Depth counts the frames this filter selects on the thread's
          * stack: the outermost selected frame is 1. C calls are one level
          * below the frame that makes them. */
-        int32_t *d = &th->fdepth[s->slot];
+        int32_t *d = &th->hot->fdepth[s->slot];
         switch (ev->kind) {
         case PTK_EV_CALL:
             return ++*d > f->max_depth;

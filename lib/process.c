@@ -1047,12 +1047,20 @@ write_manifest(ptk_session *s)
         }
         Py_XDECREF(p);
     }
-    PyObject *m = id && files && plugins ? Py_BuildValue(
-        "{s:s,s:i,s:O,s:d,s:s,s:s,s:s,s:O,s:O,s:i}", "format", "pytracekit-run",
+    /* the lines the summary printed after the reports (s->notes): what the
+     * program did to the hub's hooks */
+    PyObject *notes = PyUnicode_DecodeUTF8(s->notes ? s->notes : "",
+                                           s->notes ? (Py_ssize_t)strlen(s->notes) : 0,
+                                           "replace");
+    PyObject *lines = notes ? PyUnicode_Splitlines(notes, 0) : NULL;
+    Py_XDECREF(notes);
+    PyObject *m = id && files && plugins && lines ? Py_BuildValue(
+        "{s:s,s:i,s:O,s:d,s:s,s:s,s:s,s:O,s:O,s:i,s:O}", "format", "pytracekit-run",
         "version", 1, "run", id, "ended", s->ended_wall, "python",
         ptk__python_version(), "backend", ptk_backend_name(s->backend),
         "clock", ptk__clock_source(), "plugins", plugins, "files", files,
-        "failed_plugins", failed) : NULL;
+        "failed_plugins", failed, "notes", lines) : NULL;
+    Py_XDECREF(lines);
     Py_XDECREF(id);
     Py_XDECREF(files);
     Py_XDECREF(plugins);

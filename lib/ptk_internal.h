@@ -250,8 +250,30 @@ typedef struct ptk__cframe {
                            event (strong), passed again with its C_RETURN */
 } ptk__cframe;
 
+/* The parts of a thread record only a thread that runs needs (584 of its
+ * 792 bytes): made with the record, freed when its thread ends
+ * (ptk__thread_end), made again if the same OS thread calls Python again
+ * (ptk__thread_get). A process that starts 20,000 short threads keeps
+ * 20,000 records, each without these. */
+typedef struct ptk__thread_hot {
+    /* Filters: per subscriber slot, the number of frames its code
+     * condition selects on this thread's stack (for max_depth). */
+    int32_t fdepth[PTK__MAX_SLOTS];
+    /* monitoring.c: the events of its PY_START / PY_RESUME / PY_THROW, of
+     * its PY_RETURN / PY_YIELD / PY_UNWIND and of its C calls, made once
+     * (ptk__event_blank) and reused: each event writes only the fields that
+     * change. The callbacks of a thread never nest (CPython runs none while
+     * one runs), so one of each is enough. */
+    ptk_event ev_call, ev_return;
+    ptk__event_at ev_c;
+    /* legacy.c: the event of its LINE lane (ptk__table::line_one), the
+     * same way: code, line, depth and frame written per event. */
+    ptk_event ev_line;
+} ptk__thread_hot;
+
 typedef struct ptk__thread {
     ptk_thread pub;            /* first: plugins see this */
+    ptk__thread_hot *hot;      /* NULL once its thread has ended */
     ptk_stack_entry *stack;    /* pub.stack points here */
     int32_t stack_cap;
     ptk__cframe *cstack;       /* C calls in progress (balances C events) */
@@ -286,20 +308,8 @@ typedef struct ptk__thread {
     uint64_t hook_set_ns[2];
     uint32_t ended; /* times its thread state was cleared (thread end) */
     /* Filters: per subscriber slot, whether its `threads=` condition has
-     * judged this thread and rejected it, and the number of frames its
-     * code condition selects on this thread's stack (for max_depth). */
+     * judged this thread and rejected it (the depths: hot->fdepth). */
     uint64_t thr_judged, thr_rejected;
-    int32_t fdepth[PTK__MAX_SLOTS];
-    /* monitoring.c: the events of its PY_START / PY_RESUME / PY_THROW, of
-     * its PY_RETURN / PY_YIELD / PY_UNWIND and of its C calls, made once
-     * (ptk__event_blank) and reused: each event writes only the fields that
-     * change. The callbacks of a thread never nest (CPython runs none while
-     * one runs), so one of each is enough. */
-    ptk_event ev_call, ev_return;
-    ptk__event_at ev_c;
-    /* legacy.c: the event of its LINE lane (ptk__table::line_one), the
-     * same way: code, line, depth and frame written per event. */
-    ptk_event ev_line;
 } ptk__thread;
 
 /* The thread needs its slow path at its next event (both backends). */
@@ -318,7 +328,7 @@ static inline ptk__thread *
 ptk__thread_get(void)
 {
     ptk__thread *t = ptk__tls;
-    return t ? t : ptk__thread_get_slow();
+    return t != NULL && t->hot != NULL ? t : ptk__thread_get_slow();
 }
 size_t ptk__thread_count(void);
 ptk__thread *ptk__thread_at(size_t index);

@@ -653,7 +653,7 @@ def lcov_text(data, test_name=""):
     out = []
     for fs in _stats(data):
         out.append("TN:%s\n" % test_name)
-        out.append("SF:%s\n" % fs.path)
+        out.append("SF:%s\n" % _printable(fs.path, keep="\t"))
         funcs = [f for f in _function_names(fs.functions) if f[0] != "<module>"]
         for name, line, calls in funcs:
             out.append("FN:%d,%s\n" % (line, name))
@@ -738,7 +738,30 @@ def cobertura_text(data, timestamp=None):
     return "".join(out)
 
 
+def _printable(s, keep=""):
+    """`s` with what a line-based or XML report cannot carry shown as \\xNN:
+    C0 controls but those in `keep`, DEL, and the bytes of a name that is
+    not UTF-8 (os.fsdecode's surrogates \\udc80-\\udcff). A newline in a
+    file name ended an lcov record early; \\x01 made coverage.xml
+    ill-formed (XML 1.0 cannot carry it even as &#1;)."""
+    if s.isprintable():
+        return s
+    out = []
+    for c in s:
+        o = ord(c)
+        if (o < 0x20 and c not in keep) or o == 0x7f:
+            out.append("\\x%02x" % o)
+        elif 0xdc80 <= o <= 0xdcff:
+            out.append("\\x%02x" % (o - 0xdc00))
+        elif 0xd800 <= o <= 0xdfff:
+            out.append("\\u%04x" % o)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
 def _xml_text(s):
+    s = _printable(s, keep="\t\n\r")
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -755,8 +778,8 @@ def quoteattr(s):
 def _display_name(path):
     cwd = os.getcwd()
     if path.startswith(cwd + os.sep):
-        return path[len(cwd) + 1:]
-    return path
+        path = path[len(cwd) + 1:]
+    return _printable(path)
 
 
 def _cover(lines_hit, lines, branches_hit, branches):

@@ -195,8 +195,8 @@ if pid == 0:
     import childonly  # the plugin's first counted call, in the child only
     childonly.work()
     os._exit(0)
-os.waitpid(pid, 0)
-print(pid)
+_, status = os.waitpid(pid, 0)
+print(pid, os.WTERMSIG(status) if os.WIFSIGNALED(status) else -1)
 """
 
 
@@ -209,7 +209,8 @@ def case_child_fails(tmp):
     p = run_cli(["-p", "counter:top=0", "-p",
                  test_plugin("fail_nth") + ":n=1,kind=call,file=childonly.py",
                  "--follow-children", "-o", out, "prog.py"], cwd=tmp)
-    child = int(p.stdout.split()[0])
+    child, sig = (int(w) for w in p.stdout.split())
+    check(sig == -1, f"the child ended by signal {sig}")
     kid = os.path.join(out, "pid-%d" % child)
     m = load(os.path.join(kid, "run.json"))
     check(m["failed_plugins"] == 1, f"the child's run.json: {m}")
@@ -238,7 +239,8 @@ def case_remask(tmp):
     p = run_cli(["-p", "counter:top=0", "-p", test_plugin("remask"),
                  "--follow-children", "-o", out, "prog.py"], cwd=tmp)
     check(p.stdout.split(), f"no child pid: {p.returncode} {p.stderr}")
-    child = int(p.stdout.split()[0])
+    child, sig = (int(w) for w in p.stdout.split())
+    check(sig == -1, f"the child ended by signal {sig}")
     kid = os.path.join(out, "pid-%d" % child)
     check(os.path.exists(os.path.join(kid, "run.json")),
           f"the child wrote no run.json (exit {p.returncode}): {p.stderr}")
@@ -266,30 +268,15 @@ def hit():
             pass
 """
 
-TERMPROG = """\
-import os
-
-
-def work():
-    pass
-
-
-work()
-pid = os.fork()
-if pid == 0:
-    work()
-    os._exit(0)
-_, status = os.waitpid(pid, 0)
-print(pid, os.WTERMSIG(status) if os.WIFSIGNALED(status) else -1)
-"""
 
 
 def case_term_in_restart(tmp):
-    for name, text in (("termchild.py", TERMCHILD), ("prog.py", TERMPROG)):
+    for name, text in (("termchild.py", TERMCHILD), ("prog.py", CHILD),
+                       ("childonly.py", "def work():\n    pass\n")):
         with open(os.path.join(tmp, name), "w") as f:
             f.write(text)
     out = os.path.join(tmp, "out")
-    p = run_cli(["-p", test_plugin("hostileplug") + ":init_call=termchild:hit,functions=work",
+    p = run_cli(["-p", test_plugin("hostileplug") + ":init_call=termchild:hit,functions=parent_work",
                  "--follow-children", "-o", out, "prog.py"], cwd=tmp,
                 env={"PYTHONPATH": tmp + os.pathsep + os.environ.get("PYTHONPATH", "")})
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
@@ -303,7 +290,7 @@ def case_term_in_restart(tmp):
     check(load(os.path.join(kid, "hostileplug.json"))["calls"] == 0,
           "the child's report counts calls made after its SIGTERM")
     calls = load(os.path.join(out, "hostileplug.json"))["calls"]
-    check(calls == 1, f"the parent's report counts {calls} calls of work(), expected 1")
+    check(calls == 1, f"the parent's report counts {calls} calls of parent_work(), expected 1")
 
 
 def main():

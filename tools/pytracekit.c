@@ -26,6 +26,7 @@
 
 #include <pytracekit/pytracekit.h>
 
+#include "cov_config.h"
 #include "follow_wait.h"
 #include "ptk_usage.h"
 
@@ -532,7 +533,9 @@ filter_key(const char *arg, const char *const (*keys)[2], int n)
 int
 main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "combine") == 0) {
+    if (argc > 1 && (strcmp(argv[1], "combine") == 0 || strcmp(argv[1], "report") == 0 ||
+                     strcmp(argv[1], "html") == 0 || strcmp(argv[1], "xml") == 0 ||
+                     strcmp(argv[1], "json") == 0 || strcmp(argv[1], "lcov") == 0)) {
         return run_combine(argc, argv);
     }
     const char *plugins[64];
@@ -726,7 +729,11 @@ main(int argc, char **argv)
     char *err = NULL;
     int rc = ptk_session_new(&cfg, &session, &err);
     for (int p = 0; rc == PTK_OK && p < nplugins; p++) {
-        rc = ptk_session_add_plugin(session, plugins[p], &err);
+        char *spec = NULL; /* coverage: with the project's coverage.py [run] */
+        rc = ptk_cli_coverage_config(plugins[p], &spec, &follow, &err) < 0
+                 ? PTK_EINVAL
+                 : ptk_session_add_plugin(session, spec ? spec : plugins[p], &err);
+        free(spec);
     }
     if (rc == PTK_OK) {
         ptk_session_follow_children(session, follow);

@@ -500,8 +500,8 @@ class _Ini:
         if type_ == "list":
             return [v.strip() for line in text.split("\n") for v in line.split(",")
                     if v.strip()]
-        if type_ == "regexlist":
-            return _regexlist(real, option, text.splitlines())
+        if type_ == "regexlist":  # named as coverage.py names it here
+            return _regexlist(name, option, text.splitlines())
         if type_ == "file":
             return os.path.expanduser(text)
         return text
@@ -1483,10 +1483,25 @@ def _omit_exact_in_bus(pattern):
     return "/" in pattern
 
 
+def _find_package(name):
+    """The spec of a module or package by its dotted name, found on the
+    current directory and sys.path without importing anything (the
+    program has not started)."""
+    from importlib.machinery import PathFinder
+    spec, where = None, [os.getcwd()] + sys.path
+    for part in name.split("."):
+        if where is None:
+            return None
+        spec = PathFinder.find_spec(part, list(where))
+        if spec is None:
+            return None
+        where = spec.submodule_search_locations
+    return spec
+
+
 def _source_dirs(cfg, warn):
     """The directories of [run] source (a directory, or a package's) and
     source_pkgs, absolute; what cannot be found is warned about."""
-    import importlib.util
     out = []
     srcs = [(s, True) for s in cfg.get("run", "source")] + \
         [(s, False) for s in cfg.get("run", "source_pkgs")]
@@ -1495,8 +1510,8 @@ def _source_dirs(cfg, warn):
             out.append(os.path.abspath(s))
             continue
         try:
-            spec = importlib.util.find_spec(s)
-        except (ImportError, ValueError):
+            spec = _find_package(s)
+        except (ImportError, ValueError, OSError):
             spec = None
         if spec is not None and spec.submodule_search_locations:
             out.append(os.path.abspath(list(spec.submodule_search_locations)[0]))
@@ -1504,8 +1519,8 @@ def _source_dirs(cfg, warn):
             out.append(os.path.abspath(spec.origin))
         else:
             warn("Module %s was never imported: [run] %s=%s is neither a directory "
-                 "nor an importable package" % (s, "source" if maybe_dir else "source_pkgs",
-                                                s))
+                 "nor a package found on sys.path" % (s, "source" if maybe_dir
+                                                       else "source_pkgs", s))
     return out
 
 
@@ -1582,9 +1597,11 @@ def config_spec(spec):
 def config_paths():
     """The [paths] of the configuration in force, as `pytracekit combine
     --paths` takes them: CANONICAL=PATTERN,... (coverage.py: the first
-    entry is what the others become)."""
+    entry is what the others become, made absolute as coverage.py does
+    without relative_files)."""
     cfg = read_config()
-    return ["%s=%s" % (v[0], ",".join(v[1:])) for v in cfg.paths.values() if len(v) > 1]
+    return ["%s=%s" % (os.path.abspath(v[0]), ",".join(v[1:]))
+            for v in cfg.paths.values() if len(v) > 1]
 
 
 # ---- the report commands -------------------------------------------------------
@@ -1921,7 +1938,7 @@ def report_main(cmd, argv, stdout=None, stderr=None):
             if cmd == "html":
                 d = opt("directory", "html")
                 write_html(data, d, opt("title", "html"))
-                stdout.write("Wrote HTML report to %s\n" % os.path.join(d, "index.html"))
+                stderr.write("Wrote HTML report to %s\n" % os.path.join(d, "index.html"))
             else:
                 out = opt("output", cmd)
                 if out != "-" and os.path.dirname(out):
@@ -1937,7 +1954,7 @@ def report_main(cmd, argv, stdout=None, stderr=None):
                     stdout.write(text)
                 else:
                     _write(out, text)
-                    stdout.write("Wrote %s report to %s\n"
+                    stderr.write("Wrote %s report to %s\n"
                                  % ({"xml": "XML", "json": "JSON", "lcov": "LCOV"}[cmd], out))
         fail_under = opt("fail_under")
         if should_fail_under(total, fail_under, precision):

@@ -156,8 +156,8 @@ def _order(dests):
 #   except clause, a boolean operator, a conditional expression or a
 #   comprehension); their destinations are mapped to statements the same
 #   way; branches out of a line matching a partial-branch pattern (`# pragma: no
-#   branch`) are not counted, a way into excluded code counts and is never
-#   missing, and a line left with fewer than two destinations is no branch.
+#   branch`) count and are never missing, a way into excluded code is none,
+#   and a line left with fewer than two destinations is no branch.
 #
 # The default patterns are coverage.py 7's; a coverage.py configuration file
 # in the current directory changes them (report_patterns).
@@ -786,11 +786,8 @@ def model_record(path, rec, branch):
                 continue
             for d in dests:
                 d = way(f, dest(int(d)))
-                if d == f or (d > 0 and d not in stmts and d not in model.excluded):
-                    continue
-                if d > 0 and d in model.excluded and f in hits:
-                    # a way into excluded code counts, and is never missing
-                    arcs[(f, d)] = arcs.get((f, d), 0) or 1
+                if d == f or (d > 0 and d not in stmts):
+                    continue  # (a way into excluded code is no branch)
                 branches.setdefault(f, set()).add(d)
         ran_from = {int(first) for _, first, n in rec.get("functions", []) if int(n)}
         for line, (nxt, is_class, first) in model.oneliners.items():

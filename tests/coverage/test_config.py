@@ -283,6 +283,27 @@ def case_run_concurrency():
     p.compare("report", ["-m", "combined"], covargs=["-m"])
 
 
+def case_run_imports():
+    # reading the configuration (configparser, tomllib, the package lookup)
+    # leaves sys.modules as the program would find it bare
+    prog = ("import sys; first = sorted(sys.modules)\nimport json\n"
+            "open(sys.argv[1], 'w').write(json.dumps(first))\n")
+    p = Project("imports", ("pyproject.toml", "[tool.coverage.run]\nsource_pkgs = "
+                            "[\"pkg\"]\nbranch = true\nomit = [\"*/b.py\"]\n"
+                            "[tool.coverage.report]\nfail_under = 50\n"),
+                {"mods.py": prog})
+    u.run([u.python(), "mods.py", "bare.json"], p.wd, expect=0)
+    p.ptk("--plugin-path", u.env("PTK_PLUGIN_DIR"), "-p", "coverage", "mods.py", "ptk.json",
+          expect=0)
+    bare = json.load(open(os.path.join(p.wd, "bare.json")))
+    ours = json.load(open(os.path.join(p.wd, "ptk.json")))
+    if bare != ours:
+        u.fail("sys.modules at the program's first line differs from the bare run's: "
+               "more %s, fewer %s" % (sorted(set(ours) - set(bare)),
+                                      sorted(set(bare) - set(ours))))
+    print("sys.modules at the first line: %d modules, as bare" % len(ours))
+
+
 # ---- [report] -----------------------------------------------------------------
 
 

@@ -814,6 +814,7 @@ class FileStats:
         self.path = path
         rec = model_record(path, rec, branch)
         self.excluded = rec.get("excluded", [])
+        self.no_branch = set(rec.get("no_branch", []))
         self.hits = {int(n): int(c) for n, c in rec.get("hits", [])}
         self.lines = sorted(set(int(n) for n in rec.get("lines", [])) | set(self.hits))
         self.missed = [n for n in self.lines if n not in self.hits]
@@ -1129,7 +1130,54 @@ table.index tr.total{font-weight:bold;border-top:1px solid #888}
 .source p.mis{background:#fdd}
 .source p.par{background:#ffa}
 .source .ann{float:right;color:#666;font-family:sans-serif;font-size:85%}
+.source p.exc{color:#999}
+.source .xb{float:right;color:#999;font-family:sans-serif;font-size:85%}
+.source .k{color:#008;font-weight:bold}
+.source .s{color:#a31515}
+.source .c{color:#080;font-style:italic}
+.source .m{color:#099}
+.source p.exc .k,.source p.exc .s,.source p.exc .c,.source p.exc .m{color:inherit}
 """
+
+
+def _highlight(src):
+    """Each source line as HTML, its tokens marked for the colours: k a
+    keyword, s a string, c a comment, m a number (the standard library's
+    tokenize: no highlighter needed). What does not tokenize stays plain."""
+    import io
+    import keyword
+    import tokenize
+    kinds = {tokenize.COMMENT: "c", tokenize.NUMBER: "m", tokenize.STRING: "s"}
+    for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END",
+                 "TSTRING_START", "TSTRING_MIDDLE", "TSTRING_END"):
+        if hasattr(tokenize, name):
+            kinds[getattr(tokenize, name)] = "s"
+    marks = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO("\n".join(src) + "\n").readline):
+            cls = kinds.get(tok.type)
+            if tok.type == tokenize.NAME and keyword.iskeyword(tok.string):
+                cls = "k"
+            if cls is None:
+                continue
+            (r1, c1), (r2, c2) = tok.start, tok.end
+            for r in range(r1, min(r2, len(src)) + 1):
+                marks.setdefault(r, []).append((c1 if r == r1 else 0,
+                                                c2 if r == r2 else len(src[r - 1]), cls))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    out = []
+    for n, line in enumerate(src, 1):
+        pos, parts = 0, []
+        for a, b, cls in sorted(marks.get(n, [])):
+            if a < pos or b <= a:
+                continue
+            parts.append(_h(line[pos:a]))
+            parts.append("<span class=\"%s\">%s</span>" % (cls, _h(line[a:b])))
+            pos = b
+        parts.append(_h(line[pos:]))
+        out.append("".join(parts))
+    return out
 
 
 def _h(text):
@@ -1230,11 +1278,17 @@ def _html_file(fs, branch, cells, head):
     src = _read_source(fs.path)
     maxline = max([len(src or [])] + fs.lines)
     lines = set(fs.lines)
+    shown = _highlight(src) if src else []
+    excluded = set(fs.excluded)
     out = []
     for n in range(1, maxline + 1):
-        text = src[n - 1] if src and n <= len(src) else ""
+        text = shown[n - 1] if n <= len(shown) else ""
         cls = ""
         ann = ""
+        if n in excluded and n not in lines:
+            cls = "exc"  # excluded (a pattern of [report] exclude_lines)
+        if n in fs.no_branch and n in lines:
+            ann = "<span class=\"xb\">branches excluded</span>"
         if n in lines:
             cls = "run" if n in fs.hits else "mis"
             missed = [d for d, t in fs.branches.get(n, []) if t == 0]
@@ -1243,7 +1297,7 @@ def _html_file(fs, branch, cells, head):
                 ann = "<span class=\"ann\">%s</span>" % _h(
                     "line %d didn't jump to %s" % (n, ", ".join(_dest_text(d) for d in missed)))
         out.append("<p id=\"t%d\"%s><span class=\"n\">%d</span>%s%s</p>"
-                   % (n, " class=\"%s\"" % cls if cls else "", n, _h(text) or " ", ann))
+                   % (n, " class=\"%s\"" % cls if cls else "", n, text or " ", ann))
     pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
     # the index's columns, their names above the figures
     summary = ("<table class=\"index\" id=\"summary\"><thead><tr>%s</tr></thead>"
@@ -1251,6 +1305,8 @@ def _html_file(fs, branch, cells, head):
                % (head.replace("<th>File</th>", ""),
                   cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc)))
     note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
+    if excluded:
+        note += "<p class=\"excluded\">%d excluded (grey)</p>" % len(excluded)
     return _html_doc(
         _display_name(fs.path),
         "<p><a href=\"index.html\">index</a></p>\n<h1>%s</h1>\n%s\n%s\n"

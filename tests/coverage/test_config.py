@@ -413,10 +413,23 @@ def case_report_partial_also():
 
 
 def case_output_html():
-    p = Project("html", (".coveragerc", "[run]\nsource = pkg\n[html]\ndirectory = "
-                         "reports/cov\ntitle = My project's coverage\n"))
+    p = Project("html", (".coveragerc", "[run]\nsource = pkg\nbranch = true\n[html]\n"
+                         "directory = reports/cov\ntitle = My project's coverage\n"))
     p.run_both()
     o, t = p.compare("html")
+    # a file's page: the source highlighted (tokenize), the excluded lines
+    # and the branches a pragma excludes shown as such
+    # (coverage.py's pages are in the same directory: ours is pkg_a_py.html)
+    pages = ["pkg_a_py.html"]
+    with open(os.path.join(p.wd, "reports", "cov", pages[0]), encoding="utf-8") as f:
+        page = f.read()
+    for needle in ('<p id="t4" class="run"><span class="n">4</span><span class="k">def</span>'
+                   ' f(x):</p>',
+                   '<p id="t39" class="exc">',  # if __name__ == ...:  # pragma: no cover
+                   '<span class="c"># pragma: no branch</span><span class="xb">branches '
+                   'excluded</span>',
+                   '<span class="s">&quot;main&quot;</span>'):
+        expect_in(page, needle, pages[0])
     with open(os.path.join(p.wd, "reports", "cov", "index.html"), encoding="utf-8") as f:
         text = f.read()
     expect_in(text, "<title>My project&#x27;s coverage</title>"

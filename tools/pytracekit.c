@@ -26,6 +26,7 @@
 
 #include <pytracekit/pytracekit.h>
 
+#include "cov_config.h"
 #include "follow_wait.h"
 #include "ptk_cmdline.h"
 #include "ptk_usage.h"
@@ -565,7 +566,7 @@ start_python(int pargc, char **pargv, const char *python, int *status)
 /* The session with its plugins, every check made before the program (a
  * start and a stop), and the hooks that start it with the program. */
 static int
-prepare_session(const ptk_cmdline *o, const char *filter, char **err)
+prepare_session(ptk_cmdline *o, const char *filter, char **err)
 {
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.filter = filter;
@@ -575,7 +576,11 @@ prepare_session(const ptk_cmdline *o, const char *filter, char **err)
     cfg.plugin_path = o->plugin_path;
     int rc = ptk_session_new(&cfg, &session, err);
     for (int p = 0; rc == PTK_OK && p < o->nplugins; p++) {
-        rc = ptk_session_add_plugin(session, o->plugins[p], err);
+        char *spec = NULL; /* coverage: with the project's coverage.py [run] */
+        rc = ptk_cli_coverage_config(o->plugins[p], &spec, &o->follow, err) < 0
+                 ? PTK_EINVAL
+                 : ptk_session_add_plugin(session, spec ? spec : o->plugins[p], err);
+        free(spec);
     }
     if (rc == PTK_OK) {
         ptk_session_follow_children(session, o->follow);
@@ -610,8 +615,12 @@ list_plugins(const char *plugin_path)
 int
 main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "combine") == 0) {
-        return run_combine(argc, argv);
+    static const char *const python_side[] = {"combine", "report", "html",
+                                               "xml", "json", "lcov"};
+    for (size_t k = 0; argc > 1 && k < sizeof python_side / sizeof *python_side; k++) {
+        if (strcmp(argv[1], python_side[k]) == 0) {
+            return run_combine(argc, argv);
+        }
     }
     ptk_cmdline o;
     int status = 0, pargc, oom;

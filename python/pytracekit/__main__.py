@@ -157,6 +157,26 @@ def module_usage():
             .replace("\n       pytracekit ", "\n       python -m pytracekit "))
 
 
+def _coverage_config(o):
+    """The coverage plugin's spec completed from the project's coverage.py
+    configuration ([run]), as the command does (tools/cov_config.c); what
+    reading it imported leaves sys.modules again. Raises Error."""
+    if not any(p == "coverage" or p.startswith("coverage:") for p in o["plugins"]):
+        return
+    before = set(sys.modules)
+    try:
+        from . import _coverage_format as covfmt
+        for k, spec in enumerate(o["plugins"]):
+            try:
+                o["plugins"][k], follow = covfmt.run_plugin_spec(spec)
+            except covfmt.ConfigError as e:
+                raise Error(f"coverage: {e}") from None
+            o["follow"] = o["follow"] or follow
+    finally:
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+
+
 def main(argv=None):
     """Runs the command; returns an exit status, or raises what the program
     raised (SystemExit, KeyboardInterrupt, an uncaught exception)."""
@@ -164,6 +184,9 @@ def main(argv=None):
     if argv and argv[0] == "combine":
         from .combining import main as combine_main
         return combine_main(argv[1:])
+    if argv and argv[0] in ("report", "html", "xml", "json", "lcov"):
+        from . import _coverage_format as covfmt
+        return covfmt.report_main(argv[0], argv[1:])
     try:
         o = parse(argv)
     except Usage as e:
@@ -179,6 +202,7 @@ def main(argv=None):
         list_plugins(o["plugin_path"])
         return 0
     try:
+        _coverage_config(o)
         session = Session(o["plugins"], output_dir=o["output"],
                           threads=o["threads"], backend=o["backend"],
                           plugin_path=o["plugin_path"],

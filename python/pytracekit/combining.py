@@ -677,6 +677,12 @@ def main(argv=None):
         sys.stderr.write("pytracekit combine: no input directories\n%s" % USAGE)
         return 2
     try:
+        # coverage.py's [paths] when --paths gives none
+        paths = paths or covfmt.config_paths()
+    except covfmt.ConfigError as e:
+        sys.stderr.write("pytracekit combine: %s\n" % e)
+        return 2
+    try:
         m = combine(inputs, outdir, paths, summary=sys.stderr if show else None)
     except CombineError as e:
         sys.stderr.write("pytracekit combine: %s\n" % e)

@@ -11,6 +11,8 @@
 #include <pytracekit/pytracekit.h>
 
 #include "follow_wait.h"
+#include "ptk_cmdline.h"
+#include "ptk_filter_keys.h"
 #include "ptk_usage.h"
 
 /* The exception raised for a library error: the package (__init__.py)
@@ -218,19 +220,72 @@ str_arg(PyObject *o, const char *fn, const char **out)
     return *out ? 0 : -1;
 }
 
+/* The filter keys (ptk_filter_keys.h): the option key of each, in the
+ * order of Session's keywords after filter=. */
+#define KEY_ROW(key, flag, kw, type, help) key,
+static const char *const fkeys[PTK_FILTER_KEY_COUNT] = {PTK_FILTER_KEYS(KEY_ROW)};
+#undef KEY_ROW
+
+/* The session's default filter text: filter= (a str or None), then
+ * "key=items" for each filter keyword given. New reference, or NULL with
+ * an exception. */
+static PyObject *
+session_filter_text(PyObject *filter, PyObject *const *fv)
+{
+    PyObject *parts = PyList_New(0), *ftext = NULL;
+    if (parts == NULL) {
+        return NULL;
+    }
+    if (filter != NULL && filter != Py_None) {
+        if (!PyUnicode_Check(filter)) {
+            PyErr_Format(PyExc_TypeError, "filter must be str or None, not %.100s",
+                         Py_TYPE(filter)->tp_name);
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(filter) > 0 && PyList_Append(parts, filter) < 0) {
+            goto done;
+        }
+    }
+    for (int k = 0; k < PTK_FILTER_KEY_COUNT; k++) {
+        if (filter_part(parts, fkeys[k], fv[k]) < 0) {
+            goto done;
+        }
+    }
+    PyObject *comma = PyUnicode_FromString(",");
+    ftext = comma ? PyUnicode_Join(comma, parts) : NULL;
+    Py_XDECREF(comma);
+done:
+    Py_DECREF(parts);
+    return ftext;
+}
+
+/* threads= and backend= into cfg; -1 with an exception. */
+static int
+session_choices(PyObject *threads, PyObject *backend, ptk_session_config *cfg)
+{
+    int t = threads ? choice_arg(threads, "threads", thread_choices) : 0;
+    int b = backend ? choice_arg(backend, "backend", backend_choices) : 0;
+    if (t < 0 || b < 0) {
+        return -1;
+    }
+    cfg->threads = t == 1 ? PTK_THREADS_ALL : PTK_THREADS_CURRENT;
+    ptk_backend_parse(backend_choices[b], &cfg->backend);
+    return 0;
+}
+
 static int
 Session_init(SessionObject *self, PyObject *args, PyObject *kw)
 {
+#define KW_ROW(key, flag, kw, type, help) kw,
     static char *kwlist[] = {"plugins", "output_dir", "threads", "plugin_path",
-                             "backend", "filter", "include", "exclude",
-                             "modules", "functions", "thread_names",
-                             "max_depth", "follow_children", NULL};
+                             "backend", "filter", PTK_FILTER_KEYS(KW_ROW)
+                             "follow_children", NULL};
+#undef KW_ROW
+    _Static_assert(PTK_FILTER_KEY_COUNT == 6, "a format unit per filter keyword");
     PyObject *plugins = NULL, *threads = NULL, *backend = NULL;
     PyObject *outdir = NULL, *plugin_path = NULL, *filter = NULL;
-    PyObject *fv[6] = {NULL};
-    int follow = 0;
-    static const char *const fkeys[6] = {"include", "exclude", "modules",
-                                         "functions", "threads", "max_depth"};
+    PyObject *fv[PTK_FILTER_KEY_COUNT] = {NULL};
+    int follow = 0, rc = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO&OO&OO$OOOOOOp", kwlist,
                                      &plugins, opt_fspath, &outdir, &threads,
                                      opt_fspath, &plugin_path, &backend,
@@ -238,35 +293,8 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
                                      &fv[4], &fv[5], &follow)) {
         return -1;
     }
-    int rc = -1;
-    PyObject *ftext = NULL;
     /* filter= and the keywords make the session's default filter */
-    PyObject *parts = PyList_New(0);
-    if (parts == NULL) {
-        goto done;
-    }
-    if (filter != NULL && filter != Py_None) {
-        if (!PyUnicode_Check(filter)) {
-            PyErr_Format(PyExc_TypeError, "filter must be str or None, not %.100s",
-                         Py_TYPE(filter)->tp_name);
-            Py_DECREF(parts);
-            goto done;
-        }
-        if (PyUnicode_GET_LENGTH(filter) > 0 && PyList_Append(parts, filter) < 0) {
-            Py_DECREF(parts);
-            goto done;
-        }
-    }
-    for (int k = 0; k < 6; k++) {
-        if (filter_part(parts, fkeys[k], fv[k]) < 0) {
-            Py_DECREF(parts);
-            goto done;
-        }
-    }
-    PyObject *comma = PyUnicode_FromString(",");
-    ftext = comma ? PyUnicode_Join(comma, parts) : NULL;
-    Py_XDECREF(comma);
-    Py_DECREF(parts);
+    PyObject *ftext = session_filter_text(filter, fv);
     if (ftext == NULL) {
         goto done;
     }
@@ -278,16 +306,9 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
     cfg.output_dir = outdir ? PyBytes_AS_STRING(outdir) : "pytracekit-out";
     cfg.plugin_path = plugin_path ? PyBytes_AS_STRING(plugin_path) : NULL;
     cfg.filter = utf8_nonul(ftext, "the filter"); /* copied by ptk_session_new */
-    if (cfg.filter == NULL) {
+    if (cfg.filter == NULL || session_choices(threads, backend, &cfg) < 0) {
         goto done;
     }
-    int t = threads ? choice_arg(threads, "threads", thread_choices) : 0;
-    int b = backend ? choice_arg(backend, "backend", backend_choices) : 0;
-    if (t < 0 || b < 0) {
-        goto done;
-    }
-    cfg.threads = t == 1 ? PTK_THREADS_ALL : PTK_THREADS_CURRENT;
-    ptk_backend_parse(backend_choices[b], &cfg.backend);
     char *err = NULL;
     int prc = ptk_session_new(&cfg, &self->s, &err);
     if (prc < 0) {
@@ -691,13 +712,143 @@ mod_scan(PyObject *m, PyObject *args)
     return acc.list;
 }
 
+/* A str from a command-line argument (file-system encoded). */
+static PyObject *
+arg_str(const char *s)
+{
+    return s != NULL ? PyUnicode_DecodeFSDefault(s) : Py_NewRef(Py_None);
+}
+
+/* argv[from..to) as a list of str. */
+static PyObject *
+arg_list(char *const *argv, int from, int to)
+{
+    PyObject *l = PyList_New(0);
+    for (int i = from; l != NULL && i < to; i++) {
+        PyObject *a = arg_str(argv[i]);
+        if (a == NULL || PyList_Append(l, a) < 0) {
+            Py_CLEAR(l);
+        }
+        Py_XDECREF(a);
+    }
+    return l;
+}
+
+/* {flag: [values]} of the filter flags given. */
+static PyObject *
+cmdline_filter(const ptk_cmdline *o)
+{
+#define FLAG_ROW(key, flag, kw, type, help) flag,
+    static const char *const flags[] = {PTK_FILTER_KEYS(FLAG_ROW)};
+#undef FLAG_ROW
+    PyObject *d = PyDict_New();
+    for (int k = 0; d != NULL && k < PTK_FILTER_KEY_COUNT; k++) {
+        PyObject *l = o->nfilter[k] ? arg_list((char *const *)o->filter[k], 0,
+                                               o->nfilter[k])
+                                    : NULL;
+        if (o->nfilter[k] && (l == NULL || PyDict_SetItemString(d, flags[k], l) < 0)) {
+            Py_CLEAR(d);
+        }
+        Py_XDECREF(l);
+    }
+    return d;
+}
+
+/* What ptk_cmdline_parse read, as python -m pytracekit uses it. */
+static PyObject *
+cmdline_dict(const ptk_cmdline *o, int argc, char *const *argv)
+{
+    static const char *const actions[] = {"run", "list", "version", "help"};
+    int run = o->action == PTK_CMD_RUN;
+    PyObject *target = run ? arg_str(argv[o->program]) : Py_NewRef(Py_None);
+    return Py_BuildValue(
+        "{s:N,s:N,s:s,s:s,s:N,s:O,s:s,s:z,s:N,s:N,s:N,s:O}",
+        "plugins", arg_list((char *const *)o->plugins, 0, o->nplugins),
+        "output", arg_str(o->outdir),
+        "threads", o->threads == PTK_THREADS_ALL ? "all" : "current",
+        "backend", ptk_backend_name(o->backend),
+        "plugin_path", arg_str(o->plugin_path),
+        "list", o->action == PTK_CMD_LIST ? Py_True : Py_False,
+        "action", actions[o->action], "mode", o->mode,
+        "target", target,
+        "args", arg_list(argv, run ? o->program + 1 : argc, argc),
+        "filter", cmdline_filter(o),
+        "follow", o->follow ? Py_True : Py_False);
+}
+
+/* _parse_command_line(args): the command's arguments (without the
+ * command's name) read by the command's own reader (ptk_cmdline.c):
+ * (dict, None), or (None, the usage error's message). */
+static PyObject *
+mod_parse_command_line(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *bytes = PySequence_List(args), *ret = NULL;
+    Py_ssize_t n = bytes ? PyList_GET_SIZE(bytes) : 0;
+    char **argv = bytes ? calloc((size_t)n + 2, sizeof *argv) : NULL;
+    if (argv == NULL) {
+        Py_XDECREF(bytes);
+        return bytes ? PyErr_NoMemory() : NULL;
+    }
+    argv[0] = (char *)"pytracekit";
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = NULL, *item = PyList_GET_ITEM(bytes, i);
+        if (!PyUnicode_FSConverter(item, &b)) {
+            goto done;
+        }
+        PyList_SET_ITEM(bytes, i, b); /* kept alive by the list */
+        Py_DECREF(item);
+        argv[i + 1] = PyBytes_AS_STRING(b);
+    }
+    ptk_cmdline o;
+    if (ptk_cmdline_parse((int)n + 1, argv, &o) < 0) {
+        ret = Py_BuildValue("(Os)", Py_None, o.error);
+    }
+    else {
+        PyObject *d = cmdline_dict(&o, (int)n + 1, argv);
+        ret = d ? Py_BuildValue("(NO)", d, Py_None) : NULL;
+    }
+    ptk_cmdline_free(&o);
+done:
+    free(argv);
+    Py_DECREF(bytes);
+    return ret;
+}
+
 static PyMethodDef mod_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},
     {"_set_errors", mod_set_errors, METH_VARARGS, NULL},
     {"_error_codes", mod_error_codes, METH_NOARGS, NULL},
     {"_scan", mod_scan, METH_VARARGS, NULL},
+    {"_parse_command_line", mod_parse_command_line, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
+
+/* _filter_keys: the one list of filter keys (ptk_filter_keys.h), a tuple
+ * of (key, flag, keyword, is_int, help), for python -m pytracekit and the
+ * tests that check the usage text and docs against it. */
+static PyObject *
+filter_keys(void)
+{
+#define TUPLE_ROW(key, flag, kw, type, help)                                   \
+    Py_BuildValue("(sssis)", key, flag, kw, type == PTK_OPT_INT, help),
+    PyObject *rows[] = {PTK_FILTER_KEYS(TUPLE_ROW)};
+#undef TUPLE_ROW
+    PyObject *t = PyTuple_New(PTK_FILTER_KEY_COUNT);
+    for (int k = 0; k < PTK_FILTER_KEY_COUNT; k++) {
+        if (t == NULL || rows[k] == NULL) {
+            Py_XDECREF(rows[k]);
+            continue;
+        }
+        PyTuple_SET_ITEM(t, k, rows[k]);
+    }
+    for (int k = 0; t != NULL && k < PTK_FILTER_KEY_COUNT; k++) {
+        if (rows[k] == NULL) {
+            Py_CLEAR(t);
+        }
+    }
+    return t;
+}
 
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "pytracekit._pytracekit",
@@ -717,7 +868,8 @@ PyInit__pytracekit(void)
     PyObject *type = PyType_FromSpec(&Session_spec);
     if (type == NULL || PyModule_AddObject(m, "Session", type) < 0 ||
         PyModule_AddStringConstant(m, "_built_for", PY_VERSION) < 0 ||
-        PyModule_AddStringConstant(m, "_usage", PTK_USAGE_TEXT) < 0) {
+        PyModule_AddStringConstant(m, "_usage", PTK_USAGE_TEXT) < 0 ||
+        PyModule_AddObject(m, "_filter_keys", filter_keys()) < 0) {
         Py_XDECREF(type);
         Py_DECREF(m);
         return NULL;

@@ -13,6 +13,7 @@
     "                  (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n" \
     "       pytracekit --list-plugins [--plugin-path DIR]\n" \
     "       pytracekit combine [-o DIR] [--paths A=B]... DIR...\n" \
+    "       pytracekit report|html|xml|json|lcov [OPTIONS] [DIR...]\n" \
     "       pytracekit --version | --help\n" \
     "\n" \
     "Runs a Python program with the given plugins attached to the\n" \

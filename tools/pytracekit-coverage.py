@@ -156,8 +156,8 @@ def _order(dests):
 #   except clause, a boolean operator, a conditional expression or a
 #   comprehension); their destinations are mapped to statements the same
 #   way; branches out of a line matching a partial-branch pattern (`# pragma: no
-#   branch`) are not counted, a way into excluded code counts and is never
-#   missing, and a line left with fewer than two destinations is no branch.
+#   branch`) count and are never missing, a way into excluded code is none,
+#   and a line left with fewer than two destinations is no branch.
 #
 # The default patterns are coverage.py 7's; a coverage.py configuration file
 # in the current directory changes them (report_patterns).
@@ -346,64 +346,362 @@ class SourceModel:
 _model_memo = {}
 
 
-def _ini_list(text):
-    return [line.strip() for line in text.splitlines() if line.strip()]
+# ---- coverage.py's configuration -------------------------------------------
+#
+# A project's coverage settings live in its coverage.py configuration; they
+# are read here as coverage.py 7 reads them (the standard library's
+# configparser and, on 3.11+, tomllib), in its order: the file named by
+# --rcfile (or `rcfile=` of the plugin), else $COVERAGE_RCFILE, else
+# .coveragerc, .coveragerc.toml, setup.cfg and tox.ini ([coverage:SECTION]),
+# pyproject.toml ([tool.coverage.SECTION]); the first of the last three
+# that has coverage settings. `read_config` gives the values; the run (the
+# pytracekit command and `python -m pytracekit`) turns [run] into the
+# plugin's options (run_plugin_spec), the report commands use [report],
+# [html], [xml], [json], [lcov], and `pytracekit combine` [paths].
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used: the message says why."""
+
+
+# coverage.py 7's options (section -> {option: type}), so that its own
+# options are recognised and any other is warned about, as it does.
+CONFIG_OPTIONS = {
+    "run": {"branch": "boolean", "command_line": "", "concurrency": "list",
+            "context": "", "core": "", "cover_pylib": "boolean", "data_file": "file",
+            "debug": "list", "debug_file": "file", "disable_warnings": "list",
+            "dynamic_context": "", "parallel": "boolean", "patch": "list",
+            "plugins": "list", "relative_files": "boolean", "include": "list",
+            "omit": "list", "sigterm": "boolean", "source": "list",
+            "source_pkgs": "list", "source_dirs": "list", "timid": "boolean",
+            "_crash": ""},
+    "report": {"exclude_lines": "regexlist", "exclude_also": "regexlist",
+               "fail_under": "float", "format": "", "ignore_errors": "boolean",
+               "include_namespace_packages": "boolean",
+               "partial_branches_always": "regexlist", "partial_branches": "regexlist",
+               "partial_also": "regexlist", "precision": "int", "contexts": "list",
+               "include": "list", "omit": "list", "show_missing": "boolean",
+               "skip_covered": "boolean", "skip_empty": "boolean", "sort": ""},
+    "html": {"extra_css": "", "directory": "file", "skip_covered": "boolean",
+             "skip_empty": "boolean", "title": "", "show_contexts": "boolean"},
+    "xml": {"output": "file", "package_depth": "int"},
+    "json": {"output": "file", "pretty_print": "boolean", "show_contexts": "boolean"},
+    "lcov": {"output": "file", "line_checksums": "boolean"},
+}
+
+# The options pytracekit applies; any other of coverage.py's is said to be
+# ignored when it is set.
+USED_OPTIONS = {
+    "run": {"branch", "concurrency", "include", "omit", "source", "source_pkgs"},
+    "report": {"exclude_lines", "exclude_also", "partial_branches", "partial_also",
+               "fail_under", "precision", "include", "omit", "show_missing",
+               "skip_covered", "skip_empty", "sort"},
+    "html": {"directory", "title"},
+    "xml": {"output"}, "json": {"output", "pretty_print"}, "lcov": {"output"},
+}
+
+# Why a few of coverage.py's options do nothing here.
+IGNORED_WHY = {
+    ("run", "plugins"): "coverage.py plugins are not loaded",
+    ("run", "dynamic_context"): "contexts are not recorded",
+    ("run", "parallel"): "each run writes its own -o directory; "
+                         "`pytracekit combine` merges them",
+    ("run", "data_file"): "the data is written into the -o directory",
+}
+
+DEFAULTS = {
+    ("run", "branch"): False, ("run", "concurrency"): [], ("run", "include"): [],
+    ("run", "omit"): [], ("run", "source"): [], ("run", "source_pkgs"): [],
+    ("report", "fail_under"): 0.0, ("report", "precision"): 0,
+    ("report", "include"): [], ("report", "omit"): [],
+    ("report", "show_missing"): False, ("report", "skip_covered"): False,
+    ("report", "skip_empty"): False, ("report", "sort"): None,
+    ("html", "directory"): "htmlcov", ("html", "title"): "Coverage report",
+    ("xml", "output"): "coverage.xml", ("json", "output"): "coverage.json",
+    ("json", "pretty_print"): False, ("lcov", "output"): "coverage.lcov",
+}
+
+
+def _substitute(text):
+    """coverage.py's $VAR, ${VAR}, ${VAR-default}, ${VAR?} and $$ in values."""
+    import re
+
+    def one(m):
+        word = m.group("dollar") or m.group("word1") or m.group("word2")
+        if word == "$":
+            return "$"
+        if word in os.environ:
+            return os.environ[word]
+        if m.group("strict"):
+            raise ConfigError("Variable %s is undefined: %r" % (word, text))
+        return m.group("defval") or ""
+    return re.sub(r"\$(?:(?P<dollar>\$)|(?P<word1>\w+)|\{(?P<word2>\w+)"
+                  r"(?:(?P<strict>\?)|-(?P<defval>[^}]*))?\})", one, text)
+
+
+class Config:
+    """The coverage.py settings in force: `file` is the configuration file
+    read (None: coverage.py's defaults), `values` {(section, option): value}
+    holds what it sets, `paths` its [paths] ({name: [canonical, pattern...]})
+    and `warnings` what it has that pytracekit does not use."""
+
+    def __init__(self):
+        self.file = None
+        self.values = {}
+        self.paths = {}
+        self.warnings = []
+
+    def get(self, section, option):
+        return self.values.get((section, option), DEFAULTS.get((section, option)))
+
+    def is_set(self, section, option):
+        return (section, option) in self.values
+
+    def patterns(self):
+        """(exclude, partial): the exclusion and partial-branch regexes."""
+        exclude = list(self.values.get(("report", "exclude_lines"), EXCLUDE))
+        exclude += self.values.get(("report", "exclude_also"), [])
+        partial = list(self.values.get(("report", "partial_branches"), PARTIAL))
+        partial += self.values.get(("report", "partial_also"), [])
+        return exclude, partial
+
+
+class _Ini:
+    """An ini file as coverage.py reads it: [coverage:SECTION], and for its
+    own files also [SECTION]."""
+
+    def __init__(self, path, ours):
+        import configparser
+        self.cp = configparser.ConfigParser(interpolation=None)
+        self.prefixes = ["coverage:"] + ([""] if ours else [])
+        try:
+            self.read = self.cp.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError) as e:
+            raise ConfigError("Couldn't read config file %s: %s" % (path, e))
+
+    def section(self, name):
+        for p in self.prefixes:
+            if self.cp.has_section(p + name):
+                return p + name
+        return None
+
+    def options(self, name):
+        return self.cp.options(self.section(name))
+
+    def value(self, name, option, type_):
+        real = self.section(name)
+        text = _substitute(self.cp.get(real, option))
+        if type_ == "boolean":
+            return self.cp._convert_to_boolean(text)
+        if type_ == "int":
+            return int(text)
+        if type_ == "float":
+            return float(text)
+        if type_ == "list":
+            return [v.strip() for line in text.split("\n") for v in line.split(",")
+                    if v.strip()]
+        if type_ == "regexlist":  # named as coverage.py names it here
+            return _regexlist(name, option, text.splitlines())
+        if type_ == "file":
+            return os.path.expanduser(text)
+        return text
+
+    def other_sections(self):
+        """Sections in coverage.py's namespace that it does not know."""
+        out = []
+        for sec in self.cp.sections():
+            for p in self.prefixes:
+                if sec.startswith(p) and (p or not sec.startswith("coverage:")):
+                    if sec[len(p):] not in CONFIG_OPTIONS and sec[len(p):] != "paths":
+                        out.append(sec)
+                    break
+        return out
+
+
+class _Toml:
+    """A TOML file as coverage.py reads it: [tool.coverage.SECTION], and for
+    its own files also [SECTION]."""
+
+    def __init__(self, path, ours):
+        self.prefixes = ["tool.coverage."] + ([""] if ours else [])
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            self.read, self.data = [], {}
+            return
+        try:
+            import tomllib
+        except ImportError:  # before 3.11
+            import re
+            if ours or re.search(r"^\[tool\.coverage(\.|])", text, flags=re.MULTILINE):
+                raise ConfigError("Can't read %r without TOML support (Python 3.11+)"
+                                  % path)
+            self.read, self.data = [], {}
+            return
+        try:
+            self.data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError("Couldn't read config file %s: %s" % (path, e))
+        self.read = [path]
+
+    def _table(self, name):
+        for p in self.prefixes:
+            d = self.data
+            for part in (p + name).split("."):
+                d = d.get(part) if isinstance(d, dict) else None
+            if isinstance(d, dict):
+                return p + name, d
+        return None, None
+
+    def section(self, name):
+        return self._table(name)[0]
+
+    def options(self, name):
+        return list(self._table(name)[1])
+
+    def value(self, name, option, type_):
+        real, table = self._table(name)
+        v = table[option]
+
+        def check(v, want, desc, conv=None):
+            if isinstance(v, want) and not (want is int and isinstance(v, bool)):
+                return v
+            if isinstance(v, str) and conv is not None:
+                try:
+                    return conv(v)
+                except Exception:
+                    raise ValueError("Option [%s]%s couldn't convert to %s: %r"
+                                     % (real, option, desc, v))
+            raise ValueError("Option [%s]%s is not %s: %r" % (real, option, desc, v))
+        if type_ in ("list", "regexlist"):
+            v = [_substitute(check(x, str, "a list of strings"))
+                 for x in check(v, list, "a list")]
+            return _regexlist(real, option, v) if type_ == "regexlist" else v
+        if isinstance(v, str):
+            v = _substitute(v)
+        if type_ == "boolean":
+            return check(v, bool, "a boolean", {"true": True, "false": False}.__getitem__)
+        if type_ == "int":
+            return check(v, int, "an integer", int)
+        if type_ == "float":
+            return check(float(v) if isinstance(v, int) and not isinstance(v, bool) else v,
+                         float, "a float", float)
+        if type_ == "file":
+            return os.path.expanduser(check(v, str, "a string"))
+        return v
+
+    def other_sections(self):
+        out = []
+        for p in self.prefixes:
+            if p:
+                base = self.data.get("tool", {}).get("coverage", {})
+                base = base if isinstance(base, dict) else {}
+            else:
+                base = self.data
+            for k, v in base.items():
+                if isinstance(v, dict) and k not in CONFIG_OPTIONS and k != "paths" \
+                        and not (not p and k == "tool"):
+                    out.append(p + k)
+        return out
+
+
+def _regexlist(section, option, values):
+    import re
+    out = []
+    for v in values:
+        v = v.strip()
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise ConfigError("Invalid [%s].%s value %r: %s" % (section, option, v, e))
+        if v:
+            out.append(v)
+    return out
+
+
+def _read_file(cfg, path, ours):
+    """Reads one file into cfg; True if it is the one in force."""
+    reader = (_Toml if os.path.splitext(path)[1] == ".toml" else _Ini)(path, ours)
+    if not reader.read:
+        return False
+    values, warnings, any_set = {}, [], False
+    try:
+        for section, options in CONFIG_OPTIONS.items():
+            real = reader.section(section)
+            if real is None:
+                continue
+            for option in reader.options(section):
+                if option not in options:
+                    warnings.append("Unrecognized option '[%s] %s=' in config file %s"
+                                    % (real, option, path))
+                    continue
+                values[(section, option)] = reader.value(section, option, options[option])
+                any_set = True
+                if option not in USED_OPTIONS.get(section, ()) and option != "_crash":
+                    why = IGNORED_WHY.get((section, option), "not used by pytracekit")
+                    warnings.append("Option '[%s] %s=' in config file %s is ignored: %s"
+                                    % (real, option, path, why))
+        paths = {}
+        real = reader.section("paths")
+        if real is not None:
+            for option in reader.options("paths"):
+                paths[option] = reader.value("paths", option, "list")
+                any_set = True
+    except ValueError as e:
+        raise ConfigError("Couldn't read config file %s: %s" % (path, e))
+    if not (ours or any_set):
+        return False
+    for sec in reader.other_sections():
+        warnings.append("Unrecognized section '[%s]' in config file %s" % (sec, path))
+    cfg.file = os.path.abspath(path)
+    cfg.values, cfg.paths, cfg.warnings = values, paths, warnings
+    return True
+
+
+def read_config(rcfile=None, directory="."):
+    """The coverage.py configuration in force in `directory`, found as
+    coverage.py finds it (see above); `rcfile` is --rcfile's value. Raises
+    ConfigError for a file that cannot be read or holds a bad value, and
+    for an rcfile (or $COVERAGE_RCFILE) that is not there."""
+    if rcfile == ".coveragerc":
+        rcfile = None
+    specified = rcfile is not None
+    if not specified and os.environ.get("COVERAGE_RCFILE"):
+        rcfile, specified = os.environ["COVERAGE_RCFILE"], True
+    if not specified:
+        rcfile = ".coveragerc"
+    cfg = Config()
+    tries = [(rcfile, True, specified), (".coveragerc.toml", True, False),
+             ("setup.cfg", False, False), ("tox.ini", False, False),
+             ("pyproject.toml", False, False)]
+    for name, ours, must in tries:
+        name = os.path.expanduser(name)
+        path = name if directory in (".", "") else os.path.join(directory, name)
+        if _read_file(cfg, path, ours):
+            break
+        if must:
+            raise ConfigError("Couldn't read %r as a config file" % name)
+    for opt in ("precision",):
+        if cfg.get("report", opt) < 0:
+            raise ConfigError("%s=%s is invalid. Must not be negative."
+                              % (opt, cfg.get("report", opt)))
+    return cfg
 
 
 def report_patterns(directory="."):
     """(exclude, partial, where): the exclusion and partial-branch patterns
-    of the coverage.py configuration found in `directory`, in coverage.py's
-    order: $COVERAGE_RCFILE, else .coveragerc, else the first of setup.cfg,
-    tox.ini ([coverage:report]) and pyproject.toml ([tool.coverage.report])
-    that has coverage settings. `exclude_lines` and `partial_branches`
-    replace the defaults, `exclude_also` and `partial_also` add to them.
-    `where` names the file read (None: the defaults)."""
-    import configparser
-    exclude, partial = list(EXCLUDE), list(PARTIAL)
-    env = os.environ.get("COVERAGE_RCFILE")
-    tries = ([(env, "")] if env else
-             [(os.path.join(directory, ".coveragerc"), ""),
-              (os.path.join(directory, "setup.cfg"), "coverage:"),
-              (os.path.join(directory, "tox.ini"), "coverage:"),
-              (os.path.join(directory, "pyproject.toml"), "toml")])
-    for path, prefix in tries:
-        if not os.path.isfile(path):
-            continue
-        if prefix == "toml":
-            try:
-                import tomllib
-            except ImportError:  # before 3.11: no TOML reader in the stdlib
-                continue
-            try:
-                with open(path, "rb") as f:
-                    tool = tomllib.load(f).get("tool", {}).get("coverage")
-            except (OSError, ValueError):
-                continue
-            if not isinstance(tool, dict):
-                continue
-            report = tool.get("report", {})
-            get = report.get
-        else:
-            cp = configparser.RawConfigParser()
-            try:
-                cp.read(path, encoding="utf-8")
-            except (configparser.Error, UnicodeDecodeError):
-                continue
-            if prefix and not any(sec.startswith(prefix) for sec in cp.sections()):
-                continue
-            sec = prefix + "report"
-            report = dict(cp.items(sec)) if cp.has_section(sec) else {}
-
-            def get(key, default=None, report=report):
-                return _ini_list(report[key]) if key in report else default
-        if get("exclude_lines") is not None:
-            exclude = list(get("exclude_lines"))
-        exclude += list(get("exclude_also") or [])
-        if get("partial_branches") is not None:
-            partial = list(get("partial_branches"))
-        partial += list(get("partial_also") or [])
-        return exclude, partial, path
-    return exclude, partial, None
+    of the coverage.py configuration found in `directory` (read_config):
+    `exclude_lines` and `partial_branches` replace coverage.py's defaults,
+    `exclude_also` and `partial_also` add to them. `where` names the file
+    read (None: the defaults, also when the configuration cannot be read:
+    the run said so before the program started)."""
+    try:
+        cfg = read_config(directory=directory)
+    except ConfigError:
+        return list(EXCLUDE), list(PARTIAL), None
+    exclude, partial = cfg.patterns()
+    return exclude, partial, cfg.file
 
 
 _patterns_memo = {}
@@ -484,19 +782,16 @@ def model_record(path, rec, branch):
         branches = {}
         for line, dests in rec.get("branches", []):
             f = model.stmt(int(line))
-            if f not in stmts or f in model.no_branch or f not in model.branch_lines:
+            if f not in stmts or f not in model.branch_lines:
                 continue
             for d in dests:
                 d = way(f, dest(int(d)))
-                if d == f or (d > 0 and d not in stmts and d not in model.excluded):
-                    continue
-                if d > 0 and d in model.excluded and f in hits:
-                    # a way into excluded code counts, and is never missing
-                    arcs[(f, d)] = arcs.get((f, d), 0) or 1
+                if d == f or (d > 0 and d not in stmts):
+                    continue  # (a way into excluded code is no branch)
                 branches.setdefault(f, set()).add(d)
         ran_from = {int(first) for _, first, n in rec.get("functions", []) if int(n)}
         for line, (nxt, is_class, first) in model.oneliners.items():
-            if line not in stmts or line in model.no_branch or nxt is None:
+            if line not in stmts or nxt is None:
                 continue
             nxt = dest(nxt)
             branches[line] = {-line, nxt}
@@ -507,6 +802,10 @@ def model_record(path, rec, branch):
                     arcs[(line, nxt)] = arcs.get((line, nxt), 0) or 1
         out["arcs"] = sorted([a, b, c] for (a, b), c in arcs.items())
         out["branches"] = sorted([n, sorted(ds)] for n, ds in branches.items() if len(ds) > 1)
+        # coverage.py counts the branches of a `# pragma: no branch` line,
+        # and never as missing (whether the line ran or not)
+        out["no_branch"] = sorted(n for n, ds in branches.items()
+                                  if len(ds) > 1 and n in model.no_branch)
     return out
 
 
@@ -515,6 +814,7 @@ class FileStats:
         self.path = path
         rec = model_record(path, rec, branch)
         self.excluded = rec.get("excluded", [])
+        self.no_branch = set(rec.get("no_branch", []))
         self.hits = {int(n): int(c) for n, c in rec.get("hits", [])}
         self.lines = sorted(set(int(n) for n in rec.get("lines", [])) | set(self.hits))
         self.missed = [n for n in self.lines if n not in self.hits]
@@ -526,10 +826,13 @@ class FileStats:
         # Per branch line: [(dest, taken count or None when the line never ran)].
         self.branches = {}
         if branch:
+            no_branch = set(rec.get("no_branch", []))
             for line, dests in rec.get("branches", []):
                 line = int(line)
                 ran = line in self.hits
-                self.branches[line] = [(int(d), arcs.get((line, int(d)), 0) if ran else None)
+                self.branches[line] = [(int(d), arcs.get((line, int(d)), 0) or 1
+                                        if line in no_branch else
+                                        arcs.get((line, int(d)), 0) if ran else None)
                                        for d in _order(dests)]
         self.nbranches = sum(len(v) for v in self.branches.values())
         self.nbranches_taken = sum(1 for v in self.branches.values() for d, t in v if t)
@@ -653,7 +956,7 @@ def lcov_text(data, test_name=""):
     out = []
     for fs in _stats(data):
         out.append("TN:%s\n" % test_name)
-        out.append("SF:%s\n" % fs.path)
+        out.append("SF:%s\n" % _printable(fs.path, keep="\t"))
         funcs = [f for f in _function_names(fs.functions) if f[0] != "<module>"]
         for name, line, calls in funcs:
             out.append("FN:%d,%s\n" % (line, name))
@@ -738,7 +1041,30 @@ def cobertura_text(data, timestamp=None):
     return "".join(out)
 
 
+def _printable(s, keep=""):
+    """`s` with what a line-based or XML report cannot carry shown as \\xNN:
+    C0 controls but those in `keep`, DEL, and the bytes of a name that is
+    not UTF-8 (os.fsdecode's surrogates \\udc80-\\udcff). A newline in a
+    file name ended an lcov record early; \\x01 made coverage.xml
+    ill-formed (XML 1.0 cannot carry it even as &#1;)."""
+    if s.isprintable():
+        return s
+    out = []
+    for c in s:
+        o = ord(c)
+        if (o < 0x20 and c not in keep) or o == 0x7f:
+            out.append("\\x%02x" % o)
+        elif 0xdc80 <= o <= 0xdcff:
+            out.append("\\x%02x" % (o - 0xdc00))
+        elif 0xd800 <= o <= 0xdfff:
+            out.append("\\u%04x" % o)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
 def _xml_text(s):
+    s = _printable(s, keep="\t\n\r")
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -755,8 +1081,8 @@ def quoteattr(s):
 def _display_name(path):
     cwd = os.getcwd()
     if path.startswith(cwd + os.sep):
-        return path[len(cwd) + 1:]
-    return path
+        path = path[len(cwd) + 1:]
+    return _printable(path)
 
 
 def _cover(lines_hit, lines, branches_hit, branches):
@@ -827,7 +1153,54 @@ table.index tr.total{font-weight:bold;border-top:1px solid #888}
 .source p.mis{background:#fdd}
 .source p.par{background:#ffa}
 .source .ann{float:right;color:#666;font-family:sans-serif;font-size:85%}
+.source p.exc{color:#999}
+.source .xb{float:right;color:#999;font-family:sans-serif;font-size:85%}
+.source .k{color:#008;font-weight:bold}
+.source .s{color:#a31515}
+.source .c{color:#080;font-style:italic}
+.source .m{color:#099}
+.source p.exc .k,.source p.exc .s,.source p.exc .c,.source p.exc .m{color:inherit}
 """
+
+
+def _highlight(src):
+    """Each source line as HTML, its tokens marked for the colours: k a
+    keyword, s a string, c a comment, m a number (the standard library's
+    tokenize: no highlighter needed). What does not tokenize stays plain."""
+    import io
+    import keyword
+    import tokenize
+    kinds = {tokenize.COMMENT: "c", tokenize.NUMBER: "m", tokenize.STRING: "s"}
+    for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END",
+                 "TSTRING_START", "TSTRING_MIDDLE", "TSTRING_END"):
+        if hasattr(tokenize, name):
+            kinds[getattr(tokenize, name)] = "s"
+    marks = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO("\n".join(src) + "\n").readline):
+            cls = kinds.get(tok.type)
+            if tok.type == tokenize.NAME and keyword.iskeyword(tok.string):
+                cls = "k"
+            if cls is None:
+                continue
+            (r1, c1), (r2, c2) = tok.start, tok.end
+            for r in range(r1, min(r2, len(src)) + 1):
+                marks.setdefault(r, []).append((c1 if r == r1 else 0,
+                                                c2 if r == r2 else len(src[r - 1]), cls))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    out = []
+    for n, line in enumerate(src, 1):
+        pos, parts = 0, []
+        for a, b, cls in sorted(marks.get(n, [])):
+            if a < pos or b <= a:
+                continue
+            parts.append(_h(line[pos:a]))
+            parts.append("<span class=\"%s\">%s</span>" % (cls, _h(line[a:b])))
+            pos = b
+        parts.append(_h(line[pos:]))
+        out.append("".join(parts))
+    return out
 
 
 def _h(text):
@@ -878,10 +1251,11 @@ def _dest_text(dest):
     return "exit" if dest < 0 else "line %d" % dest
 
 
-def html_pages(data):
+def html_pages(data, title="Coverage report"):
     """{file name: text} of the HTML report: index.html (the files sorted by
-    coverage, lowest first) and one page per file with each line marked as
-    run, missed (mis) or partial (par: a branch destination not taken)."""
+    coverage, lowest first; `title` its title, [html] title) and one page
+    per file with each line marked as run, missed (mis) or partial (par: a
+    branch destination not taken)."""
     stats = _stats(data)
     branch = bool(data["meta"].get("branch"))
     names = _page_names(stats)
@@ -914,10 +1288,10 @@ def html_pages(data):
     body.append("<tr class=\"total\"><td class=\"name\">Total</td>%s</tr>"
                 % cells(lv, lv - lh, bv, bp, percent_covered(lh, lv, bh, bv)))
     pages = {"index.html": _html_doc(
-        "Coverage report",
-        "<h1>Coverage report</h1>\n<p>%d files, sorted by coverage (lowest first).</p>\n"
+        title,
+        "<h1>%s</h1>\n<p>%d files, sorted by coverage (lowest first).</p>\n"
         "<table class=\"index\" id=\"index\">\n<thead><tr>%s</tr></thead>\n<tbody>\n%s\n"
-        "</tbody>\n</table>" % (len(stats), head, "\n".join(body)))}
+        "</tbody>\n</table>" % (_h(title), len(stats), head, "\n".join(body)))}
     for fs in stats:
         pages[names[fs.path]] = _html_file(fs, branch, cells, head)
     return pages
@@ -927,11 +1301,17 @@ def _html_file(fs, branch, cells, head):
     src = _read_source(fs.path)
     maxline = max([len(src or [])] + fs.lines)
     lines = set(fs.lines)
+    shown = _highlight(src) if src else []
+    excluded = set(fs.excluded)
     out = []
     for n in range(1, maxline + 1):
-        text = src[n - 1] if src and n <= len(src) else ""
+        text = shown[n - 1] if n <= len(shown) else ""
         cls = ""
         ann = ""
+        if n in excluded and n not in lines:
+            cls = "exc"  # excluded (a pattern of [report] exclude_lines)
+        if n in fs.no_branch and n in lines:
+            ann = "<span class=\"xb\">branches excluded</span>"
         if n in lines:
             cls = "run" if n in fs.hits else "mis"
             missed = [d for d, t in fs.branches.get(n, []) if t == 0]
@@ -940,7 +1320,7 @@ def _html_file(fs, branch, cells, head):
                 ann = "<span class=\"ann\">%s</span>" % _h(
                     "line %d didn't jump to %s" % (n, ", ".join(_dest_text(d) for d in missed)))
         out.append("<p id=\"t%d\"%s><span class=\"n\">%d</span>%s%s</p>"
-                   % (n, " class=\"%s\"" % cls if cls else "", n, _h(text) or " ", ann))
+                   % (n, " class=\"%s\"" % cls if cls else "", n, text or " ", ann))
     pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
     # the index's columns, their names above the figures
     summary = ("<table class=\"index\" id=\"summary\"><thead><tr>%s</tr></thead>"
@@ -948,6 +1328,8 @@ def _html_file(fs, branch, cells, head):
                % (head.replace("<th>File</th>", ""),
                   cells(fs.nlines, len(fs.missed), fs.nbranches, fs.nbranches_partial, pc)))
     note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
+    if excluded:
+        note += "<p class=\"excluded\">%d excluded (grey)</p>" % len(excluded)
     return _html_doc(
         _display_name(fs.path),
         "<p><a href=\"index.html\">index</a></p>\n<h1>%s</h1>\n%s\n%s\n"
@@ -961,7 +1343,7 @@ def _html_doc(title, body):
             % (_h(title), _CSS, body))
 
 
-def write_html(data, directory):
+def write_html(data, directory, title="Coverage report"):
     """Writes the HTML report into `directory`: the pages are written into a
     new directory made next to it, which becomes `directory` if there is
     none (a planted symlink there is replaced, never followed); if there is
@@ -970,7 +1352,7 @@ def write_html(data, directory):
     import stat
     import tempfile
     parent, base = os.path.split(os.path.abspath(directory))
-    pages = html_pages(data)
+    pages = html_pages(data, title)
     new = tempfile.mkdtemp(prefix=".pytracekit-tmp.%s." % base, dir=parent)
     try:
         os.chmod(new, 0o777 & ~_umask())
@@ -1099,6 +1481,569 @@ def write_all(data, outdir, coveragepy=False, html=False):
         write_coveragepy(data, os.path.join(outdir, ".coverage"))
     if html:
         write_html(data, os.path.join(outdir, "html"))
+
+
+# ---- the configuration at run time -------------------------------------------
+#
+# [run] becomes the coverage plugin's options before the session starts, so
+# that what is left out is never measured (the plugin's file filter is the
+# bus filter: a file outside it costs nothing). An option given in the
+# plugin's spec wins over the file.
+
+_LIST_OPTIONS = ("include", "exclude")  # the coverage plugin's list options
+
+
+def _split_spec(opts):
+    """[(key, text)]: the options of a plugin spec, as lib/core/options.c splits
+    them (a quoted value, a list's value running on across commas up to the
+    next key=), each with its text as written."""
+    out = []
+    i, n = 0, len(opts)
+    while i < n:
+        j = i
+        while j < n and opts[j] not in "=,":
+            j += 1
+        key = opts[i:j]
+        if j < n and opts[j] == "=":
+            j += 1
+            if j < n and opts[j] in "'\"":
+                k = opts.find(opts[j], j + 1)
+                j = n if k < 0 else k + 1
+            else:
+                while True:
+                    while j < n and opts[j] != ",":
+                        j += 1
+                    if key not in _LIST_OPTIONS or j >= n:
+                        break
+                    k = j + 1
+                    while k < n and opts[k] not in ",=":
+                        k += 1
+                    if k < n and opts[k] == "=":
+                        break
+                    j = k
+        if key:
+            out.append((key, opts[i:j]))
+        i = j + 1 if j < n else n
+    return out
+
+
+def _quote(value):
+    return '"%s"' % value if ("," in value or ";" in value) else value
+
+
+def _glob_in_bus(pattern):
+    """A coverage.py file pattern as the plugin's fnmatch glob on absolute
+    paths (where `*` also matches `/`): every path coverage.py's pattern
+    matches, and possibly more (the report commands apply the exact
+    pattern)."""
+    if not pattern.startswith(("*", "?")):
+        pattern = os.path.abspath(pattern) if "/" in pattern else "*/" + pattern
+    import re
+    return re.sub(r"\*+", "*", pattern)
+
+
+def _omit_exact_in_bus(pattern):
+    """Does the plugin's glob for this omit pattern leave out only files
+    that coverage.py's pattern leaves out? Then it can be the bus filter;
+    otherwise it is applied when the report is made."""
+    parts = pattern.split("/")
+    if "?" in pattern:
+        return False
+    for k, part in enumerate(parts):
+        if "*" not in part:
+            continue
+        if part == "**" or (part == "*" and k in (0, len(parts) - 1)) or \
+                (k == 0 and part.strip("*") == ""):
+            continue
+        return False
+    return "/" in pattern
+
+
+def _find_package(name):
+    """The spec of a module or package by its dotted name, found on the
+    current directory and sys.path without importing anything (the
+    program has not started)."""
+    from importlib.machinery import PathFinder
+    spec, where = None, [os.getcwd()] + sys.path
+    for part in name.split("."):
+        if where is None:
+            return None
+        spec = PathFinder.find_spec(part, list(where))
+        if spec is None:
+            return None
+        where = spec.submodule_search_locations
+    return spec
+
+
+def _source_dirs(cfg, warn):
+    """The directories of [run] source (a directory, or a package's) and
+    source_pkgs, absolute; what cannot be found is warned about."""
+    out = []
+    srcs = [(s, True) for s in cfg.get("run", "source")] + \
+        [(s, False) for s in cfg.get("run", "source_pkgs")]
+    for s, maybe_dir in srcs:
+        if maybe_dir and os.path.isdir(s):
+            out.append(os.path.abspath(s))
+            continue
+        try:
+            spec = _find_package(s)
+        except (ImportError, ValueError, OSError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            out.append(os.path.abspath(list(spec.submodule_search_locations)[0]))
+        elif spec is not None and spec.origin and os.path.isfile(spec.origin):
+            out.append(os.path.abspath(spec.origin))
+        else:
+            warn("Module %s was never imported: [run] %s=%s is neither a directory "
+                 "nor a package found on sys.path" % (s, "source" if maybe_dir
+                                                       else "source_pkgs", s))
+    return out
+
+
+def run_plugin_spec(spec, stderr=None):
+    """(spec, follow): the coverage plugin's spec (`coverage[:OPTIONS]`)
+    with the project's [run] settings added where the spec does not give
+    them, and whether children are to be followed ([run] concurrency
+    includes multiprocessing). The spec's `rcfile=FILE` names the
+    configuration file (as --rcfile; it is taken out). Warnings go to
+    `stderr`. Any other spec is returned as it is. Raises ConfigError."""
+    stderr = sys.stderr if stderr is None else stderr
+    name, sep, opts = spec.partition(":")
+    if name != "coverage":
+        return spec, False
+    parts = _split_spec(opts)
+    given = {k for k, _ in parts}
+    rcfile = None
+    for k, text in parts:
+        if k == "rcfile":
+            rcfile = text.partition("=")[2].strip("'\"")
+            if not rcfile:
+                raise ConfigError("coverage: rcfile= needs a file name")
+    kept = [text for k, text in parts if k != "rcfile"]
+    cfg = read_config(rcfile)
+
+    def warn(msg):
+        stderr.write("pytracekit coverage: warning: %s\n" % msg)
+    for w in cfg.warnings:
+        warn(w)
+    add = []
+    follow = False
+    if cfg.file is not None:
+        if "branch" not in given and cfg.is_set("run", "branch"):
+            add.append("branch=%s" % ("true" if cfg.get("run", "branch") else "false"))
+        sources = _source_dirs(cfg, warn)
+        include = cfg.get("run", "include")
+        if sources and include:
+            warn("[run] include is ignored because [run] source is set")
+        if "source" not in given and "include" not in given:
+            if len(sources) == 1 and os.path.isdir(sources[0]):
+                add.append("source=%s" % _quote(sources[0]))
+            elif sources:
+                warn("several [run] source entries: files under them that never "
+                     "ran are not listed")
+                add.append("include=%s" % _quote(";".join(
+                    s + "/*" if os.path.isdir(s) else s for s in sources)))
+            elif include:
+                add.append("include=%s" % _quote(";".join(_glob_in_bus(p) for p in include)))
+        omit = [p for p in cfg.get("run", "omit")]
+        if omit and "exclude" not in given:
+            bus = [_glob_in_bus(p) for p in omit if _omit_exact_in_bus(_glob_in_bus(p))]
+            if bus:
+                add.append("exclude=%s" % _quote(";".join(bus)))
+        for c in cfg.get("run", "concurrency"):
+            if c == "multiprocessing":
+                follow = True
+            elif c != "thread":
+                warn("[run] concurrency=%s is not supported: only threads and "
+                     "processes are measured" % c)
+    opts = kept + add
+    return ("coverage" + (":" + ",".join(opts) if opts else "")), follow
+
+
+def config_spec(spec):
+    """run_plugin_spec for the pytracekit command (tools/cov_config.c):
+    (spec, follow, error message or None)."""
+    try:
+        new, follow = run_plugin_spec(spec)
+        return new, follow, None
+    except ConfigError as e:
+        return spec, False, str(e)
+
+
+def config_paths():
+    """The [paths] of the configuration in force, as `pytracekit combine
+    --paths` takes them: CANONICAL=PATTERN,... (coverage.py: the first
+    entry is what the others become, made absolute as coverage.py does
+    without relative_files)."""
+    cfg = read_config()
+    return ["%s=%s" % (os.path.abspath(v[0]), ",".join(v[1:]))
+            for v in cfg.paths.values() if len(v) > 1]
+
+
+# ---- the report commands -------------------------------------------------------
+#
+# `pytracekit report | html | xml | json | lcov` read a report directory's
+# coverage.json (or a combined one) and write what coverage.py's commands of
+# the same names write, with its options and configuration, and its exit
+# statuses: 0; 1 when there is no data; 2 when the total is under
+# fail_under (and for a usage or configuration error).
+
+
+def _glob_regex(pattern):
+    """coverage.py's file pattern as a regex: `*` and `?` within one path
+    component, `**/` any directories, a leading `*/` any prefix and a
+    trailing `/*` anything below; a pattern without `/` matches a file name
+    in any directory."""
+    import re
+    if "/" not in pattern:
+        pattern = "**/" + pattern
+    out, i, n = [], 0, len(pattern)
+    if pattern.startswith("*/") or pattern.startswith("**/"):
+        out.append("(.*/)?")
+        i = pattern.index("/") + 1
+    while i < n:
+        if pattern.startswith("**/", i):
+            out.append("(.*/)?")
+            i += 3
+        elif pattern.endswith("/*", i) and i == n - 2 or \
+                (pattern.endswith("/**", i) and i == n - 3):
+            out.append("/.*")
+            i = n
+        elif pattern[i] == "*":
+            while i < n and pattern[i] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            k = pattern.find("]", i)
+            if k < 0:
+                raise ConfigError("bad file pattern %r" % pattern)
+            out.append(pattern[i:k + 1])
+            i = k + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def _matcher(patterns):
+    """A function path -> whether one of coverage.py's file patterns
+    matches it (a pattern not starting with a wildcard is also taken
+    relative to the current directory)."""
+    import re
+    if not patterns:
+        return None
+    prepped = []
+    for p in patterns:
+        prepped.append(p)
+        if not p.startswith(("*", "?")):
+            prepped.append(os.path.abspath(p))
+    rx = re.compile("(?:%s)\\Z" % "|".join("(?:%s)" % _glob_regex(p) for p in prepped))
+    return lambda path: rx.match(path) is not None
+
+
+def report_filter(cfg, include=None, omit=None):
+    """A function path -> reported?, from the configuration's [run] source,
+    include and omit (what the run may have measured beyond them) and
+    [report] include and omit, or the command's --include/--omit."""
+    sources = []
+    for s in cfg.get("run", "source"):
+        if os.path.isdir(s):
+            sources.append(os.path.abspath(s))
+    run_inc = None if cfg.get("run", "source") else _matcher(cfg.get("run", "include"))
+    run_omit = _matcher(cfg.get("run", "omit"))
+    rep_inc = _matcher(include if include is not None else cfg.get("report", "include"))
+    rep_omit = _matcher(omit if omit is not None else cfg.get("report", "omit"))
+
+    def keep(path):
+        if sources and not any(path.startswith(s + os.sep) for s in sources):
+            return False
+        if run_inc and not run_inc(path):
+            return False
+        if run_omit and run_omit(path):
+            return False
+        if rep_inc and not rep_inc(path):
+            return False
+        return not (rep_omit and rep_omit(path))
+    return keep
+
+
+def display_covered(pc, precision):
+    """coverage.py's percentage text: 0 and 100 only when exact."""
+    near0 = 1.0 / 10 ** precision
+    if 0 < pc < near0:
+        pc = near0
+    elif 100.0 - near0 < pc < 100:
+        pc = 100.0 - near0
+    else:
+        pc = round(pc, precision)
+    return "%.*f" % (precision, pc)
+
+
+def should_fail_under(total, fail_under, precision):
+    """coverage.py's fail_under test (100 must be exactly 100)."""
+    if not 0 <= fail_under <= 100.0:
+        raise ConfigError("fail_under=%s is invalid. Must be between 0 and 100."
+                          % fail_under)
+    if fail_under == 100.0 and total != 100.0:
+        return True
+    return round(total, precision) < fail_under
+
+
+def _format_lines(statements, missing, arcs):
+    """coverage.py's Missing column: runs of missing statements, then
+    the branches not taken from lines that ran (LINE->DEST)."""
+    stmts, lines = sorted(statements), sorted(missing)
+    pairs, start, end, k = [], None, None, 0
+    for s in stmts:
+        if k >= len(lines):
+            break
+        if s == lines[k]:
+            k += 1
+            if not start:
+                start = s
+            end = s
+        elif start:
+            pairs.append((start, end))
+            start = None
+    if start:
+        pairs.append((start, end))
+    items = [(a, "%d" % a if a == b else "%d-%d" % (a, b)) for a, b in pairs]
+    lineset = set(missing)
+    for line, exits in sorted(arcs.items()):
+        for ex in sorted(exits):
+            if line not in lineset and ex not in lineset:
+                items.append((line, "%d->%s" % (line, ex if ex > 0 else "exit")))
+    return ", ".join(t for _, t in sorted(items))
+
+
+def _human_key(s):
+    import re
+
+    def tryint(c):
+        try:
+            return int(c)
+        except ValueError:
+            return c
+    return ([tryint(c) for c in re.split(r"(\d+)", s)], s)
+
+
+def report_table(data, precision=0, show_missing=False, skip_covered=False,
+                 skip_empty=False, sort=None):
+    """(text, total percentage, files reported or skipped): the table
+    `coverage report` prints for the same data, column for column."""
+    stats = _stats(data)
+    branch = bool(data["meta"].get("branch"))
+    rows, skipped, empty = [], 0, 0
+    tot = [0, 0, 0, 0, 0]  # statements, hit, branches, taken, partial
+    for fs in stats:
+        tot[0] += fs.nlines
+        tot[1] += fs.nhit
+        tot[2] += fs.nbranches
+        tot[3] += fs.nbranches_taken
+        tot[4] += fs.nbranches_partial
+        if skip_covered and not fs.missed and not fs.nbranches_partial:
+            skipped += 1
+            continue
+        if skip_empty and fs.nlines == 0:
+            empty += 1
+            continue
+        pc = percent_covered(fs.nhit, fs.nlines, fs.nbranches_taken, fs.nbranches)
+        row = [_display_name(fs.path), fs.nlines, len(fs.missed)]
+        if branch:
+            row += [fs.nbranches, fs.nbranches_partial]
+        row.append(display_covered(pc, precision))
+        if show_missing:
+            arcs = {}
+            for line, dests in fs.branches.items():
+                miss = [d for d, t in dests if not t]
+                if miss:
+                    arcs[line] = miss
+            row.append(_format_lines(fs.lines, fs.missed, arcs))
+        row.append(pc)
+        rows.append(row)
+    header = ["Name", "Stmts", "Miss"] + (["Branch", "BrPart"] if branch else []) + ["Cover"]
+    if show_missing:
+        header.append("Missing")
+    order = {"name": 0, "stmts": 1, "miss": 2, "cover": -1}
+    if branch:
+        order.update(branch=3, brpart=4)
+    key = (sort or "name").lower()
+    reverse = key.startswith("-")
+    key = key.lstrip("+-")
+    if key not in order:
+        raise ConfigError("Invalid sorting option: %r" % sort)
+    if key == "name":
+        rows.sort(key=lambda r: (_human_key(r[0]),) + tuple(r[1:]), reverse=reverse)
+    else:
+        rows.sort(key=lambda r: (r[order[key]], r[0]), reverse=reverse)
+    total_pc = percent_covered(tot[1], tot[0], tot[3], tot[2])
+    total = ["TOTAL", tot[0], tot[0] - tot[1]] + ([tot[2], tot[4]] if branch else [])
+    total.append(display_covered(total_pc, precision))
+    if show_missing:
+        total.append("")
+    cover = header.index("Cover")
+    max_name = max([len(r[0]) for r in rows] + [5]) + 1
+    max_n = max(len(total[cover]) + 2, len(" Cover")) + 1
+    max_n = max([max_n] + [len(r[cover]) + 2 for r in rows])
+    fmt = {"Name": "{:{name_len}}", "Stmts": "{:>7}", "Miss": "{:>7}", "Branch": "{:>7}",
+           "BrPart": "{:>7}", "Cover": "{:>{n}}", "Missing": "{:>10}"}
+    head = "".join(fmt[h].format(h, name_len=max_name, n=max_n) for h in header)
+    rule = "-" * len(head)
+    out = [head, rule]
+    fmt.update(Cover="{:>{n}}%", Missing="   {:9}")
+
+    def line(values):
+        return "".join(fmt[h].format(str(v), name_len=max_name, n=max_n - 1)
+                       for h, v in zip(header, values))
+    out += [line(r) for r in rows]
+    if rows:
+        out.append(rule)
+    out.append(line(total))
+    if skip_covered and skipped:
+        out.append("\n%d file%s skipped due to complete coverage."
+                   % (skipped, "" if skipped == 1 else "s"))
+    if skip_empty and empty:
+        out.append("\n%d empty file%s skipped." % (empty, "" if empty == 1 else "s"))
+    return "".join(s.rstrip() + "\n" for s in out), total_pc
+
+
+REPORT_USAGE = """usage: pytracekit report [-m] [--skip-covered | --no-skip-covered] [--skip-empty]
+                         [--precision N] [--sort COLUMN] [--fail-under MIN]
+                         [--include PAT,...] [--omit PAT,...] [--rcfile FILE] [DIR|FILE...]
+       pytracekit html [-d DIR] [--title TITLE] [options] [DIR|FILE...]
+       pytracekit xml|json|lcov [-o FILE] [options] [DIR|FILE...]
+
+Reads coverage.json of the report directories (default pytracekit-out; a
+combined one too) and prints or writes coverage.py's report of the same
+name, with the project's coverage.py configuration ([report], [html],
+[xml], [json], [lcov]); an option given here wins over the file.
+Exit status: 0; 1 when there is no data; 2 when the total is under
+fail_under (as coverage.py), for a usage or a configuration error.
+"""
+
+
+def report_main(cmd, argv, stdout=None, stderr=None):
+    """`pytracekit report|html|xml|json|lcov ARGS`: the exit status."""
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    prog = "pytracekit %s" % cmd
+    opts = {}
+    inputs = []
+    takes = {"--fail-under": "fail_under", "--precision": "precision", "--sort": "sort",
+             "--include": "include", "--omit": "omit", "--rcfile": "rcfile"}
+    if cmd == "html":
+        takes.update({"-d": "directory", "--directory": "directory", "--title": "title"})
+    if cmd in ("xml", "json", "lcov"):
+        takes["-o"] = "output"
+    flags = {"-m": ("show_missing", True), "--show-missing": ("show_missing", True),
+             "--skip-covered": ("skip_covered", True),
+             "--no-skip-covered": ("skip_covered", False),
+             "--skip-empty": ("skip_empty", True), "--pretty-print": ("pretty_print", True)}
+    i = 0
+    try:
+        while i < len(argv):
+            a = argv[i]
+            name, eq, val = a.partition("=")
+            if a in ("-h", "--help"):
+                stdout.write(REPORT_USAGE)
+                return 0
+            if name in takes:
+                if not eq:
+                    if i + 1 >= len(argv):
+                        raise ConfigError("%s needs a value" % a)
+                    i += 1
+                    val = argv[i]
+                opts[takes[name]] = val
+            elif a in flags:
+                opts[flags[a][0]] = flags[a][1]
+            elif a.startswith("-") and a != "-":
+                stderr.write("%s: unknown option %r\n%s" % (prog, a, REPORT_USAGE))
+                return 2
+            else:
+                inputs.append(a)
+            i += 1
+        for k, conv in (("fail_under", float), ("precision", int)):
+            if k in opts:
+                try:
+                    opts[k] = conv(opts[k])
+                except ValueError:
+                    raise ConfigError("--%s expects a number, found %r"
+                                      % (k.replace("_", "-"), opts[k]))
+        cfg = read_config(opts.get("rcfile"))
+    except ConfigError as e:
+        stderr.write("%s: %s\n" % (prog, e))
+        return 2
+    for w in cfg.warnings:
+        stderr.write("pytracekit coverage: warning: %s\n" % w)
+
+    def opt(key, section="report"):
+        return opts[key] if key in opts else cfg.get(section, key)
+
+    def split(v):
+        return None if v is None else [p.strip() for p in v.split(",") if p.strip()]
+    if not inputs:
+        inputs = ["pytracekit-out"]
+    try:
+        data = merge([load(p) for p in inputs])
+    except DataError as e:
+        stderr.write("%s: %s\n" % (prog, e))
+        return 1
+    try:
+        keep = report_filter(cfg, split(opts.get("include")), split(opts.get("omit")))
+        data = {"meta": data["meta"],
+                "files": {p: r for p, r in data["files"].items() if keep(p)}}
+        precision = opt("precision")
+        if precision < 0:
+            raise ConfigError("precision=%s is invalid. Must not be negative." % precision)
+        if not data["files"]:
+            stdout.write("No data to report.\n")
+            return 1
+        if cmd == "report":
+            text, total = report_table(data, precision, opt("show_missing"),
+                                       opt("skip_covered"), opt("skip_empty"), opt("sort"))
+            stdout.write(text)
+        else:
+            stats = _stats(data)
+            total = percent_covered(sum(fs.nhit for fs in stats),
+                                    sum(fs.nlines for fs in stats),
+                                    sum(fs.nbranches_taken for fs in stats),
+                                    sum(fs.nbranches for fs in stats))
+            if cmd == "html":
+                d = opt("directory", "html")
+                write_html(data, d, opt("title", "html"))
+                stderr.write("Wrote HTML report to %s\n" % os.path.join(d, "index.html"))
+            else:
+                out = opt("output", cmd)
+                if out != "-" and os.path.dirname(out):
+                    os.makedirs(os.path.dirname(out), exist_ok=True)
+                if cmd == "json":
+                    text = json.dumps(with_summary(data),
+                                      indent=4 if opt("pretty_print", "json") else None,
+                                      separators=None if opt("pretty_print", "json")
+                                      else (",", ":")) + "\n"
+                else:
+                    text = (cobertura_text if cmd == "xml" else lcov_text)(data)
+                if out == "-":
+                    stdout.write(text)
+                else:
+                    _write(out, text)
+                    stderr.write("Wrote %s report to %s\n"
+                                 % ({"xml": "XML", "json": "JSON", "lcov": "LCOV"}[cmd], out))
+        fail_under = opt("fail_under")
+        if should_fail_under(total, fail_under, precision):
+            stdout.write("Coverage failure: total of %s is less than fail-under=%.*f\n"
+                         % (display_covered(total, precision), precision, fail_under))
+            return 2
+    except ConfigError as e:
+        stderr.write("%s: %s\n" % (prog, e))
+        return 2
+    except OSError as e:
+        stderr.write("%s: %s\n" % (prog, e))
+        return 1
+    return 0
 
 
 USAGE = """usage: pytracekit-coverage combine [-o DIR] [--no-summary] [--coveragepy] [--html]

@@ -26,7 +26,9 @@
 
 #include <pytracekit/pytracekit.h>
 
+#include "cov_config.h"
 #include "follow_wait.h"
+#include "ptk_cmdline.h"
 #include "ptk_usage.h"
 
 #define EXIT_USAGE 2
@@ -242,7 +244,7 @@ finish(PyObject *self, PyObject *unused)
     (void)unused;
     int sigint = ended_by_keyboard_interrupt();
     /* A forked child reports only if children are followed (then into
-     * its own pid-N/): the library decides (lib/process.c). */
+     * its own pid-N/): the library decides (lib/session/process.c). */
     if (session != NULL && !program_started) {
         /* the program never started (a script that cannot be opened) */
         ptk_session_free(session);
@@ -502,189 +504,37 @@ run_combine(int argc, char **argv)
     return EXIT_USAGE;
 }
 
-/* a + sep + b, newly allocated; a (may be NULL) is freed. */
-static char *
-join(char *a, const char *sep, const char *b)
+/* The python command line this run is equivalent to (the interpreter,
+ * then -m MODULE, -c CODE or the script, and the program's arguments). */
+static char **
+python_argv(int argc, char **argv, const ptk_cmdline *o, const char *python,
+            int *pargc)
 {
-    size_t n = (a ? strlen(a) : 0) + strlen(sep) + strlen(b) + 1;
-    char *r = malloc(n);
-    if (r == NULL) {
-        fprintf(stderr, "pytracekit: out of memory\n");
-        exit(EXIT_USAGE);
-    }
-    snprintf(r, n, "%s%s%s", a ? a : "", sep, b);
-    free(a);
-    return r;
-}
-
-/* Index of a filter option (--include …) in keys, or -1. */
-static int
-filter_key(const char *arg, const char *const (*keys)[2], int n)
-{
-    for (int k = 0; k < n; k++) {
-        if (strcmp(arg, keys[k][0]) == 0) {
-            return k;
-        }
-    }
-    return -1;
-}
-
-int
-main(int argc, char **argv)
-{
-    if (argc > 1 && strcmp(argv[1], "combine") == 0) {
-        return run_combine(argc, argv);
-    }
-    const char *plugins[64];
-    int nplugins = 0;
-    const char *outdir = "pytracekit-out";
-    ptk_thread_scope threads = PTK_THREADS_ALL;
-    ptk_backend backend = PTK_BACKEND_AUTO;
-    char *plugin_path = NULL;
-    /* --include … --max-depth: the session's default filter */
-    static const char *const fkeys[][2] = {
-        {"--include", "include"},     {"--exclude", "exclude"},
-        {"--modules", "modules"},     {"--functions", "functions"},
-        {"--thread-names", "threads"}, {"--max-depth", "max_depth"}};
-    enum { NFKEYS = sizeof fkeys / sizeof fkeys[0] };
-    char *fvals[NFKEYS] = {NULL};
-    int list = 0;
-    const char *fenv = getenv("PYTRACEKIT_FOLLOW_CHILDREN");
-    int follow = fenv != NULL && fenv[0] != '\0' && strcmp(fenv, "0") != 0;
-    int i;
-    const char *mode = NULL; /* NULL: script; "-m" or "-c" */
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        int fk = filter_key(a, fkeys, NFKEYS); /* --include … --max-depth */
-#define TAKE(opt)                                                           \
-    (strcmp(a, opt) == 0 ? (i + 1 < argc ? (val = argv[++i], 1)             \
-                                         : (fprintf(stderr,                 \
-                                                    "pytracekit: %s needs " \
-                                                    "a value\n",            \
-                                                    opt),                   \
-                                            exit(EXIT_USAGE), 0))           \
-                         : 0)
-        if (TAKE("-p") || TAKE("--plugin")) {
-            if (nplugins == 64) {
-                fprintf(stderr, "pytracekit: too many plugins\n");
-                return EXIT_USAGE;
-            }
-            plugins[nplugins++] = val;
-        }
-        else if (TAKE("-o") || TAKE("--output")) {
-            outdir = val;
-        }
-        else if (TAKE("--threads")) {
-            if (strcmp(val, "current") == 0) {
-                threads = PTK_THREADS_CURRENT;
-            }
-            else if (strcmp(val, "all") == 0) {
-                threads = PTK_THREADS_ALL;
-            }
-            else {
-                fprintf(stderr,
-                        "pytracekit: --threads expects 'current' or 'all', "
-                        "found '%s'\n", val);
-                return EXIT_USAGE;
-            }
-        }
-        else if (TAKE("--backend")) {
-            if (ptk_backend_parse(val, &backend) < 0) {
-                fprintf(stderr,
-                        "pytracekit: --backend expects 'auto', 'legacy' or "
-                        "'monitoring', found '%s'\n", val);
-                return EXIT_USAGE;
-            }
-        }
-        else if (TAKE("--plugin-path")) {
-            size_t n = (plugin_path ? strlen(plugin_path) + 1 : 0) + strlen(val) + 1;
-            char *np = malloc(n);
-            snprintf(np, n, "%s%s%s", plugin_path ? plugin_path : "",
-                     plugin_path ? ":" : "", val);
-            free(plugin_path);
-            plugin_path = np;
-        }
-        else if (strcmp(a, "--follow-children") == 0) {
-            follow = 1;
-        }
-        else if (strcmp(a, "--list-plugins") == 0) {
-            list = 1;
-        }
-        else if (fk >= 0 && fk < NFKEYS && TAKE(a)) {
-            /* repeated: the items add up (max_depth: the last one) */
-            if (fvals[fk] != NULL && fk == NFKEYS - 1) {
-                free(fvals[fk]);
-                fvals[fk] = NULL;
-            }
-            fvals[fk] = join(fvals[fk], fvals[fk] ? ";" : "", val);
-        }
-        else if (strcmp(a, "--version") == 0) {
-            printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
-                   PY_VERSION);
-            return 0;
-        }
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        else if (TAKE("-m") || TAKE("-c")) {
-            mode = a;
-            i--; /* argv[i] is now the module or code */
-            break;
-        }
-        else if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "pytracekit: unknown option '%s' (see --help)\n", a);
-            return EXIT_USAGE;
-        }
-        else {
-            break;
-        }
-#undef TAKE
-    }
-    if (list) {
-        /* Plugins are C code that uses the Python C API: load them with an
-         * interpreter around. */
-        Py_InitializeEx(0);
-        ptk_plugin_scan(plugin_path, list_one, NULL);
-        Py_FinalizeEx();
-        free(plugin_path);
-        return 0;
-    }
-    if (i >= argc) {
-        fprintf(stderr, "pytracekit: no program given (SCRIPT, -m MODULE or -c CODE; "
-                "see --help)\n");
-        return EXIT_USAGE;
-    }
-    if (nplugins == 0) {
-        plugins[nplugins++] = "counter";
-    }
-
-    /* The python command line this run is equivalent to. */
-    int pargc = 0;
     char **pargv = calloc((size_t)(argc + 4), sizeof *pargv);
-    char pybuf[4096];
-    const char *python = choose_python(pybuf, sizeof pybuf);
-    pargv[pargc++] = (char *)python;
-    if (mode != NULL) {
-        pargv[pargc++] = (char *)mode;
-        i++;
-        if (i >= argc) {
-            fprintf(stderr, "pytracekit: %s needs a value\n", mode);
-            return EXIT_USAGE;
-        }
+    int i = o->program;
+    *pargc = 0;
+    if (pargv == NULL) {
+        fprintf(stderr, "pytracekit: out of memory\n");
+        return NULL;
+    }
+    pargv[(*pargc)++] = (char *)python;
+    if (o->mode != NULL) {
+        pargv[(*pargc)++] = (char *)o->mode;
     }
     else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-        pargv[pargc++] = (char *)"--"; /* a script named like an option */
+        pargv[(*pargc)++] = (char *)"--"; /* a script named like an option */
     }
     for (; i < argc; i++) {
-        pargv[pargc++] = argv[i];
+        pargv[(*pargc)++] = argv[i];
     }
+    return pargv;
+}
 
+/* Starts the interpreter for the program; -1 with *status the command's
+ * exit status (Python's own when it exits, e.g. for a bad -X option). */
+static int
+start_python(int pargc, char **pargv, const char *python, int *status)
+{
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
     PyStatus st = PyConfig_SetBytesArgv(&config, pargc, pargv);
@@ -702,41 +552,45 @@ main(int argc, char **argv)
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) {
         if (PyStatus_IsExit(st)) {
-            return st.exitcode;
+            *status = st.exitcode;
+            return -1;
         }
         fprintf(stderr, "pytracekit: cannot start Python: %s\n",
                 st.err_msg ? st.err_msg : "?");
-        return EXIT_USAGE;
+        *status = EXIT_USAGE;
+        return -1;
     }
+    return 0;
+}
 
-    char *filter = NULL;
-    for (int k = 0; k < NFKEYS; k++) {
-        if (fvals[k] != NULL) {
-            filter = join(filter, filter ? "," : "", fkeys[k][1]);
-            filter = join(filter, "=", fvals[k]);
-            free(fvals[k]);
-        }
-    }
+/* The session with its plugins, every check made before the program (a
+ * start and a stop), and the hooks that start it with the program. */
+static int
+prepare_session(ptk_cmdline *o, const char *filter, char **err)
+{
     ptk_session_config cfg = PTK_SESSION_CONFIG_INIT;
     cfg.filter = filter;
-    cfg.output_dir = outdir;
-    cfg.threads = threads;
-    cfg.backend = backend;
-    cfg.plugin_path = plugin_path;
-    char *err = NULL;
-    int rc = ptk_session_new(&cfg, &session, &err);
-    for (int p = 0; rc == PTK_OK && p < nplugins; p++) {
-        rc = ptk_session_add_plugin(session, plugins[p], &err);
+    cfg.output_dir = o->outdir;
+    cfg.threads = o->threads;
+    cfg.backend = o->backend;
+    cfg.plugin_path = o->plugin_path;
+    int rc = ptk_session_new(&cfg, &session, err);
+    for (int p = 0; rc == PTK_OK && p < o->nplugins; p++) {
+        char *spec = NULL; /* coverage: with the project's coverage.py [run] */
+        rc = ptk_cli_coverage_config(o->plugins[p], &spec, &o->follow, err) < 0
+                 ? PTK_EINVAL
+                 : ptk_session_add_plugin(session, spec ? spec : o->plugins[p], err);
+        free(spec);
     }
     if (rc == PTK_OK) {
-        ptk_session_follow_children(session, follow);
+        ptk_session_follow_children(session, o->follow);
     }
     if (rc == PTK_OK) {
         rc = register_finish() < 0 ? PTK_EPYTHON : PTK_OK;
     }
     if (rc == PTK_OK) {
         /* every check now, before the program; the events from its start */
-        rc = ptk_session_start(session, &err);
+        rc = ptk_session_start(session, err);
         if (rc == PTK_OK) {
             ptk_session_stop(session);
             rc = wrap_os_exit() < 0 || PySys_AddAuditHook(program_starts, NULL) < 0
@@ -744,30 +598,85 @@ main(int argc, char **argv)
                      : PTK_OK;
         }
     }
+    return rc;
+}
+
+/* --list-plugins: plugins are C code that uses the Python C API, so they
+ * are loaded with an interpreter around. */
+static int
+list_plugins(const char *plugin_path)
+{
+    Py_InitializeEx(0);
+    ptk_plugin_scan(plugin_path, list_one, NULL);
+    Py_FinalizeEx();
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const char *const python_side[] = {"combine", "report", "html",
+                                               "xml", "json", "lcov"};
+    for (size_t k = 0; argc > 1 && k < sizeof python_side / sizeof *python_side; k++) {
+        if (strcmp(argv[1], python_side[k]) == 0) {
+            return run_combine(argc, argv);
+        }
+    }
+    ptk_cmdline o;
+    int status = 0, pargc, oom;
+    if (ptk_cmdline_parse(argc, argv, &o) < 0) {
+        fprintf(stderr, "pytracekit: %s\n", o.error);
+        ptk_cmdline_free(&o);
+        return EXIT_USAGE;
+    }
+    if (o.action == PTK_CMD_VERSION) {
+        printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
+               PY_VERSION);
+        return 0;
+    }
+    if (o.action == PTK_CMD_HELP) {
+        usage(stdout);
+        return 0;
+    }
+    if (o.action == PTK_CMD_LIST) {
+        status = list_plugins(o.plugin_path);
+        ptk_cmdline_free(&o);
+        return status;
+    }
+    char pybuf[4096];
+    const char *python = choose_python(pybuf, sizeof pybuf);
+    char **pargv = python_argv(argc, argv, &o, python, &pargc);
+    if (pargv == NULL) {
+        return EXIT_USAGE;
+    }
+    if (start_python(pargc, pargv, python, &status) < 0) {
+        return status;
+    }
+    char *filter = ptk_cmdline_filter_text(&o, &oom), *err = NULL;
+    int rc = oom ? PTK_ENOMEM : prepare_session(&o, filter, &err);
     if (rc < 0) {
         fprintf(stderr, "pytracekit: %s\n", err ? err : ptk_strerror(rc));
         ptk_free(err);
         ptk_session_free(session);
         session = NULL;
         Py_FinalizeEx();
-        free(plugin_path);
+        ptk_cmdline_free(&o);
         free(filter);
         free(pargv);
         return EXIT_USAGE;
     }
-    if (follow) {
-        follow_outdir = outdir;
-        ptk_child_dirs_read(outdir, &follow_before);
+    if (o.follow) {
+        follow_outdir = o.outdir;
+        ptk_child_dirs_read(o.outdir, &follow_before);
     }
-    report_dir = outdir;
+    report_dir = o.outdir;
     main_pid = (long)getpid();
     on_exit(exit_status_hook, NULL);
-    int status = Py_RunMain(); /* runs the program, then finalises */
+    status = Py_RunMain(); /* runs the program, then finalises */
     if (status == 0 && report_failed) {
         status = PTK_EXIT_REPORT_FAILED;
     }
-
-    free(plugin_path);
+    ptk_cmdline_free(&o);
     free(filter);
     free(pargv);
     return status;

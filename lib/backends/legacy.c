@@ -541,7 +541,7 @@ line_lane(ptk__table *t, ptk__thread *th, ptk__sub *s, PyFrameObject *frame,
         (ptk__code_rejected(t, code) & ((uint64_t)1 << s->slot))) {
         return; /* its filter does not select this code */
     }
-    ptk_event *ev = &th->ev_line; /* kind, arg and the rest set once */
+    ptk_event *ev = &th->hot->ev_line; /* kind, arg and the rest set once */
     ev->code = code;
     ev->depth = th->pub.depth;
     ev->line = line;

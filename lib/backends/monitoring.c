@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct mon_cb {
     PyObject_HEAD
@@ -284,7 +286,7 @@ mon_call_full(PyObject *self, PyObject *const *args)
         depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
-        ptk_event *ev = &th->ev_call; /* kind and arg set once */
+        ptk_event *ev = &th->hot->ev_call; /* kind and arg set once */
         ev->origin = (ptk_event_origin)what;
         ev->code = code;
         ev->depth = depth;
@@ -313,7 +315,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (th == NULL) {
         return mon_call_full(self, args);
     }
-    ptk_event *ev = &th->ev_call;
+    ptk_event *ev = &th->hot->ev_call;
     ev->origin = (ptk_event_origin)((mon_cb *)self)->what;
     ev->code = (PyCodeObject *)args[0];
     ev->depth = -1;
@@ -352,7 +354,7 @@ mon_return_full(PyObject *self, PyObject *const *args)
         }
     }
     if (t->nsub[PTK_EV_RETURN]) {
-        ptk_event *ev = &th->ev_return; /* kind set once */
+        ptk_event *ev = &th->hot->ev_return; /* kind set once */
         ev->origin = (ptk_event_origin)origin;
         ev->code = code;
         ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
@@ -378,7 +380,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return mon_return_full(self, args);
     }
     int origin = ((mon_cb *)self)->what;
-    ptk_event *ev = &th->ev_return;
+    ptk_event *ev = &th->hot->ev_return;
     ev->origin = (ptk_event_origin)origin;
     ev->code = (PyCodeObject *)args[0];
     ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
@@ -486,7 +488,7 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
             c_self = args[3];
         }
     }
-    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    ptk__event_at *at = &th->hot->ev_c; /* lasti_ set once */
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = arg;
@@ -508,7 +510,7 @@ c_deliver_lean(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args)
     if (target == C_NONE) {
         return;
     }
-    ptk__event_at *at = &th->ev_c; /* lasti_ set once */
+    ptk__event_at *at = &th->hot->ev_c; /* lasti_ set once */
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = args[2];
@@ -1105,11 +1107,67 @@ probe_line_after_resume(void)
     PyErr_Clear();
 }
 
+/* Claiming and releasing call into Python (sys.monitoring's functions, the
+ * probe), where another thread can run: one that starts a session then must
+ * neither take a half-claimed tool id for a held one nor find it freed under
+ * its running session. While one thread claims or releases (mon_busy), the
+ * others' claims wait for it with the GIL let go, and their releases leave
+ * it alone (the one busy decides); the same thread, re-entered from the
+ * Python code it runs, is refused instead of waiting for itself. */
+enum { MON_IDLE, MON_CLAIMING, MON_RELEASING };
+static int mon_busy;
+static unsigned long mon_busy_thread;
+static pid_t mon_busy_pid; /* a forked child's busy thread is not there */
+
+/* mon_busy, as it is in this process: forked while another thread claimed
+ * or released, that thread is not here (what it left half done was copied
+ * as it was, as in any fork of a thread busy in Python). */
+static int
+mon_busy_now(void)
+{
+    if (mon_busy != MON_IDLE && mon_busy_pid != getpid()) {
+        mon_busy = MON_IDLE;
+    }
+    return mon_busy;
+}
+
+/* Waits (the GIL let go) until no other thread claims or releases; -1 if
+ * the calling thread itself is busy claiming or releasing. */
+static int
+mon_wait_idle(void)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    while (mon_busy_now() != MON_IDLE) {
+        if (mon_busy_thread == me) {
+            return -1;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec nap = {0, 100000}; /* 0.1 ms */
+        nanosleep(&nap, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    return 0;
+}
+
+static void
+mon_set_busy(int what)
+{
+    mon_busy = what;
+    mon_busy_thread = what != MON_IDLE ? PyThread_get_thread_ident() : 0;
+    mon_busy_pid = getpid();
+}
+
 static void ptk__mon_release(void);
 
 static int
 ptk__mon_claim(char **errmsg)
 {
+    if (mon_wait_idle() < 0) {
+        return ptk__err(errmsg, PTK_EBUSY,
+                        "a session was started from Python code that "
+                        "pytracekit ran while %s the sys.monitoring tool id",
+                        mon_busy == MON_CLAIMING ? "claiming" : "releasing");
+    }
     if (tool >= 0) {
         return PTK_OK;
     }
@@ -1117,6 +1175,7 @@ ptk__mon_claim(char **errmsg)
     if (rc < 0) {
         return rc;
     }
+    mon_set_busy(MON_CLAIMING);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     /* 0, 1, 2 and 5 are what CPython names for debuggers, coverage,
@@ -1135,6 +1194,7 @@ ptk__mon_claim(char **errmsg)
                       "(by %s and %s)", a ? a : "?", b ? b : "?");
         free(a);
         free(b);
+        mon_set_busy(MON_IDLE);
         PyErr_Restore(et, ev, tb);
         return rc;
     }
@@ -1150,6 +1210,7 @@ ptk__mon_claim(char **errmsg)
                           "sys.monitoring.register_callback(%d, %s) failed: %s",
                           tool, regs[i].name, why ? why : "?");
             free(why);
+            mon_set_busy(MON_IDLE);
             ptk__mon_release();
             break;
         }
@@ -1157,6 +1218,7 @@ ptk__mon_claim(char **errmsg)
     prev_events = 0;
     prev_track = 0;
     prev_shadow = 0;
+    mon_set_busy(MON_IDLE);
     PyErr_Restore(et, ev, tb);
     return rc;
 }
@@ -1164,9 +1226,17 @@ ptk__mon_claim(char **errmsg)
 static void
 ptk__mon_release(void)
 {
-    if (tool < 0) {
-        return;
+    if (tool < 0 || mon_busy_now() != MON_IDLE) {
+        return; /* not held, or another claim or release decides */
     }
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        if (s->running) {
+            /* one started while the hub's stop ran Python code (a
+             * finalizer) on its way here: the tool id is its now */
+            return;
+        }
+    }
+    mon_set_busy(MON_RELEASING);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     mon_call_method("set_events", "(ik)", tool, 0ul);
@@ -1185,6 +1255,7 @@ ptk__mon_release(void)
     PyErr_Clear();
     tool = -1;
     prev_events = 0;
+    mon_set_busy(MON_IDLE);
     PyErr_Restore(et, ev, tb);
 }
 
@@ -1279,6 +1350,139 @@ stacks_drop(void)
     }
 }
 
+/* ---- the program taking the tool id's events away -------------------- */
+
+/* A program may call sys.monitoring.set_events, register_callback or
+ * free_tool_id on the hub's tool id (3.12+ has no way to refuse): its
+ * events then stop with no word. Each sync (a session's start or stop, a
+ * plugin added or removed) first checks that the id is still the hub's,
+ * with the events and callbacks the hub left there; what it finds changed is
+ * said in the notes of each session that was running (the report's
+ * summary and run.json, as the legacy backend says of a replaced profile
+ * function) and put back: the callbacks at once, the events by the sync,
+ * the id by claiming one again while sessions run. */
+static uint64_t mon_checked_ns; /* the end of the last sync: all was ours */
+
+static void
+mon_note_taken(const char *what, int retaken)
+{
+    uint64_t now = ptk__clock_ns();
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        if (s->backend != PTK_BACKEND_MONITORING || s->t_start > mon_checked_ns) {
+            continue; /* started by this sync: after what happened */
+        }
+        char when[96];
+        if (!s->running) {
+            snprintf(when, sizeof when, "at the session's stop");
+        }
+        else {
+            snprintf(when, sizeof when, "%.3f s after the start%s",
+                     (double)(now - s->t_start) / 1e9,
+                     retaken ? ", and taken back" : "");
+        }
+        char *line = ptk__asprintf(
+            "%spytracekit: the program %s (noticed %s): events after it "
+            "%smay be missing from these reports\n",
+            s->notes ? s->notes : "", what, when,
+            s->running && retaken ? "until then " : "");
+        if (line != NULL) {
+            free(s->notes);
+            s->notes = line;
+        }
+    }
+}
+
+static void
+mon_check_taken(void)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    char *what = NULL;
+    int lost = 0;
+    PyObject *holder = PyObject_CallMethod(mon_module, "get_tool", "i", tool);
+    if (holder != NULL && holder != Py_None && !PyUnicode_Check(holder)) {
+        Py_CLEAR(holder); /* not what CPython answers: no judgement */
+    }
+    const char *name = holder != NULL && holder != Py_None
+                           ? PyUnicode_AsUTF8(holder) : "";
+    if (holder != NULL && (holder == Py_None || name == NULL ||
+                           strcmp(name, "pytracekit") != 0)) {
+        lost = 1;
+        what = holder == Py_None
+                   ? ptk__asprintf("freed pytracekit's sys.monitoring tool "
+                                   "id %d (sys.monitoring.free_tool_id)", tool)
+                   : ptk__asprintf("freed pytracekit's sys.monitoring tool "
+                                   "id %d and took it as '%s'", tool,
+                                   name != NULL ? name : "?");
+    }
+    else if (holder != NULL) {
+        PyObject *r = PyObject_CallMethod(mon_module, "get_events", "i", tool);
+        unsigned long now = r != NULL ? PyLong_AsUnsignedLong(r) : prev_events;
+        Py_XDECREF(r);
+        /* C_RETURN and C_RAISE go with CALL: get_events leaves them out */
+        unsigned long ancillary = ev_bit[M_C_RETURN] | ev_bit[M_C_RAISE];
+        if (r != NULL && !PyErr_Occurred() &&
+            (now & ~ancillary) != (prev_events & ~ancillary)) {
+            what = ptk__asprintf("changed the events of pytracekit's "
+                                 "sys.monitoring tool id %d "
+                                 "(sys.monitoring.set_events)", tool);
+            prev_events = now; /* the sync sets them again */
+        }
+        PyErr_Clear();
+        /* 3.14+: BRANCH is registered as the two directions */
+        int dirs = ev_bit[M_BRANCH_LEFT] != 0;
+        for (int i = 0; i < M_COUNT; i++) {
+            if (ev_bit[i] == 0 || (dirs && i == M_BRANCH)) {
+                continue;
+            }
+            PyObject *old = PyObject_CallMethod(mon_module, "register_callback",
+                                                "ikO", tool, ev_bit[i],
+                                                callbacks[i]);
+            if (old != NULL && old != callbacks[i] && what == NULL) {
+                what = ptk__asprintf("replaced pytracekit's sys.monitoring "
+                                     "callback for %s "
+                                     "(sys.monitoring.register_callback)",
+                                     regs[i].name);
+            }
+            Py_XDECREF(old);
+            PyErr_Clear();
+        }
+    }
+    Py_XDECREF(holder);
+    PyErr_Clear();
+    if (what != NULL) {
+        int running = 0;
+        for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+            running |= s->running;
+        }
+        int retaken = 1;
+        if (lost) {
+            /* not ours to switch off or free any more; our callbacks that
+             * are still there (3.12, 3.13: free_tool_id keeps them) go */
+            for (int i = 0; i < M_COUNT; i++) {
+                if (ev_bit[i] == 0 || (ev_bit[M_BRANCH_LEFT] && i == M_BRANCH)) {
+                    continue;
+                }
+                PyObject *old = PyObject_CallMethod(
+                    mon_module, "register_callback", "ikO", tool, ev_bit[i], Py_None);
+                if (old != NULL && old != Py_None && old != callbacks[i]) {
+                    PyObject *back = PyObject_CallMethod(
+                        mon_module, "register_callback", "ikO", tool, ev_bit[i], old);
+                    Py_XDECREF(back);
+                }
+                Py_XDECREF(old);
+                PyErr_Clear();
+            }
+            tool = -1;
+            prev_events = 0;
+            retaken = running && ptk__mon_claim(NULL) == PTK_OK;
+        }
+        mon_note_taken(what, retaken);
+        free(what);
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
 /* The sys.monitoring events the table's kinds need (before per-code
  * events take the code-level ones). */
 static unsigned long
@@ -1328,6 +1532,12 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (tool < 0) {
         return PTK_OK;
     }
+    if (mon_busy_now() == MON_IDLE) {
+        mon_check_taken();
+        if (tool < 0) {
+            return PTK_OK;
+        }
+    }
     unsigned long want = events_wanted(t);
     unsigned long dirs = ev_bit[M_BRANCH_LEFT] | ev_bit[M_BRANCH_RIGHT];
     unsigned long per_code = bits(M_LINE, M_JUMP) | ev_bit[M_BRANCH] |
@@ -1374,6 +1584,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
             prev_events = want;
         }
     }
+    mon_checked_ns = ptk__clock_ns();
     PyErr_Restore(et, ev, tb);
     return rc;
 }
@@ -1393,6 +1604,7 @@ ptk__mon_reset(void)
         callbacks[i] = NULL;
     }
     mon_disabled = 0;
+    mon_set_busy(MON_IDLE); /* a thread that was claiming is not here */
     seen_serial = 0;
     prev_track = 0;
     prev_shadow = 0;

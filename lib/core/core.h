@@ -135,10 +135,22 @@ typedef struct ptk__options {
 int ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
                        ptk__options *out, char **errmsg);
 /* Also accepts the keys of `extra` (NULL-name terminated) that the plugin
- * does not declare. */
+ * does not declare (desc may be NULL: only those). The messages name
+ * `subject`, given by the caller ("plugin 'counter'": "option 'top' of
+ * plugin 'counter' expects ..."); NULL is the session's own filter
+ * ("filter option 'max_depth' expects ..."). ptk__filter_build takes the
+ * same subject; PTK__LEAD(subject) is "plugin 'counter': " or "". */
 int ptk__options_parse_ex(const ptk_plugin_desc *desc,
-                          const ptk_option_spec *extra, const char *text,
-                          ptk__options *out, char **errmsg);
+                          const ptk_option_spec *extra, const char *subject,
+                          const char *text, ptk__options *out, char **errmsg);
+#define PTK__LEAD(subject) (subject) ? (subject) : "", (subject) ? ": " : ""
+
+/* ---- the filter handed to a followed child (filter.c) ------------------- */
+
+/* The session's filter (its parsed defaults) as Python Session keywords,
+ * {"include": [items], ..., "max_depth": N}: what a followed child gets.
+ * A new dict, or NULL with an exception. */
+PyObject *ptk__filter_keywords(const ptk__options *defaults);
 
 /* ---- the event table (events.c) -------------------------------------- */
 
@@ -177,7 +189,7 @@ extern const ptk_option_spec ptk__filter_specs[];
  * session's `defaults`, may be NULL), plus `extra` text from
  * host->subscribe_filter (may be NULL). *out is NULL when no condition is
  * given. Needs the GIL (named sets read sys.path). */
-int ptk__filter_build(const char *plugin, const ptk__options *own,
+int ptk__filter_build(const char *subject, const ptk__options *own,
                       const ptk__options *defaults, const char *extra,
                       ptk__filter **out, char **errmsg);
 void ptk__filter_free(ptk__filter *f);
@@ -230,8 +242,30 @@ typedef struct ptk__cframe {
                            event (strong), passed again with its C_RETURN */
 } ptk__cframe;
 
+/* The parts of a thread record only a thread that runs needs (584 of its
+ * 792 bytes): made with the record, freed when its thread ends
+ * (ptk__thread_end), made again if the same OS thread calls Python again
+ * (ptk__thread_get). A process that starts 20,000 short threads keeps
+ * 20,000 records, each without these. */
+typedef struct ptk__thread_hot {
+    /* Filters: per subscriber slot, the number of frames its code
+     * condition selects on this thread's stack (for max_depth). */
+    int32_t fdepth[PTK__MAX_SLOTS];
+    /* monitoring.c: the events of its PY_START / PY_RESUME / PY_THROW, of
+     * its PY_RETURN / PY_YIELD / PY_UNWIND and of its C calls, made once
+     * (ptk__event_blank) and reused: each event writes only the fields that
+     * change. The callbacks of a thread never nest (CPython runs none while
+     * one runs), so one of each is enough. */
+    ptk_event ev_call, ev_return;
+    ptk__event_at ev_c;
+    /* legacy.c: the event of its LINE lane (ptk__table::line_one), the
+     * same way: code, line, depth and frame written per event. */
+    ptk_event ev_line;
+} ptk__thread_hot;
+
 typedef struct ptk__thread {
     ptk_thread pub;            /* first: plugins see this */
+    ptk__thread_hot *hot;      /* NULL once its thread has ended */
     ptk_stack_entry *stack;    /* pub.stack points here */
     int32_t stack_cap;
     ptk__cframe *cstack;       /* C calls in progress (balances C events) */
@@ -266,20 +300,8 @@ typedef struct ptk__thread {
     uint64_t hook_set_ns[2];
     uint32_t ended; /* times its thread state was cleared (thread end) */
     /* Filters: per subscriber slot, whether its `threads=` condition has
-     * judged this thread and rejected it, and the number of frames its
-     * code condition selects on this thread's stack (for max_depth). */
+     * judged this thread and rejected it (the depths: hot->fdepth). */
     uint64_t thr_judged, thr_rejected;
-    int32_t fdepth[PTK__MAX_SLOTS];
-    /* monitoring.c: the events of its PY_START / PY_RESUME / PY_THROW, of
-     * its PY_RETURN / PY_YIELD / PY_UNWIND and of its C calls, made once
-     * (ptk__event_blank) and reused: each event writes only the fields that
-     * change. The callbacks of a thread never nest (CPython runs none while
-     * one runs), so one of each is enough. */
-    ptk_event ev_call, ev_return;
-    ptk__event_at ev_c;
-    /* legacy.c: the event of its LINE lane (ptk__table::line_one), the
-     * same way: code, line, depth and frame written per event. */
-    ptk_event ev_line;
 } ptk__thread;
 
 /* The thread needs its slow path at its next event (both backends). */
@@ -298,7 +320,7 @@ static inline ptk__thread *
 ptk__thread_get(void)
 {
     ptk__thread *t = ptk__tls;
-    return t ? t : ptk__thread_get_slow();
+    return t != NULL && t->hot != NULL ? t : ptk__thread_get_slow();
 }
 size_t ptk__thread_count(void);
 ptk__thread *ptk__thread_at(size_t index);
@@ -768,7 +790,6 @@ struct ptk_session {
     char *follow_root;        /* followed children report in pid-N/ here */
     PyObject *follow_run;     /* "PID:START" in PYTRACEKIT_FOLLOW it set */
     PyObject *follow_restore; /* the environment before it set it */
-    char *filter_text;        /* ptk_session_config::filter, as given */
     FILE *summary_file;       /* a followed child's summary.txt (owned) */
     double started_wall, ended_wall; /* seconds since the epoch */
     char **written;           /* report files of this run (names) */

@@ -4,6 +4,7 @@
  * verdict as one bit per subscriber) and once per thread. docs/filters.md
  * says what they mean. */
 #include "core/core.h"
+#include "ptk_filter_keys.h"
 
 #include <fnmatch.h>
 #include <limits.h>
@@ -11,25 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#define SPEC_ROW(key, flag, kw, type, help) {key, type, NULL, help, NULL},
 const ptk_option_spec ptk__filter_specs[] = {
-    {"include", PTK_OPT_LIST, NULL,
-     "filter: only code in files matching these globs (or directories; "
-     "named sets stdlib, site-packages; !negates)", NULL},
-    {"exclude", PTK_OPT_LIST, NULL,
-     "filter: not code in files matching these globs (same forms as include)",
-     NULL},
-    {"modules", PTK_OPT_LIST, NULL,
-     "filter: only code of these modules and their submodules (myapp, "
-     "myapp.core; !negates)", NULL},
-    {"functions", PTK_OPT_LIST, NULL,
-     "filter: only functions whose qualified name matches these globs", NULL},
-    {"threads", PTK_OPT_LIST, NULL,
-     "filter: only threads whose name matches these globs", NULL},
-    {"max_depth", PTK_OPT_INT, NULL,
-     "filter: only this many selected frames deep, counted from the "
-     "outermost selected frame", NULL},
-    {NULL, 0, NULL, NULL, NULL},
+    PTK_FILTER_KEYS(SPEC_ROW){NULL, 0, NULL, NULL, NULL},
 };
+#undef SPEC_ROW
 
 /* Named sets usable in include/exclude, resolved at build time. */
 enum { SET_NONE = 0, SET_STDLIB = 1, SET_SITE = 2 };
@@ -43,8 +30,10 @@ typedef struct filter_impl {
 
 /* ---- building ------------------------------------------------------------- */
 
-static const char *const list_keys[PTK__F_NLISTS] = {
-    "include", "exclude", "modules", "functions", "threads"};
+_Static_assert(PTK_FILTER_KEY_COUNT == PTK__F_NLISTS + 1,
+               "the list keys, then max_depth");
+/* the list keys come first in the one list (ptk_filter_keys.h) */
+#define list_keys(which) (ptk__filter_specs[which].name)
 
 static int
 has_glob(const char *s)
@@ -168,88 +157,73 @@ resolve_sets(filter_impl *f)
     PyErr_Restore(et, ev, tb);
 }
 
+/* The item's text, unquoted by the caller, checked and made what it is
+ * matched as: a named set, a directory or file prefix made absolute, or a
+ * glob (include, exclude). *prefix says which. */
 static int
-add_item(filter_impl *f, int which, const char *item, size_t n,
-         const char *plugin, char **errmsg)
+file_item(filter_impl *f, int which, char *text, const char *item, size_t n,
+          int *prefix, const char *subject, char **errmsg)
 {
-    ptk__patlist *l = &f->pub.list[which];
-    int neg = 0;
-    while (n > 0 && (*item == ' ' || *item == '\t')) {
-        item++;
-        n--;
-    }
-    while (n > 0 && (item[n - 1] == ' ' || item[n - 1] == '\t')) {
-        n--;
-    }
-    if (n == 0) {
-        return PTK_OK; /* "a;;b", a trailing separator */
-    }
-    if (*item == '!') {
-        neg = 1;
-        item++;
-        n--;
-        if (n == 0) {
-            return ptk__err(errmsg, PTK_EINVAL,
-                            "plugin '%s': filter '%s' has a '!' with nothing "
-                            "after it",
-                            plugin, list_keys[which]);
+    if (!strcmp(text, "stdlib") || !strcmp(text, "site-packages")) {
+        *prefix = text[0] == 's' && text[1] == 't' ? -SET_STDLIB : -SET_SITE;
+        if (f->stdlib_dirs == NULL && f->site_dirs == NULL) {
+            resolve_sets(f);
         }
+        return PTK_OK;
     }
-    char *text = malloc(n + PATH_MAX + 2);
-    if (text == NULL) {
-        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    if (text[0] != '/' && text[0] != '<' && text[0] != '*') {
+        /* relative to the directory the session was set up in */
+        memmove(text + strlen(f->cwd) + 1, text, n + 1);
+        memcpy(text, f->cwd, strlen(f->cwd));
+        text[strlen(f->cwd)] = '/';
     }
-    memcpy(text, item, n);
-    text[n] = '\0';
-    int prefix = 0;
-    if (which == PTK__F_INCLUDE || which == PTK__F_EXCLUDE) {
-        if (!strcmp(text, "stdlib") || !strcmp(text, "site-packages")) {
-            prefix = text[0] == 's' && text[1] == 't' ? -SET_STDLIB : -SET_SITE;
-            if (f->stdlib_dirs == NULL && f->site_dirs == NULL) {
-                resolve_sets(f);
-            }
-        }
-        else {
-            if (text[0] != '/' && text[0] != '<' && text[0] != '*') {
-                /* relative to the directory the session was set up in */
-                memmove(text + strlen(f->cwd) + 1, text, n + 1);
-                memcpy(text, f->cwd, strlen(f->cwd));
-                text[strlen(f->cwd)] = '/';
-            }
-            if (!brackets_ok(text)) {
-                free(text);
-                return ptk__err(errmsg, PTK_EINVAL,
-                                "plugin '%s': filter %s='%.*s' has a '[' "
-                                "with no ']'",
-                                plugin, list_keys[which], (int)n, item);
-            }
-            if (!has_glob(text)) {
-                size_t tl = strlen(text);
-                while (tl > 1 && text[tl - 1] == '/') {
-                    text[--tl] = '\0';
-                }
-                prefix = 1; /* a directory (everything under it) or a file */
-            }
-        }
-    }
-    else if (which == PTK__F_MODULES) {
-        if (!module_name_ok(text)) {
-            free(text);
-            return ptk__err(errmsg, PTK_EINVAL,
-                            "plugin '%s': filter modules='%.*s' is not a "
-                            "module name (expected e.g. myapp or myapp.core)",
-                            plugin, (int)n, item);
-        }
-        prefix = 1;
-    }
-    else if (!brackets_ok(text)) {
-        free(text);
+    if (!brackets_ok(text)) {
         return ptk__err(errmsg, PTK_EINVAL,
-                        "plugin '%s': filter %s='%.*s' has a '[' with no ']'",
-                        plugin, list_keys[which], (int)n, item);
+                        "%s%sfilter %s='%.*s' has a '[' with no ']'",
+                        PTK__LEAD(subject), list_keys(which), (int)n, item);
     }
-    /* room for 4, 8, 16, ... items: grown when n reaches a power of two
-     * (one more each time made 20,000 items quadratic) */
+    if (!has_glob(text)) {
+        size_t tl = strlen(text);
+        while (tl > 1 && text[tl - 1] == '/') {
+            text[--tl] = '\0';
+        }
+        *prefix = 1; /* a directory (everything under it) or a file */
+    }
+    return PTK_OK;
+}
+
+/* The item checked for its key: the prefix kind it is matched as. */
+static int
+check_item(filter_impl *f, int which, char *text, const char *item, size_t n,
+           int *prefix, const char *subject, char **errmsg)
+{
+    if (which == PTK__F_INCLUDE || which == PTK__F_EXCLUDE) {
+        return file_item(f, which, text, item, n, prefix, subject, errmsg);
+    }
+    if (which == PTK__F_MODULES) {
+        if (!module_name_ok(text)) {
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "%s%sfilter modules='%.*s' is not a module name "
+                            "(expected e.g. myapp or myapp.core)",
+                            PTK__LEAD(subject), (int)n, item);
+        }
+        *prefix = 1;
+        return PTK_OK;
+    }
+    if (!brackets_ok(text)) {
+        return ptk__err(errmsg, PTK_EINVAL,
+                        "%s%sfilter %s='%.*s' has a '[' with no ']'",
+                        PTK__LEAD(subject), list_keys(which), (int)n, item);
+    }
+    return PTK_OK;
+}
+
+/* Appends one pattern to a list, which has room for 4, 8, 16, ... items:
+ * grown when n reaches a power of two (one more each time made 20,000
+ * items quadratic). The list takes text. */
+static int
+list_append(ptk__patlist *l, char *text, int neg, int prefix, char **errmsg)
+{
     if (l->n == 0 || (l->n >= 4 && (l->n & (l->n - 1)) == 0)) {
         size_t want = l->n == 0 ? 4 : (size_t)l->n * 2;
         ptk__pat *nv = realloc(l->v, want * sizeof *nv);
@@ -264,25 +238,76 @@ add_item(filter_impl *f, int which, const char *item, size_t n,
     return PTK_OK;
 }
 
+/* One item of a list value: the text up to the next ',' or ';' at *p,
+ * blanks around it left out (*item, *n); *p moves past it and its
+ * separator, to NULL after the last. */
+static void
+next_item(const char **p, const char **item, size_t *n)
+{
+    const char *e = *p + strcspn(*p, ",;");
+    *item = *p;
+    *n = (size_t)(e - *p);
+    *p = *e ? e + 1 : NULL;
+    while (*n > 0 && (**item == ' ' || **item == '\t')) {
+        ++*item;
+        --*n;
+    }
+    while (*n > 0 && ((*item)[*n - 1] == ' ' || (*item)[*n - 1] == '\t')) {
+        --*n;
+    }
+}
+
 static int
-add_list(filter_impl *f, int which, const char *value, const char *plugin,
+add_item(filter_impl *f, int which, const char *item, size_t n,
+         const char *subject, char **errmsg)
+{
+    int neg = 0;
+    if (n == 0) {
+        return PTK_OK; /* "a;;b", a trailing separator */
+    }
+    if (*item == '!') {
+        neg = 1;
+        item++;
+        n--;
+        if (n == 0) {
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "%s%sfilter '%s' has a '!' with nothing after it",
+                            PTK__LEAD(subject), list_keys(which));
+        }
+    }
+    char *text = malloc(n + PATH_MAX + 2);
+    if (text == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    memcpy(text, item, n);
+    text[n] = '\0';
+    int prefix = 0;
+    int rc = check_item(f, which, text, item, n, &prefix, subject, errmsg);
+    if (rc < 0) {
+        free(text);
+        return rc;
+    }
+    return list_append(&f->pub.list[which], text, neg, prefix, errmsg);
+}
+
+static int
+add_list(filter_impl *f, int which, const char *value, const char *subject,
          char **errmsg)
 {
-    const char *p = value;
+    const char *p = value, *item;
+    size_t n;
     int before = f->pub.list[which].n;
     while (p != NULL) {
-        const char *e = p + strcspn(p, ",;");
-        int rc = add_item(f, which, p, (size_t)(e - p), plugin, errmsg);
+        next_item(&p, &item, &n);
+        int rc = add_item(f, which, item, n, subject, errmsg);
         if (rc < 0) {
             return rc;
         }
-        p = *e ? e + 1 : NULL;
     }
     if (f->pub.list[which].n == before) {
         return ptk__err(errmsg, PTK_EINVAL,
-                        "plugin '%s': filter '%s' is empty (give at least one "
-                        "item)",
-                        plugin, list_keys[which]);
+                        "%s%sfilter '%s' is empty (give at least one item)",
+                        PTK__LEAD(subject), list_keys(which));
     }
     return PTK_OK;
 }
@@ -313,13 +338,13 @@ value_of(const ptk__options *own, const ptk__options *defaults,
 }
 
 static int
-build_from(filter_impl *f, const char *plugin, const ptk__options *own,
+build_from(filter_impl *f, const char *subject, const ptk__options *own,
            const ptk__options *defaults, char **errmsg)
 {
     for (int which = 0; which < PTK__F_NLISTS; which++) {
-        const ptk_option_value *v = value_of(own, defaults, list_keys[which]);
+        const ptk_option_value *v = value_of(own, defaults, list_keys(which));
         if (v != NULL) {
-            int rc = add_list(f, which, v->s, plugin, errmsg);
+            int rc = add_list(f, which, v->s, subject, errmsg);
             if (rc < 0) {
                 return rc;
             }
@@ -329,9 +354,9 @@ build_from(filter_impl *f, const char *plugin, const ptk__options *own,
     if (d != NULL) {
         if (d->i < 1) {
             return ptk__err(errmsg, PTK_EINVAL,
-                            "plugin '%s': filter max_depth=%lld: expected a "
-                            "depth of 1 or more",
-                            plugin, (long long)d->i);
+                            "%s%sfilter max_depth=%lld: expected a depth of 1 "
+                            "or more",
+                            PTK__LEAD(subject), (long long)d->i);
         }
         if (f->pub.max_depth == 0) {
             f->pub.max_depth = d->i;
@@ -373,7 +398,7 @@ append_text(text_buf *t, const char *key, const char *value)
 }
 
 int
-ptk__filter_build(const char *plugin, const ptk__options *own,
+ptk__filter_build(const char *subject, const ptk__options *own,
                   const ptk__options *defaults, const char *extra,
                   ptk__filter **out, char **errmsg)
 {
@@ -385,14 +410,14 @@ ptk__filter_build(const char *plugin, const ptk__options *own,
     if (getcwd(f->cwd, sizeof f->cwd) == NULL) {
         strcpy(f->cwd, "/");
     }
-    int rc = build_from(f, plugin, own, defaults, errmsg);
+    int rc = build_from(f, subject, own, defaults, errmsg);
     if (rc == PTK_OK && extra != NULL && *extra) {
         /* Conditions a plugin adds itself: parsed like the user's. */
-        ptk_plugin_desc d = {.name = plugin, .options = NULL};
         ptk__options x;
-        rc = ptk__options_parse_ex(&d, ptk__filter_specs, extra, &x, errmsg);
+        rc = ptk__options_parse_ex(NULL, ptk__filter_specs, subject, extra, &x,
+                                   errmsg);
         if (rc == PTK_OK) {
-            rc = build_from(f, plugin, &x, NULL, errmsg);
+            rc = build_from(f, subject, &x, NULL, errmsg);
             ptk__options_free(&x);
         }
     }
@@ -421,7 +446,7 @@ ptk__filter_build(const char *plugin, const ptk__options *own,
                                            ? "site-packages"
                                            : l->v[i].text);
             if (item != NULL) {
-                append_text(&t, list_keys[which], item);
+                append_text(&t, list_keys(which), item);
             }
             free(item);
         }
@@ -438,6 +463,51 @@ ptk__filter_build(const char *plugin, const ptk__options *own,
     f->pub.text = t.s;
     *out = &f->pub;
     return PTK_OK;
+}
+
+/* {keyword: value} of one parsed filter: a list key's items, split as
+ * add_list splits them, or max_depth's int. */
+static int
+keyword_value(PyObject *d, const char *kw, const ptk_option_value *v)
+{
+    PyObject *val = NULL;
+    if (v->type == PTK_OPT_INT) {
+        val = PyLong_FromLongLong((long long)v->i);
+    }
+    else if ((val = PyList_New(0)) != NULL) {
+        const char *p = v->s, *item;
+        size_t n;
+        while (p != NULL && val != NULL) {
+            next_item(&p, &item, &n);
+            PyObject *str = n ? PyUnicode_FromStringAndSize(item, (Py_ssize_t)n) : NULL;
+            if (n && (str == NULL || PyList_Append(val, str) < 0)) {
+                Py_CLEAR(val);
+            }
+            Py_XDECREF(str);
+        }
+    }
+    int rc = val != NULL ? PyDict_SetItemString(d, kw, val) : -1;
+    Py_XDECREF(val);
+    return rc;
+}
+
+PyObject *
+ptk__filter_keywords(const ptk__options *o)
+{
+#define KW_ROW(key, flag, kw, type, help) {key, kw},
+    static const char *const kws[][2] = {PTK_FILTER_KEYS(KW_ROW)};
+#undef KW_ROW
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d != NULL && o != NULL && i < o->n; i++) {
+        const ptk_option_value *v = &o->values[i];
+        for (int k = 0; v->is_set && k < PTK_FILTER_KEY_COUNT; k++) {
+            if (!strcmp(v->name, kws[k][0]) && keyword_value(d, kws[k][1], v) < 0) {
+                Py_CLEAR(d);
+                break;
+            }
+        }
+    }
+    return d;
 }
 
 void
@@ -620,7 +690,7 @@ ptk__filter_skip(const ptk__sub *s, ptk__thread *th, const ptk_event *ev,
         /* Depth counts the frames this filter selects on the thread's
          * stack: the outermost selected frame is 1. C calls are one level
          * below the frame that makes them. */
-        int32_t *d = &th->fdepth[s->slot];
+        int32_t *d = &th->hot->fdepth[s->slot];
         switch (ev->kind) {
         case PTK_EV_CALL:
             return ++*d > f->max_depth;

@@ -69,7 +69,9 @@ release_slot(struct ptk_plugin_ctx *c)
             if (th != NULL) {
                 th->thr_judged &= ~bit;
                 th->thr_rejected &= ~bit;
-                th->fdepth[c->slot] = 0;
+                if (th->hot != NULL) { /* (none: the thread has ended) */
+                    th->hot->fdepth[c->slot] = 0;
+                }
             }
         }
         slots_used &= ~((uint64_t)1 << c->slot);
@@ -282,8 +284,12 @@ sync_backend(const ptk__table *t, int install_here, char **errmsg)
             }
         }
         ops->release();
-        ptk__hub_backend = PTK_BACKEND_AUTO;
-        ptk__hub_ops = NULL;
+        if (!ptk__any_running()) {
+            /* (a session that started while the release ran Python code
+             * keeps the backend it claimed) */
+            ptk__hub_backend = PTK_BACKEND_AUTO;
+            ptk__hub_ops = NULL;
+        }
     }
     return rc;
 }

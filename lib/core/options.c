@@ -38,8 +38,16 @@ choice_index(const char *choices, const char *word)
     return -1;
 }
 
+/* Messages name the subject the caller gives ("plugin 'counter'"), or,
+ * with none, the session's own filter: "option 'k' of plugin 'counter'"
+ * against "filter option 'k'", "plugin 'counter': ..." against "...". */
+#define OPTION_OF(subject, key)                                              \
+    (subject) ? "" : "filter ", (key), (subject) ? " of " : "",             \
+        (subject) ? (subject) : ""
+
+
 static int
-parse_value(const char *plugin, const ptk_option_spec *spec, const char *text,
+parse_value(const char *subject, const ptk_option_spec *spec, const char *text,
             ptk_option_value *v, char **errmsg)
 {
     char *end = NULL;
@@ -78,9 +86,8 @@ parse_value(const char *plugin, const ptk_option_spec *spec, const char *text,
         int idx = choice_index(spec->choices, text);
         if (idx < 0) {
             return ptk__err(errmsg, PTK_EOPTTYPE,
-                            "option '%s' of plugin '%s' expects one of %s, "
-                            "found '%s'",
-                            spec->name, plugin,
+                            "%soption '%s'%s%s expects one of %s, found '%s'",
+                            OPTION_OF(subject, spec->name),
                             spec->choices ? spec->choices : "(none)", text);
         }
         v->i = idx;
@@ -91,9 +98,8 @@ parse_value(const char *plugin, const ptk_option_spec *spec, const char *text,
         return PTK_OK;
     }
 bad:
-    return ptk__err(errmsg, PTK_EOPTTYPE,
-                    "option '%s' of plugin '%s' expects %s, found '%s'",
-                    spec->name, plugin, type_name(spec->type), text);
+    return ptk__err(errmsg, PTK_EOPTTYPE, "%soption '%s'%s%s expects %s, found '%s'",
+                    OPTION_OF(subject, spec->name), type_name(spec->type), text);
 }
 
 static char *
@@ -123,29 +129,38 @@ int
 ptk__options_parse(const ptk_plugin_desc *desc, const char *text,
                    ptk__options *out, char **errmsg)
 {
-    return ptk__options_parse_ex(desc, NULL, text, out, errmsg);
+    char *subject = ptk__asprintf("plugin '%s'", desc->name ? desc->name : "?");
+    if (subject == NULL) {
+        memset(out, 0, sizeof *out);
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
+    int rc = ptk__options_parse_ex(desc, NULL, subject, text, out, errmsg);
+    free(subject);
+    return rc;
 }
 
-int
-ptk__options_parse_ex(const ptk_plugin_desc *desc, const ptk_option_spec *extra,
-                      const char *text, ptk__options *out, char **errmsg)
+/* The specs a text is read against: the plugin's own options first, then
+ * the extra ones (the hub's filter keys) whose names the plugin does not
+ * declare itself. Sets out->specs, out->nown; returns how many in all. */
+static size_t
+merge_specs(const ptk_plugin_desc *desc, const ptk_option_spec *extra,
+            ptk__options *out)
 {
-    const char *plugin = desc->name ? desc->name : "?";
-    size_t nown = 0, nspec = 0;
-    memset(out, 0, sizeof *out);
-    for (const ptk_option_spec *s = desc->options; s && s->name; s++) {
+    size_t nown = 0, nspec = 0, nextra = 0;
+    for (const ptk_option_spec *s = desc ? desc->options : NULL; s && s->name; s++) {
         nown++;
     }
-    /* The plugin's own options first, then the extra ones (the hub's
-     * filter keys) whose names the plugin does not declare itself. */
-    ptk_option_spec *specs = calloc(nown + 16, sizeof *specs);
+    for (const ptk_option_spec *x = extra; x && x->name; x++) {
+        nextra++;
+    }
+    ptk_option_spec *specs = calloc(nown + nextra + 1, sizeof *specs);
     if (specs == NULL) {
-        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+        return 0;
     }
     for (size_t i = 0; i < nown; i++) {
         specs[nspec++] = desc->options[i];
     }
-    for (const ptk_option_spec *x = extra; x && x->name && nspec < nown + 16; x++) {
+    for (const ptk_option_spec *x = extra; x && x->name; x++) {
         size_t i;
         for (i = 0; i < nown && strcmp(specs[i].name, x->name) != 0; i++) {
         }
@@ -155,10 +170,152 @@ ptk__options_parse_ex(const ptk_plugin_desc *desc, const ptk_option_spec *extra,
     }
     out->specs = specs;
     out->nown = nown;
+    return nspec;
+}
+
+/* Every value at its default, the defaults copied into the storage (which
+ * has room for them and the user's text); w moves past them. */
+static int
+fill_defaults(ptk__options *out, const char *subject, char **w, char **errmsg)
+{
+    for (size_t i = 0; i < out->n; i++) {
+        const ptk_option_spec *spec = &out->specs[i];
+        ptk_option_value *v = &out->values[i];
+        v->name = spec->name;
+        v->type = spec->type;
+        if (spec->default_value != NULL) {
+            strcpy(*w, spec->default_value);
+            int rc = parse_value(subject, spec, *w, v, errmsg);
+            if (rc < 0) {
+                return ptk__err(errmsg, rc,
+                                "%s%sdefault of option '%s' is invalid ('%s')",
+                                PTK__LEAD(subject), spec->name, spec->default_value);
+            }
+            *w += strlen(*w) + 1;
+        }
+    }
+    return PTK_OK;
+}
+
+/* The text of one value at *p (after its '='), unquoted, copied to *w and
+ * NUL-terminated; *p and *w move past it. A list's unquoted value runs on
+ * across commas up to the next "key=" (events=call,line,top=3). */
+static int
+read_value(const char **pp, char **wp, int is_list, const char *subject,
+           const char *key, char **errmsg)
+{
+    const char *p = *pp;
+    char *w = *wp;
+    if (*p == '\'' || *p == '"') {
+        char q = *p++;
+        while (*p && *p != q) {
+            *w++ = *p++;
+        }
+        if (*p != q) {
+            return ptk__err(errmsg, PTK_EINVAL,
+                            "%s%s%soption '%s' has an unterminated quote",
+                            PTK__LEAD(subject), subject ? "" : "filter ", key);
+        }
+        p++;
+    }
+    else {
+        for (;;) {
+            while (*p && *p != ',') {
+                *w++ = *p++;
+            }
+            if (!is_list || *p != ',') {
+                break;
+            }
+            const char *q = p + 1;
+            while (*q && *q != ',' && *q != '=') {
+                q++;
+            }
+            if (*q == '=') {
+                break;
+            }
+            *w++ = *p++;
+        }
+    }
+    *w++ = '\0';
+    *pp = p;
+    *wp = w;
+    return PTK_OK;
+}
+
+/* One "key[=value]" at *p: looked up, read and parsed into its value;
+ * *p moves past it and its ','. A stray comma is skipped. */
+static int
+parse_pair(ptk__options *out, const char *subject, const char **pp, char **wp,
+           char **errmsg)
+{
+    const char *p = *pp, *k = p;
+    while (*p && *p != '=' && *p != ',') {
+        p++;
+    }
+    size_t klen = (size_t)(p - k), i;
+    char *key = *wp;
+    memcpy(key, k, klen);
+    key[klen] = '\0';
+    *wp += klen + 1;
+    for (i = 0; i < out->n && strcmp(out->specs[i].name, key) != 0; i++) {
+    }
+    if (klen == 0 && *p != '=') {
+        *pp = *p == ',' ? p + 1 : p; /* stray comma */
+        return PTK_OK;
+    }
+    if (i == out->n) {
+        char *acc = accepted_list(out->specs, out->n);
+        int rc = ptk__err(errmsg, PTK_EOPTION,
+                          "unknown %soption '%s'%s%s (it accepts: %s)",
+                          subject ? "" : "filter ", key, subject ? " for " : "",
+                          subject ? subject : "", acc ? acc : "?");
+        free(acc);
+        return rc;
+    }
+    const ptk_option_spec *spec = &out->specs[i];
+    char *val = NULL;
+    if (*p == '=') {
+        p++;
+        val = *wp;
+        int rc = read_value(&p, wp, spec->type == PTK_OPT_LIST, subject, key,
+                            errmsg);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    if (*p == ',') {
+        p++;
+    }
+    else if (*p) {
+        return ptk__err(errmsg, PTK_EINVAL, "%s%sexpected ',' after %soption '%s'",
+                        PTK__LEAD(subject), subject ? "" : "filter ", key);
+    }
+    *pp = p;
+    if (val == NULL) {
+        if (spec->type != PTK_OPT_BOOL) {
+            return ptk__err(errmsg, PTK_EOPTTYPE,
+                            "%soption '%s'%s%s expects %s, found no value",
+                            OPTION_OF(subject, key), type_name(spec->type));
+        }
+        val = (char *)"true";
+    }
+    return parse_value(subject, spec, val, &out->values[i], errmsg);
+}
+
+int
+ptk__options_parse_ex(const ptk_plugin_desc *desc, const ptk_option_spec *extra,
+                      const char *subject, const char *text, ptk__options *out,
+                      char **errmsg)
+{
+    memset(out, 0, sizeof *out);
+    size_t nspec = merge_specs(desc, extra, out);
+    if (out->specs == NULL) {
+        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+    }
     /* Storage: defaults and the user's text, unquoted, each NUL-terminated. */
     size_t cap = (text ? strlen(text) : 0) + 1;
     for (size_t i = 0; i < nspec; i++) {
-        const char *d = specs[i].default_value;
+        const char *d = out->specs[i].default_value;
         cap += (d ? strlen(d) : 0) + 1;
     }
     out->storage = malloc(cap);
@@ -169,130 +326,14 @@ ptk__options_parse_ex(const ptk_plugin_desc *desc, const ptk_option_spec *extra,
         return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
     }
     char *w = out->storage;
-    int rc;
-    for (size_t i = 0; i < nspec; i++) {
-        const ptk_option_spec *spec = &specs[i];
-        ptk_option_value *v = &out->values[i];
-        v->name = spec->name;
-        v->type = spec->type;
-        if (spec->default_value != NULL) {
-            strcpy(w, spec->default_value);
-            rc = parse_value(plugin, spec, w, v, errmsg);
-            if (rc < 0) {
-                ptk__options_free(out);
-                return ptk__err(errmsg, rc,
-                                "plugin '%s': default of option '%s' is "
-                                "invalid ('%s')",
-                                plugin, spec->name, spec->default_value);
-            }
-            w += strlen(w) + 1;
-        }
+    int rc = fill_defaults(out, subject, &w, errmsg);
+    for (const char *p = text; rc == PTK_OK && p != NULL && *p;) {
+        rc = parse_pair(out, subject, &p, &w, errmsg);
     }
-    const char *p = text;
-    while (p != NULL && *p) {
-        /* key */
-        const char *k = p;
-        while (*p && *p != '=' && *p != ',') {
-            p++;
-        }
-        size_t klen = (size_t)(p - k);
-        char *key = w;
-        memcpy(w, k, klen);
-        w[klen] = '\0';
-        w += klen + 1;
-        size_t i;
-        for (i = 0; i < nspec; i++) {
-            if (strcmp(specs[i].name, key) == 0) {
-                break;
-            }
-        }
-        if (klen == 0 && *p != '=') {
-            if (*p == ',') {
-                p++;
-            }
-            continue; /* stray comma */
-        }
-        if (i == nspec) {
-            char *acc = accepted_list(specs, nspec);
-            rc = ptk__err(errmsg, PTK_EOPTION,
-                          "unknown option '%s' for plugin '%s' (it accepts: "
-                          "%s)",
-                          key, plugin, acc ? acc : "?");
-            free(acc);
-            ptk__options_free(out);
-            return rc;
-        }
-        int is_list = specs[i].type == PTK_OPT_LIST;
-        char *val = NULL;
-        if (*p == '=') {
-            p++;
-            val = w;
-            if (*p == '\'' || *p == '"') {
-                char q = *p++;
-                while (*p && *p != q) {
-                    *w++ = *p++;
-                }
-                if (*p != q) {
-                    rc = ptk__err(errmsg, PTK_EINVAL,
-                                  "plugin '%s': option '%s' has an "
-                                  "unterminated quote",
-                                  plugin, key);
-                    ptk__options_free(out); /* key lives in the storage */
-                    return rc;
-                }
-                p++;
-            }
-            else {
-                /* A list's value runs on across commas up to the next
-                 * "key=" (events=call,line,top=3). */
-                for (;;) {
-                    while (*p && *p != ',') {
-                        *w++ = *p++;
-                    }
-                    if (!is_list || *p != ',') {
-                        break;
-                    }
-                    const char *q = p + 1;
-                    while (*q && *q != ',' && *q != '=') {
-                        q++;
-                    }
-                    if (*q == '=') {
-                        break;
-                    }
-                    *w++ = *p++;
-                }
-            }
-            *w++ = '\0';
-        }
-        if (*p == ',') {
-            p++;
-        }
-        else if (*p) {
-            rc = ptk__err(errmsg, PTK_EINVAL,
-                          "plugin '%s': expected ',' after option '%s'",
-                          plugin, key);
-            ptk__options_free(out);
-            return rc;
-        }
-        if (val == NULL) {
-            if (specs[i].type != PTK_OPT_BOOL) {
-                rc = ptk__err(errmsg, PTK_EOPTTYPE,
-                              "option '%s' of plugin '%s' expects %s, found "
-                              "no value",
-                              key, plugin, type_name(specs[i].type));
-                ptk__options_free(out);
-                return rc;
-            }
-            val = (char *)"true";
-        }
-        rc = parse_value(plugin, &specs[i], val, &out->values[i],
-                         errmsg);
-        if (rc < 0) {
-            ptk__options_free(out);
-            return rc;
-        }
+    if (rc < 0) {
+        ptk__options_free(out); /* keys and values live in the storage */
     }
-    return PTK_OK;
+    return rc;
 }
 
 void

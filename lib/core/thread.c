@@ -10,11 +10,44 @@ _Thread_local ptk__thread *ptk__tls __attribute__((tls_model("initial-exec")));
 static ptk__thread **threads;
 static size_t nthreads, cap_threads;
 
+/* The parts of t a running thread needs (ptk__thread_hot), made new: 0 or
+ * -1 (no memory). */
+static int
+thread_hot_make(ptk__thread *t)
+{
+    ptk__thread_hot *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        return -1;
+    }
+    ptk__event_blank(&h->ev_call, &t->pub, PTK_EV_CALL);
+    h->ev_call.arg = Py_None;
+    ptk__event_blank(&h->ev_return, &t->pub, PTK_EV_RETURN);
+    ptk__event_blank(&h->ev_c.ev, &t->pub, PTK_EV_C_CALL);
+    h->ev_c.ev.lasti_ = PTK__LASTI_AT;
+    ptk__event_blank(&h->ev_line, &t->pub, PTK_EV_LINE);
+    h->ev_line.arg = Py_None;
+    t->hot = h;
+    return 0;
+}
+
 ptk__thread *
 ptk__thread_get_slow(void)
 {
-    ptk__thread *t = calloc(1, sizeof *t);
-    if (t == NULL) {
+    ptk__thread *t = ptk__tls;
+    if (t != NULL) {
+        /* its thread state ended (ptk__thread_end) and this OS thread calls
+         * Python again: the same record carries on */
+        if (thread_hot_make(t) < 0) {
+            ptk__hub_out_of_memory("a thread record");
+            return NULL;
+        }
+        t->tstate = PyThreadState_Get();
+        ptk__thread_mark_slow(t);
+        return t;
+    }
+    t = calloc(1, sizeof *t);
+    if (t == NULL || thread_hot_make(t) < 0) {
+        free(t);
         ptk__hub_out_of_memory("a thread record");
         return NULL;
     }
@@ -22,6 +55,7 @@ ptk__thread_get_slow(void)
         size_t ncap = cap_threads ? cap_threads * 2 : 16;
         ptk__thread **n = realloc(threads, ncap * sizeof *n);
         if (n == NULL) {
+            free(t->hot);
             free(t);
             ptk__hub_out_of_memory("a thread record");
             return NULL;
@@ -34,13 +68,6 @@ ptk__thread_get_slow(void)
     t->pub.index = (uint32_t)nthreads;
     t->tstate = PyThreadState_Get();
     ptk__thread_mark_slow(t); /* the name is looked up at the first event */
-    ptk__event_blank(&t->ev_call, &t->pub, PTK_EV_CALL);
-    t->ev_call.arg = Py_None;
-    ptk__event_blank(&t->ev_return, &t->pub, PTK_EV_RETURN);
-    ptk__event_blank(&t->ev_c.ev, &t->pub, PTK_EV_C_CALL);
-    t->ev_c.ev.lasti_ = PTK__LASTI_AT;
-    ptk__event_blank(&t->ev_line, &t->pub, PTK_EV_LINE);
-    t->ev_line.arg = Py_None;
     threads[nthreads++] = t;
     ptk__tls = t;
     return t;
@@ -129,6 +156,10 @@ ptk__thread_end(ptk__thread *th)
     th->cdepth = th->ccap = 0;
     th->skip_frame = NULL;
     th->thrown_frame = NULL;
+    /* what only a running thread needs: made again by ptk__thread_get if
+     * this OS thread calls Python again */
+    free(th->hot);
+    th->hot = NULL;
     th->ended++;
     ptk__thread_mark_slow(th); /* a new watch at the next event, if one comes */
 }

@@ -448,7 +448,11 @@ summary_to_file(ptk_session *s, const char *dir)
     s->summary = f;
 }
 
-/* Runs the plugin's fini and init again: the state the parent had is gone. */
+/* Runs the plugin's fini and init again: the state the parent had is gone.
+ * init runs as at first (ptk__instance_init, as for a new instance), with
+ * no conditions added. The filter built from the parent's conditions stays
+ * in use (code objects keep its verdicts), so the child must ask for the
+ * same. */
 static void
 restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
 {
@@ -463,62 +467,37 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
     c->service = NULL;
     free(c->service_name);
     c->service_name = NULL;
-    char errbuf[1024] = "";
-    ptk_init_args args = {
-        .struct_size = sizeof args,
-        .host = &ptk__host,
-        .ctx = c,
-        .options = c->opts.values,
-        .noptions = c->opts.nown,
-        .output_dir = output_dir,
-        .errbuf = errbuf,
-        .errbuf_size = sizeof errbuf,
-        .subscription = &c->sub,
-    };
-    /* the subscription the instance had before its first init */
-    c->sub = (ptk_subscription){.struct_size = sizeof c->sub,
-                                .events = c->desc->events,
-                                .flags = c->desc->flags};
-    /* init runs as it did at first: not yet initialised (host calls meant
-     * for init, subscribe_filter, are allowed), with no conditions added.
-     * The filter built from the parent's conditions stays in use (code
-     * objects keep its verdicts), so the child must ask for the same. */
+    char where[512], errbuf[1024], *why = NULL;
+    snprintf(where, sizeof where, "'%s' (%s)", c->name ? c->name : "?",
+             c->path ? c->path : "linked in");
     char *kept = c->filter_extra;
     c->filter_extra = NULL;
-    c->initialised = 0;
-    int rc = c->desc->init(&args, &c->state, &c->sub.events);
-    errbuf[sizeof errbuf - 1] = '\0'; /* a plugin may fill it all */
+    int rc = ptk__instance_init(c, output_dir, where, errbuf, sizeof errbuf, &why);
     int same = (kept == NULL && c->filter_extra == NULL)
                || (kept != NULL && c->filter_extra != NULL
                    && strcmp(kept, c->filter_extra) == 0);
     free(c->filter_extra);
     c->filter_extra = kept;
-    if (rc >= 0 && !PyErr_Occurred()) {
-        c->initialised = 1;
-        if (!same) {
-            snprintf(errbuf, sizeof errbuf, "in the child it asked for another "
-                     "file filter than in its parent");
-            rc = PTK_ESTATE;
-        }
-    }
-    if (rc < 0 || PyErr_Occurred()) {
-        if (c->initialised && c->desc->fini) {
+    if (rc >= 0 && !same) {
+        snprintf(errbuf, sizeof errbuf, "in the child it asked for another "
+                 "file filter than in its parent");
+        rc = PTK_ESTATE;
+        if (c->desc->fini) {
             c->desc->fini(c->state);
-            c->state = NULL;
         }
-        if (errbuf[0]) {
-            free(c->fail_msg);
-            c->fail_msg = ptk__strdup(errbuf);
-        }
+        c->state = NULL;
         c->initialised = 0; /* no fini for a state that init refused */
-        ptk__plugin_fail(c, rc < 0 ? rc : PTK_EPYTHON, PyErr_Occurred() != NULL);
-        PyErr_Clear();
-        return;
     }
-    c->events = c->events_asked = c->sub.events;
-    c->sub.optional &= c->sub.events;
-    c->sub.fallback &= PTK_MASK_VALID & ~c->sub.events;
-    c->flags = c->desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
+    if (rc < 0) {
+        if (why != NULL || errbuf[0]) {
+            free(c->fail_msg);
+            c->fail_msg = why != NULL ? why : ptk__strdup(errbuf);
+            why = NULL;
+        }
+        ptk__plugin_fail(c, rc, PyErr_Occurred() != NULL);
+        PyErr_Clear();
+    }
+    free(why);
 }
 
 static void
@@ -850,14 +829,17 @@ follow_setup(ptk_session *s, char **errmsg)
     Py_CLEAR(s->follow_run);
     s->follow_run = follow_run_id(s);
     PyObject *live = follow_live_runs();
-    PyObject *a = plugins && s->follow_run && live ? Py_BuildValue(
-        "{s:O,s:s,s:s,s:s,s:z,s:z,s:z,s:O}", "plugins", plugins,
+    /* the filter as Session keywords, not as text to parse again */
+    PyObject *filter = ptk__filter_keywords(&s->filter_defaults);
+    PyObject *a = plugins && s->follow_run && live && filter ? Py_BuildValue(
+        "{s:O,s:s,s:s,s:s,s:z,s:z,s:O,s:O}", "plugins", plugins,
         "output_dir", s->output_dir,
         "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
         "backend", ptk_backend_name(s->requested), "plugin_path",
-        s->plugin_path, "pkgdir", pkg, "filter", s->filter_text,
+        s->plugin_path, "pkgdir", pkg, "filter", filter,
         "run", s->follow_run) : NULL;
     Py_XDECREF(plugins);
+    Py_XDECREF(filter);
     free(pkg);
     PyObject *ns = NULL;
     if (a != NULL && PyDict_SetItemString(a, "_live", live) == 0) {
@@ -1065,12 +1047,20 @@ write_manifest(ptk_session *s)
         }
         Py_XDECREF(p);
     }
-    PyObject *m = id && files && plugins ? Py_BuildValue(
-        "{s:s,s:i,s:O,s:d,s:s,s:s,s:s,s:O,s:O,s:i}", "format", "pytracekit-run",
+    /* the lines the summary printed after the reports (s->notes): what the
+     * program did to the hub's hooks */
+    PyObject *notes = PyUnicode_DecodeUTF8(s->notes ? s->notes : "",
+                                           s->notes ? (Py_ssize_t)strlen(s->notes) : 0,
+                                           "replace");
+    PyObject *lines = notes ? PyUnicode_Splitlines(notes, 0) : NULL;
+    Py_XDECREF(notes);
+    PyObject *m = id && files && plugins && lines ? Py_BuildValue(
+        "{s:s,s:i,s:O,s:d,s:s,s:s,s:s,s:O,s:O,s:i,s:O}", "format", "pytracekit-run",
         "version", 1, "run", id, "ended", s->ended_wall, "python",
         ptk__python_version(), "backend", ptk_backend_name(s->backend),
         "clock", ptk__clock_source(), "plugins", plugins, "files", files,
-        "failed_plugins", failed) : NULL;
+        "failed_plugins", failed, "notes", lines) : NULL;
+    Py_XDECREF(lines);
     Py_XDECREF(id);
     Py_XDECREF(files);
     Py_XDECREF(plugins);
@@ -1283,7 +1273,6 @@ ptk__process_session_free(ptk_session *s)
         ptk__process_session_stop(s);
         Py_CLEAR(s->follow_run);
     }
-    free(s->filter_text);
     if (s->summary_file != NULL) {
         fclose(s->summary_file);
     }

@@ -52,50 +52,13 @@ absolute_path_list(const char *list)
 }
 
 
-/* The session's filter is checked as if it were a plugin's options, named
- * "session filter": its messages say "filter ..." and "filter option ..."
- * without naming a plugin the user never gave. */
-static void
-unname_session_filter(char **errmsg)
+/* The config as the current headers see it: one built against older
+ * headers is smaller, so it is read through a zeroed copy of the current
+ * size (what it lacks is NULL / default). */
+static int
+read_config(const ptk_session_config *cfg, ptk_session_config *full,
+            char **errmsg)
 {
-    static const char lead[] = "plugin 'session filter': ";
-    static const char mid[] = " of plugin 'session filter'";
-    char *m = errmsg != NULL ? *errmsg : NULL;
-    if (m == NULL) {
-        return;
-    }
-    if (strncmp(m, lead, sizeof lead - 1) == 0) {
-        memmove(m, m + sizeof lead - 1, strlen(m + sizeof lead - 1) + 1);
-    }
-    char *at = strstr(m, mid);
-    if (at != NULL && strncmp(m, "option ", 7) == 0) {
-        memmove(at, at + sizeof mid - 1, strlen(at + sizeof mid - 1) + 1);
-        char *n = ptk__asprintf("filter %s", m);
-        if (n != NULL) {
-            free(*errmsg);
-            *errmsg = n;
-        }
-    }
-}
-
-int
-ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
-                char **errmsg)
-{
-    ptk_session_config def = PTK_SESSION_CONFIG_INIT;
-    if (out == NULL) {
-        return ptk__err(errmsg, PTK_EINVAL, "ptk_session_new: out is NULL");
-    }
-    *out = NULL;
-    int irc = ptk__interp_check(errmsg);
-    if (irc < 0) {
-        return irc;
-    }
-    if (cfg == NULL) {
-        cfg = &def;
-    }
-    /* A config built against older headers is smaller: read it through a
-     * zeroed copy of the current size (what it lacks is NULL / default). */
     const size_t size_1_0 = offsetof(ptk_session_config, summary) + sizeof(FILE *);
     if (cfg->struct_size < size_1_0) {
         return ptk__err(errmsg, PTK_ESIZE,
@@ -103,24 +66,59 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
                         "least %zu",
                         cfg->struct_size, size_1_0);
     }
-    ptk_session_config full;
-    memset(&full, 0, sizeof full);
-    memcpy(&full, cfg, cfg->struct_size < sizeof full ? cfg->struct_size
-                                                      : sizeof full);
-    cfg = &full;
-    if (cfg->threads != PTK_THREADS_CURRENT && cfg->threads != PTK_THREADS_ALL) {
+    memset(full, 0, sizeof *full);
+    memcpy(full, cfg, cfg->struct_size < sizeof *full ? cfg->struct_size
+                                                      : sizeof *full);
+    if (full->threads != PTK_THREADS_CURRENT && full->threads != PTK_THREADS_ALL) {
         return ptk__err(errmsg, PTK_EINVAL, "invalid thread scope %d",
-                        (int)cfg->threads);
+                        (int)full->threads);
     }
-    if (ptk_backend_name(cfg->backend) == NULL) {
+    if (ptk_backend_name(full->backend) == NULL) {
         return ptk__err(errmsg, PTK_EINVAL, "invalid backend %d",
-                        (int)cfg->backend);
+                        (int)full->backend);
     }
+    return PTK_OK;
+}
+
+/* The session's default filter, checked now, so that a bad one fails
+ * here; each plugin instance builds its own from these values. Its
+ * messages name no plugin (the subject is the session's filter). */
+static int
+session_filter(ptk_session *s, const char *text, char **errmsg)
+{
+    ptk__filter *probe = NULL;
+    int rc = ptk__options_parse_ex(NULL, ptk__filter_specs, NULL, text,
+                                   &s->filter_defaults, errmsg);
+    if (rc == PTK_OK) {
+        rc = ptk__filter_build(NULL, NULL, &s->filter_defaults, NULL, &probe,
+                               errmsg);
+        ptk__filter_free(probe);
+    }
+    return rc;
+}
+
+int
+ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
+                char **errmsg)
+{
+    ptk_session_config def = PTK_SESSION_CONFIG_INIT, full;
+    if (out == NULL) {
+        return ptk__err(errmsg, PTK_EINVAL, "ptk_session_new: out is NULL");
+    }
+    *out = NULL;
+    int rc = ptk__interp_check(errmsg);
+    if (rc == PTK_OK) {
+        rc = read_config(cfg != NULL ? cfg : &def, &full, errmsg);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    cfg = &full;
     ptk_backend requested;
     int explicit;
-    int brc = ptk__backend_resolve(cfg->backend, &requested, &explicit, errmsg);
-    if (brc < 0) {
-        return brc;
+    rc = ptk__backend_resolve(cfg->backend, &requested, &explicit, errmsg);
+    if (rc < 0) {
+        return rc;
     }
     ptk_session *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -136,26 +134,13 @@ ptk_session_new(const ptk_session_config *cfg, ptk_session **out,
     s->summary = cfg->summary ? cfg->summary : stderr;
     s->gen = ptk__interp_gen;
     if (cfg->filter != NULL && *cfg->filter) {
-        s->filter_text = ptk__strdup(cfg->filter); /* for followed children */
-        /* Checked now, so that a bad default filter fails here; each
-         * plugin instance builds its own from these values. */
-        ptk_plugin_desc d = {.name = "session filter", .options = NULL};
-        ptk__filter *probe = NULL;
-        int frc = ptk__options_parse_ex(&d, ptk__filter_specs, cfg->filter,
-                                        &s->filter_defaults, errmsg);
-        if (frc == PTK_OK) {
-            frc = ptk__filter_build("session filter", NULL, &s->filter_defaults,
-                                    NULL, &probe, errmsg);
-            ptk__filter_free(probe);
-        }
-        if (frc < 0) {
-            unname_session_filter(errmsg);
+        rc = session_filter(s, cfg->filter, errmsg);
+        if (rc < 0) {
             ptk__options_free(&s->filter_defaults);
-            free(s->filter_text);
             free(s->output_dir);
             free(s->plugin_path);
             free(s);
-            return frc;
+            return rc;
         }
     }
     if (s->output_dir == NULL) {
@@ -218,6 +203,121 @@ check_backend_events(struct ptk_plugin_ctx *c, ptk_backend b,
                         : "");
 }
 
+int
+ptk__instance_init(struct ptk_plugin_ctx *c, const char *output_dir,
+                   const char *where, char *errbuf, size_t errbuf_size,
+                   char **why)
+{
+    const ptk_plugin_desc *desc = c->desc;
+    *why = NULL;
+    /* the subscription the instance has before its init */
+    c->sub = (ptk_subscription){.struct_size = sizeof c->sub,
+                                .events = desc->events, .flags = desc->flags};
+    c->events = c->events_asked = desc->events;
+    c->flags = desc->flags;
+    if (desc->init == NULL) {
+        c->initialised = 1;
+        return PTK_OK;
+    }
+    ptk_init_args args = {
+        .struct_size = sizeof args,
+        .host = &ptk__host,
+        .ctx = c,
+        .options = c->opts.values,
+        .noptions = c->opts.nown,
+        .output_dir = output_dir,
+        .errbuf = errbuf,
+        .errbuf_size = errbuf_size,
+        .subscription = &c->sub,
+    };
+    /* not yet initialised: host calls meant for init (subscribe_filter)
+     * are allowed */
+    c->initialised = 0;
+    errbuf[0] = '\0';
+    int rc = desc->init(&args, &c->state, &c->sub.events);
+    errbuf[errbuf_size - 1] = '\0'; /* a plugin may fill it all */
+    if (rc < 0 || PyErr_Occurred()) {
+        c->state = NULL; /* no fini for a state that init refused */
+        return rc < 0 ? rc : PTK_EPYTHON;
+    }
+    c->initialised = 1;
+    c->events = c->events_asked = c->sub.events;
+    c->sub.optional &= c->sub.events;
+    c->sub.fallback &= PTK_MASK_VALID & ~c->sub.events;
+    /* Before ABI 1.2 a plugin could only change its flags by writing
+     * its own descriptor: read them from there. */
+    c->flags = desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
+    rc = ptk__validate_desc(desc, where, c->events, why);
+    if (rc < 0) {
+        if (desc->fini) {
+            desc->fini(c->state);
+        }
+        c->state = NULL;
+        c->initialised = 0;
+    }
+    return rc;
+}
+
+/* A new instance of desc: the descriptor copied at its ABI's size, the
+ * options read (messages name "plugin 'NAME'"). NULL with *rc set. */
+static struct ptk_plugin_ctx *
+new_instance(ptk_session *s, const ptk_plugin_desc *desc, const char *options,
+             int *rc, char **errmsg)
+{
+    static uint64_t instances;
+    struct ptk_plugin_ctx *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        *rc = ptk__err(errmsg, PTK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    /* A descriptor from an older ABI minor is smaller: read it through a
+     * zeroed copy of the current size, so members it lacks are NULL. */
+    size_t dsize = desc->struct_size < sizeof c->desc_copy ? desc->struct_size
+                                                           : sizeof c->desc_copy;
+    memcpy(&c->desc_copy, desc, dsize);
+    c->desc_orig = desc;
+    c->desc = &c->desc_copy;
+    c->session = s;
+    c->slot = -1;
+    c->id = ++instances;
+    c->name = ptk__strdup(desc->name);
+    char *subject = ptk__asprintf("plugin '%s'", desc->name);
+    *rc = subject == NULL ? ptk__err(errmsg, PTK_ENOMEM, "out of memory")
+                          : ptk__options_parse_ex(c->desc, ptk__filter_specs,
+                                                  subject, options, &c->opts,
+                                                  errmsg);
+    free(subject);
+    if (*rc < 0) {
+        free(c->name);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Runs the new instance's init; its failure is "plugin ... failed to
+ * start", with the plugin's message and any Python traceback. */
+static int
+start_instance(struct ptk_plugin_ctx *c, const char *where, char **errmsg)
+{
+    char errbuf[1024], *why = NULL;
+    int rc = ptk__instance_init(c, c->session->output_dir, where, errbuf,
+                                sizeof errbuf, &why);
+    if (rc < 0 && why != NULL) {
+        rc = ptk__err(errmsg, rc, "%s", why);
+    }
+    else if (rc < 0) {
+        char *tb = PyErr_Occurred() ? ptk__format_exception() : NULL;
+        rc = ptk__err(errmsg, rc, "plugin %s failed to start: %s%s%s", where,
+                      errbuf[0] ? errbuf
+                                : (c->fail_msg ? c->fail_msg : ptk_strerror(rc)),
+                      tb ? "\n" : "", tb ? tb : "");
+        free(tb);
+    }
+    free(why);
+    return rc;
+}
+
 static int
 attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
                 char *path, const char *options, char **errmsg)
@@ -230,87 +330,27 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
     if (rc < 0) {
         return rc;
     }
-    struct ptk_plugin_ctx *c = calloc(1, sizeof *c);
+    struct ptk_plugin_ctx *c = new_instance(s, desc, options, &rc, errmsg);
     if (c == NULL) {
-        return ptk__err(errmsg, PTK_ENOMEM, "out of memory");
-    }
-    /* A descriptor from an older ABI minor is smaller: read it through a
-     * zeroed copy of the current size, so members it lacks are NULL. */
-    size_t dsize = desc->struct_size < sizeof c->desc_copy ? desc->struct_size
-                                                           : sizeof c->desc_copy;
-    memcpy(&c->desc_copy, desc, dsize);
-    c->desc_orig = desc;
-    desc = c->desc = &c->desc_copy;
-    static uint64_t instances;
-    c->session = s;
-    c->slot = -1;
-    c->id = ++instances;
-    c->name = ptk__strdup(desc->name);
-    c->events = desc->events;
-    c->flags = desc->flags;
-    c->events_asked = desc->events;
-    c->sub = (ptk_subscription){.struct_size = sizeof c->sub,
-                                .events = desc->events, .flags = desc->flags};
-    rc = ptk__options_parse_ex(desc, ptk__filter_specs, options, &c->opts,
-                               errmsg);
-    if (rc < 0) {
-        free(c->name);
-        free(c);
         return rc;
     }
-    if (desc->init != NULL) {
-        char errbuf[1024] = "";
-        ptk_init_args args = {
-            .struct_size = sizeof args,
-            .host = &ptk__host,
-            .ctx = c,
-            .options = c->opts.values,
-            .noptions = c->opts.nown,
-            .output_dir = s->output_dir,
-            .errbuf = errbuf,
-            .errbuf_size = sizeof errbuf,
-            .subscription = &c->sub,
-        };
-        rc = desc->init(&args, &c->state, &c->sub.events);
-        errbuf[sizeof errbuf - 1] = '\0'; /* a plugin may fill it all */
-        if (rc < 0 || PyErr_Occurred()) {
-            char *tb = PyErr_Occurred() ? ptk__format_exception() : NULL;
-            rc = ptk__err(errmsg, rc < 0 ? rc : PTK_EPYTHON,
-                          "plugin %s failed to start: %s%s%s", where,
-                          errbuf[0] ? errbuf
-                                    : (c->fail_msg ? c->fail_msg
-                                                   : ptk_strerror(rc)),
-                          tb ? "\n" : "", tb ? tb : "");
-            free(tb);
-            instance_free(c);
-            return rc;
-        }
-        c->events = c->events_asked = c->sub.events;
-        c->sub.optional &= c->sub.events;
-        c->sub.fallback &= PTK_MASK_VALID & ~c->sub.events;
-        /* Before ABI 1.2 a plugin could only change its flags by writing
-         * its own descriptor: read them from there. */
-        c->flags = desc->abi_minor >= 2 ? c->sub.flags : c->desc_orig->flags;
-        rc = ptk__validate_desc(desc, where, c->events, errmsg);
-        if (rc < 0) {
-            if (desc->fini) {
-                desc->fini(c->state);
-            }
-            instance_free(c);
-            return rc;
-        }
+    rc = start_instance(c, where, errmsg);
+    if (rc < 0) {
+        instance_free(c);
+        return rc;
     }
-    c->initialised = 1;
+    rc = check_backend_events(c, s->requested, where, errmsg);
     if (rc == PTK_OK) {
-        rc = check_backend_events(c, s->requested, where, errmsg);
-    }
-    if (rc == PTK_OK) {
-        rc = ptk__filter_build(desc->name, &c->opts, &s->filter_defaults,
-                               c->filter_extra, &c->filter, errmsg);
+        char *subject = ptk__asprintf("plugin '%s'", c->desc->name);
+        rc = subject == NULL
+                 ? ptk__err(errmsg, PTK_ENOMEM, "out of memory")
+                 : ptk__filter_build(subject, &c->opts, &s->filter_defaults,
+                                     c->filter_extra, &c->filter, errmsg);
+        free(subject);
     }
     if (rc < 0) {
-        if (desc->fini) {
-            desc->fini(c->state);
+        if (c->desc->fini) {
+            c->desc->fini(c->state);
         }
         instance_free(c);
         return rc;
@@ -322,13 +362,7 @@ attach_instance(ptk_session *s, const ptk_plugin_desc *desc, void *dl,
         tail = &(*tail)->next;
     }
     *tail = c;
-    if (s->running) {
-        rc = ptk__hub_rebuild(1, errmsg);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return PTK_OK;
+    return s->running ? ptk__hub_rebuild(1, errmsg) : PTK_OK;
 }
 
 /* Reports run Python code (signal handlers, finalizers, GC callbacks run

@@ -46,6 +46,22 @@ void ptk__host_reset(void);
  * kept, so that reports need no import (host.c). */
 PyObject *ptk__json(void);
 
+/* ---- an instance's init (session.c) -------------------------------------- */
+
+/* Runs the instance's init from the subscription its descriptor declares
+ * and takes what init answered (events, optional and fallback kinds,
+ * flags), the mask checked against the descriptor's callbacks: for a new
+ * instance (session.c), again in a followed child (process.c), and for an
+ * instance attached to a running program. `where` names the plugin in
+ * messages; errbuf (errbuf_size bytes, at least 1) gets the plugin's own.
+ * On failure (< 0) the instance holds no state and is not initialised:
+ * init's exception, if any, is still set, and *why (to free) says why a
+ * mask was refused (NULL when init itself failed). */
+struct ptk_plugin_ctx;
+int ptk__instance_init(struct ptk_plugin_ctx *c, const char *output_dir,
+                       const char *where, char *errbuf, size_t errbuf_size,
+                       char **why);
+
 /* ---- the plugin loader (loader.c) ---------------------------------------- */
 
 int ptk__load(const char *path_or_name, const char *extra_path,

@@ -1,7 +1,8 @@
 """python -m pytracekit: the pytracekit command, run by this interpreter.
 
-Takes exactly the command's arguments (tools/pytracekit.c; its usage text
-is shared, _pytracekit._usage) and behaves the same: options up to SCRIPT,
+Takes exactly the command's arguments, read by the command's own reader
+(tools/ptk_cmdline.c, _pytracekit._parse_command_line; the usage text is
+shared too, _pytracekit._usage) and behaves the same: options up to SCRIPT,
 ``-m MODULE``, ``-c CODE`` or ``--``; everything after belongs to the
 program. The program runs as ``python`` would run it (sys.argv, sys.path[0],
 a fresh ``__main__``); the session starts just before it and its reports
@@ -29,101 +30,39 @@ class Usage(Exception):
         self.show_usage = show_usage
 
 
-# --include … --max-depth: the session's default filter, made into the
-# same "key=value,..." text as the command makes (in this order)
-FILTER_OPTIONS = {"--include": "include", "--exclude": "exclude",
-                  "--modules": "modules", "--functions": "functions",
-                  "--thread-names": "threads", "--max-depth": "max_depth"}
+# --include … --max-depth: the session's default filter, from the one list
+# of filter keys (lib/ptk_filter_keys.h): flag -> (key, Session keyword)
+FILTER_OPTIONS = {flag: (key, kw) for key, flag, kw, _, _ in _c._filter_keys}
 
 
 def parse(argv):
-    """Parses the command's arguments as tools/pytracekit.c does.
+    """Reads the command's arguments with the command's own reader
+    (tools/ptk_cmdline.c, _pytracekit._parse_command_line).
 
     Returns a dict: plugins, output, threads, backend, plugin_path, filter
-    ({key: value} of the filter options), list,
+    ({flag: [values]} of the filter options, in the order given), list,
     action ("version", "help", "list" or "run"), mode (None for a script,
-    "-m" or "-c"), target (script, module or code) and args (the program's
-    arguments). Raises Usage."""
-    o = {"plugins": [], "output": "pytracekit-out", "threads": "all",
-         "backend": "auto", "plugin_path": None, "list": False,
-         "action": "run", "mode": None, "target": None, "args": [],
-         "filter": {},
-         "follow": os.environ.get("PYTRACEKIT_FOLLOW_CHILDREN", "") not in ("", "0")}
-    i = 0
-    n = len(argv)
-
-    def take():
-        nonlocal i
-        if i + 1 >= n:
-            raise Usage(f"{argv[i]} needs a value")
-        i += 1
-        return argv[i]
-
-    rest = n
-    while i < n:
-        a = argv[i]
-        if a in ("-p", "--plugin"):
-            o["plugins"].append(take())
-        elif a in ("-o", "--output"):
-            o["output"] = take()
-        elif a == "--threads":
-            v = take()
-            if v not in ("current", "all"):
-                raise Usage(f"--threads expects 'current' or 'all', found '{v}'")
-            o["threads"] = v
-        elif a == "--backend":
-            v = take()
-            if v not in ("auto", "legacy", "monitoring"):
-                raise Usage("--backend expects 'auto', 'legacy' or "
-                            f"'monitoring', found '{v}'")
-            o["backend"] = v
-        elif a == "--plugin-path":
-            v = take()
-            o["plugin_path"] = v if o["plugin_path"] is None else o["plugin_path"] + ":" + v
-        elif a == "--list-plugins":
-            o["list"] = True
-        elif a == "--follow-children":
-            o["follow"] = True
-        elif a in FILTER_OPTIONS:
-            key, v = FILTER_OPTIONS[a], take()
-            # repeated: the items add up (max_depth: the last one)
-            f = o["filter"]
-            f[key] = v if key == "max_depth" or key not in f else f[key] + ";" + v
-        elif a == "--version":
-            o["action"] = "version"
-            return o
-        elif a in ("-h", "--help"):
-            o["action"] = "help"
-            return o
-        elif a in ("-m", "-c"):
-            o["mode"] = a
-            o["target"] = take()
-            rest = i + 1
-            break
-        elif a == "--":
-            i += 1
-            rest = i
-            break
-        elif a.startswith("-") and a != "-":
-            raise Usage(f"unknown option '{a}' (see --help)")
-        else:
-            rest = i
-            break
-        i += 1
-    else:
-        rest = n
-    if o["list"]:
-        o["action"] = "list"
-        return o
-    if o["mode"] is None:
-        if rest >= n:
-            raise Usage("no program given (SCRIPT, -m MODULE or -c CODE; see --help)")
-        o["target"] = argv[rest]
-        rest += 1
-    o["args"] = list(argv[rest:])
-    if not o["plugins"]:
-        o["plugins"] = ["counter"]
+    "-m" or "-c"), target (script, module or code), args (the program's
+    arguments) and follow. Raises Usage."""
+    o, error = _c._parse_command_line(argv)
+    if error is not None:
+        raise Usage(error)
     return o
+
+
+def session_filter(given):
+    """Session's filter arguments for the filter flags given: the lists as
+    their keywords (the items of a repeated flag add up), max_depth (the
+    last one) as filter text, where the library checks it as for the
+    command ("filter option 'max_depth' expects an integer")."""
+    kw = {}
+    for flag, values in given.items():
+        key, keyword = FILTER_OPTIONS[flag]
+        if key == "max_depth":
+            kw["filter"] = f"max_depth={values[-1]}"
+        else:
+            kw[keyword] = values
+    return kw
 
 
 def list_plugins(plugin_path):
@@ -218,6 +157,26 @@ def module_usage():
             .replace("\n       pytracekit ", "\n       python -m pytracekit "))
 
 
+def _coverage_config(o):
+    """The coverage plugin's spec completed from the project's coverage.py
+    configuration ([run]), as the command does (tools/cov_config.c); what
+    reading it imported leaves sys.modules again. Raises Error."""
+    if not any(p == "coverage" or p.startswith("coverage:") for p in o["plugins"]):
+        return
+    before = set(sys.modules)
+    try:
+        from . import _coverage_format as covfmt
+        for k, spec in enumerate(o["plugins"]):
+            try:
+                o["plugins"][k], follow = covfmt.run_plugin_spec(spec)
+            except covfmt.ConfigError as e:
+                raise Error(f"coverage: {e}") from None
+            o["follow"] = o["follow"] or follow
+    finally:
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+
+
 def main(argv=None):
     """Runs the command; returns an exit status, or raises what the program
     raised (SystemExit, KeyboardInterrupt, an uncaught exception)."""
@@ -225,6 +184,9 @@ def main(argv=None):
     if argv and argv[0] == "combine":
         from .combining import main as combine_main
         return combine_main(argv[1:])
+    if argv and argv[0] in ("report", "html", "xml", "json", "lcov"):
+        from . import _coverage_format as covfmt
+        return covfmt.report_main(argv[0], argv[1:])
     try:
         o = parse(argv)
     except Usage as e:
@@ -240,13 +202,12 @@ def main(argv=None):
         list_plugins(o["plugin_path"])
         return 0
     try:
+        _coverage_config(o)
         session = Session(o["plugins"], output_dir=o["output"],
                           threads=o["threads"], backend=o["backend"],
                           plugin_path=o["plugin_path"],
                           follow_children=o["follow"],
-                          filter=",".join(f"{k}={o['filter'][k]}"
-                                          for k in FILTER_OPTIONS.values()
-                                          if k in o["filter"]) or None)
+                          **session_filter(o["filter"]))
     except Error as e:
         print(f"pytracekit: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -23,8 +23,10 @@ and listed in the output's run.json under "left_out".
 the PATTERNs (`*` matches within one path component) gets CANONICAL in place
 of that part. The output directory gets run.json listing the runs combined.
 """
+import contextlib
 import json
 import marshal
+import math
 import os
 import pstats
 import re
@@ -42,6 +44,147 @@ DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt", "summary.txt")
 
 class CombineError(Exception):
     """Bad input: a message for the user (the command exits 2)."""
+
+
+# ---- what an input must look like --------------------------------------------
+#
+# Every report is checked against the shape the merge reads before it is
+# merged, so that a crafted or damaged file ends the command with a message
+# naming the file and the value (exit 2), never a traceback. A schema is
+# "int" (a whole number, not a bool), "num" (a finite number), "str",
+# "key" (str, int or None: usable as part of a key and sorted as text),
+# "dict", "list", a dict {name: schema} ("name?" for a member that may be
+# missing; other members are not looked at), or [schema] (a list of them).
+
+
+def _shape_error(path, where, want):
+    return CombineError("%s: %s is not %s" % (path, where or "the top level", want))
+
+
+_KINDS = {
+    "int": ("a whole number",
+            lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "num": ("a finite number",
+            lambda v: (isinstance(v, int) and not isinstance(v, bool))
+            or (isinstance(v, float) and math.isfinite(v))),
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "key": ("a string, a whole number or null",
+            lambda v: v is None or isinstance(v, str)
+            or (isinstance(v, int) and not isinstance(v, bool))),
+    "dict": ("an object", lambda v: isinstance(v, dict)),
+    "list": ("a list", lambda v: isinstance(v, list)),
+}
+
+
+def _check_shape(path, value, schema, where=""):
+    """Raises CombineError unless `value` has the shape `schema`."""
+    if isinstance(schema, str):
+        want, ok = _KINDS[schema]
+        if not ok(value):
+            raise _shape_error(path, where, want)
+    elif isinstance(schema, list):
+        if not isinstance(value, list):
+            raise _shape_error(path, where, "a list")
+        for i, item in enumerate(value):
+            _check_shape(path, item, schema[0], "%s[%d]" % (where, i))
+    else:
+        if not isinstance(value, dict):
+            raise _shape_error(path, where, "an object")
+        for name, sub in schema.items():
+            key = name.rstrip("?")
+            if key in value:
+                _check_shape(path, value[key], sub, "%s.%s" % (where, key) if where else key)
+            elif not name.endswith("?"):
+                raise CombineError("%s: %s has no %r" % (path, where or "the top level", key))
+
+
+_RUN = {"format": "str", "files?": ["str"], "run?": "dict", "plugins?": "list",
+        "failed_plugins?": "int"}
+_COUNTER = {"events?": "dict", "threads?": ["dict"],
+            "functions?": [{"calls": "int", "kind?": "key", "file?": "key", "line?": "key",
+                            "qualname?": "key", "module?": "key", "name?": "key"}]}
+_TIMER_SUMS = ("total_ns", "calls", "primitive_calls", "unmatched_returns", "resynced_frames")
+_TIMER_COUNTS = {"calls": "int", "primitive_calls": "int", "own_ns": "int",
+                 "inclusive_ns": "int"}
+_TIMER = dict({k + "?": "int" for k in _TIMER_SUMS}, **{
+    "max_depth?": "int", "elapsed_s?": "num", "clock?": "key", "threads?": ["dict"],
+    "functions?": [dict(_TIMER_COUNTS, id="key", kind="key", file="key", line="key",
+                        name="key")],
+    "edges?": [dict(_TIMER_COUNTS, caller="key", callee="key")]})
+_SPEEDSCOPE = {"shared": {"frames": [{"name": "str", "file?": "key", "line?": "key"}]},
+               "profiles": [{"events": [{"type": "str", "at": "num"}]}]}
+
+
+def _check_counter(path, data):
+    _check_shape(path, data, _COUNTER)
+    for k, v in data.get("events", {}).items():
+        _check_shape(path, v, "int", "events.%s" % k)
+
+
+def _check_timer(path, data):
+    _check_shape(path, data, _TIMER)
+    ids = {f["id"] for f in data.get("functions", [])}
+    for i, e in enumerate(data.get("edges", [])):
+        for end in ("caller", "callee"):
+            if e[end] not in ids:
+                raise CombineError("%s: edges[%d].%s is no function's id"
+                                   % (path, i, end))
+
+
+def _check_speedscope(path, doc):
+    _check_shape(path, doc, _SPEEDSCOPE)
+    nframes = len(doc["shared"]["frames"])
+    for p, prof in enumerate(doc["profiles"]):
+        depth = 0
+        for i, ev in enumerate(prof["events"]):
+            where = "profiles[%d].events[%d]" % (p, i)
+            if ev["type"] == "O":
+                frame = ev.get("frame")
+                if not (isinstance(frame, int) and not isinstance(frame, bool)
+                        and 0 <= frame < nframes):
+                    raise _shape_error(path, where + ".frame", "a frame's index")
+                depth += 1
+            elif depth == 0:
+                raise CombineError("%s: %s closes a frame that is not open" % (path, where))
+            else:
+                depth -= 1
+
+
+_PSTATS_KEY = (str, int, str)
+
+
+def _check_pstats(path, stats):
+    """pstats' table: {(file, line, name): (cc, nc, tt, ct, {caller key:
+    (cc, nc, tt, ct)})}."""
+    def key_ok(k):
+        return (isinstance(k, tuple) and len(k) == 3
+                and all(isinstance(x, t) and not isinstance(x, bool)
+                        for x, t in zip(k, _PSTATS_KEY)))
+
+    def counts_ok(v, n):
+        return (isinstance(v, tuple) and len(v) == n
+                and all(_KINDS["num"][1](x) for x in v[:4]))
+    if not isinstance(stats, dict):
+        raise CombineError("%s: not a pstats table" % path)
+    for k, v in stats.items():
+        if not key_ok(k) or not counts_ok(v, 5) or not isinstance(v[4], dict):
+            raise CombineError("%s: %r is not a pstats entry" % (path, k))
+        for k2, v2 in v[4].items():
+            if not key_ok(k2) or not counts_ok(v2, 4):
+                raise CombineError("%s: the callers of %r are not pstats entries"
+                                   % (path, k))
+
+
+@contextlib.contextmanager
+def _malformed(name, paths):
+    """Whatever the checks above let through and the merge of `name` still
+    cannot read ends as bad input, naming the files, not as a traceback."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError,
+            RecursionError, OverflowError) as e:
+        raise CombineError("%s (%s): cannot be merged: %s: %s"
+                           % (name, ", ".join(paths), type(e).__name__, e))
 
 
 # ---- inputs and paths --------------------------------------------------------
@@ -122,10 +265,11 @@ def find_sets(inputs, exclude=None):
                 try:
                     with open(os.path.join(d, "run.json"), encoding="utf-8") as f:
                         run = json.load(f)
-                except (OSError, ValueError) as e:
+                except (OSError, ValueError, RecursionError) as e:
                     raise CombineError("%s/run.json: %s" % (d, e))
-                if run.get("format") != "pytracekit-run":
+                if not isinstance(run, dict) or run.get("format") != "pytracekit-run":
                     raise CombineError("%s/run.json: not a pytracekit run manifest" % d)
+                _check_shape(os.path.join(d, "run.json"), run, _RUN)
                 have = [n for n in REPORTS if n in run.get("files", ())
                         and n in files]
             else:
@@ -181,21 +325,26 @@ def failed_runs(inputs, exclude=None):
             try:
                 with open(os.path.join(d, "run.json"), encoding="utf-8") as f:
                     run = json.load(f)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 continue  # find_sets says what is wrong with it
             if isinstance(run, dict) and run.get("failed_plugins"):
                 names = [p.get("name", "?") for p in run.get("plugins", ())
                          if isinstance(p, dict) and p.get("failed")]
-                out.append((d, (run.get("run") or {}).get("pid"), names))
+                ident = run.get("run")
+                out.append((d, ident.get("pid") if isinstance(ident, dict) else None,
+                            names))
     return out
 
 
-def _load_json(path):
+def _load_json(path, check=None):
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
+            data = json.load(f)
+    except (OSError, ValueError, RecursionError) as e:
         raise CombineError("%s: %s" % (path, e))
+    if check is not None:
+        check(path, data)
+    return data
 
 
 # ---- counter -------------------------------------------------------------------
@@ -246,10 +395,16 @@ def merge_pstats(paths, remap):
     total = pstats.Stats()
     for path in paths:
         try:
-            st = pstats.Stats(path)
-        except Exception as e:  # pstats raises TypeError/EOFError/ValueError
+            with open(path, "rb") as f:
+                stats = marshal.load(f)
+        except (EOFError, ValueError, TypeError) as e:
             raise CombineError("%s: not a pstats file (%s)" % (path, e))
-        st.stats = _remap_stats(st.stats, remap)
+        except OSError as e:
+            raise CombineError("%s: %s" % (path, e))
+        _check_pstats(path, stats)
+        st = pstats.Stats()
+        st.stats = _remap_stats(stats, remap)
+        st.get_top_level_stats()
         total.add(st)
     return total.stats
 
@@ -265,9 +420,11 @@ def merge_folded(paths, remap):
                 lines = f.read().splitlines()
         except OSError as e:
             raise CombineError("%s: %s" % (path, e))
+        except ValueError as e:
+            raise CombineError("%s: not UTF-8 text (%s)" % (path, e))
         for line in lines:
             stack, _, value = line.rpartition(" ")
-            if not stack or not value.isdigit():
+            if not stack or not (value.isascii() and value.isdigit()):
                 raise CombineError("%s: not a folded-stacks line: %r" % (path, line))
             frames = []
             for fr in stack.split(";"):
@@ -287,7 +444,7 @@ def merge_speedscope(paths, remap):
     frames, index = [], {}
     root = [0, {}]  # [inclusive ns, {frame index: node}]
     for path in paths:
-        doc = _load_json(path)
+        doc = _load_json(path, _check_speedscope)
         try:
             local = []
             for fr in doc["shared"]["frames"]:
@@ -310,7 +467,7 @@ def merge_speedscope(paths, remap):
                     else:
                         node, at = stack.pop()
                         node[0] += ev["at"] - at
-        except (KeyError, IndexError, TypeError) as e:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             raise CombineError("%s: not a speedscope file of the timer (%s)" % (path, e))
     root[0] = sum(n[0] for n in root[1].values())
     return {"$schema": "https://www.speedscope.app/file-format-schema.json",
@@ -408,43 +565,52 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
             by_name[n].append((os.path.join(d, n), run.get("run") if run else None))
     # Everything is merged before anything is written: bad input writes nothing.
     outputs = []
+    def inputs_of(name):
+        return [p for p, _ in by_name[name]]
     if by_name["counter.json"]:
-        datas = [(_load_json(p), r) for p, r in by_name["counter.json"]]
-        outputs.append(("counter.json", json.dumps(merge_counter(datas, remap), indent=1) + "\n"))
+        with _malformed("counter.json", inputs_of("counter.json")):
+            datas = [(_load_json(p, _check_counter), r) for p, r in by_name["counter.json"]]
+            outputs.append(("counter.json",
+                            json.dumps(merge_counter(datas, remap), indent=1) + "\n"))
     if by_name["timer.pstats"]:
-        stats = merge_pstats([p for p, _ in by_name["timer.pstats"]], remap)
-        outputs.append(("timer.pstats", marshal.dumps(stats)))
+        with _malformed("timer.pstats", inputs_of("timer.pstats")):
+            stats = merge_pstats(inputs_of("timer.pstats"), remap)
+            outputs.append(("timer.pstats", marshal.dumps(stats)))
     if by_name["timer.folded"]:
-        outputs.append(("timer.folded",
-                        merge_folded([p for p, _ in by_name["timer.folded"]], remap)))
+        with _malformed("timer.folded", inputs_of("timer.folded")):
+            outputs.append(("timer.folded", merge_folded(inputs_of("timer.folded"), remap)))
     if by_name["timer.speedscope.json"]:
-        doc = merge_speedscope([p for p, _ in by_name["timer.speedscope.json"]], remap)
-        outputs.append(("timer.speedscope.json", json.dumps(doc, separators=(",", ":")) + "\n"))
+        with _malformed("timer.speedscope.json", inputs_of("timer.speedscope.json")):
+            doc = merge_speedscope(inputs_of("timer.speedscope.json"), remap)
+            outputs.append(("timer.speedscope.json",
+                            json.dumps(doc, separators=(",", ":")) + "\n"))
     if by_name["timer.json"]:
-        datas = [(_load_json(p), r) for p, r in by_name["timer.json"]]
-        outputs.append(("timer.json",
-                        json.dumps(merge_timer_json(datas, remap), indent=1) + "\n"))
+        with _malformed("timer.json", inputs_of("timer.json")):
+            datas = [(_load_json(p, _check_timer), r) for p, r in by_name["timer.json"]]
+            outputs.append(("timer.json",
+                            json.dumps(merge_timer_json(datas, remap), indent=1) + "\n"))
     merged = None
     if by_name["coverage.json"]:
         covs = []
-        for p, _ in by_name["coverage.json"]:
-            try:
-                data = covfmt.load(p)
-            except covfmt.DataError as e:
-                raise CombineError(str(e))
-            files = {}
-            for path, rec in data["files"].items():
-                files.setdefault(remap(path), []).append(rec)
-            for path, recs in files.items():
-                if len(recs) > 1:  # two recorded paths map to one file
-                    covs.extend({"meta": dict(data["meta"], runs=0), "files": {path: r}}
-                                for r in recs[1:])
-            data = dict(data, files={path: recs[0] for path, recs in files.items()})
-            covs.append(data)
-        merged = covfmt.merge(covs)
-        outputs += [("coverage.json", json.dumps(merged, indent=1) + "\n"),
-                    ("coverage.lcov", covfmt.lcov_text(merged)),
-                    ("coverage.xml", covfmt.cobertura_text(merged))]
+        with _malformed("coverage.json", inputs_of("coverage.json")):
+            for p, _ in by_name["coverage.json"]:
+                try:
+                    data = covfmt.load(p)
+                except covfmt.DataError as e:
+                    raise CombineError(str(e))
+                files = {}
+                for path, rec in data["files"].items():
+                    files.setdefault(remap(path), []).append(rec)
+                for path, recs in files.items():
+                    if len(recs) > 1:  # two recorded paths map to one file
+                        covs.extend({"meta": dict(data["meta"], runs=0), "files": {path: r}}
+                                    for r in recs[1:])
+                data = dict(data, files={path: recs[0] for path, recs in files.items()})
+                covs.append(data)
+            merged = covfmt.merge(covs)
+            outputs += [("coverage.json", json.dumps(merged, indent=1) + "\n"),
+                        ("coverage.lcov", covfmt.lcov_text(merged)),
+                        ("coverage.xml", covfmt.cobertura_text(merged))]
     os.makedirs(output_dir, exist_ok=True)
     written = []
     for name, data in outputs:
@@ -509,6 +675,12 @@ def main(argv=None):
         i += 1
     if not inputs:
         sys.stderr.write("pytracekit combine: no input directories\n%s" % USAGE)
+        return 2
+    try:
+        # coverage.py's [paths] when --paths gives none
+        paths = paths or covfmt.config_paths()
+    except covfmt.ConfigError as e:
+        sys.stderr.write("pytracekit combine: %s\n" % e)
         return 2
     try:
         m = combine(inputs, outdir, paths, summary=sys.stderr if show else None)

@@ -180,6 +180,28 @@ class Arguments(Case):
                          {os.path.join(self.dir, "prog.py")})
         self.same_reports(fib=calls[("fib", os.path.join(self.dir, "prog.py"))])
 
+    def test_one_reader_for_both(self):
+        # the module reads the arguments with the command's reader: the
+        # filter flags come back as given, per flag, not joined into text
+        p = self.python("-c", "from pytracekit import _pytracekit as c; import json; "
+                        "print(json.dumps(c._parse_command_line(['--include', 'a,b', "
+                        "'--include', 'c', '--max-depth', '5', '--max-depth', '2', "
+                        "'--thread-names', 'w-*', '-p', 'timer', '-m', 'mod', 'x', '-y'])))")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        o, err = json.loads(p.stdout)
+        self.assertIsNone(err)
+        self.assertEqual(o["filter"], {"--include": ["a,b", "c"],
+                                       "--thread-names": ["w-*"],
+                                       "--max-depth": ["5", "2"]})
+        self.assertEqual((o["plugins"], o["mode"], o["target"], o["args"], o["action"]),
+                         (["timer"], "-m", "mod", ["x", "-y"], "run"))
+        # the command's reader refused a 65th -p itself ("too many
+        # plugins"), the module's passed it on: now both leave the limit
+        # to the library, and say the same
+        c, m = self.both(*(["-p", "counter:top=0"] * 65), "-c", "pass")
+        want = "pytracekit: more than 64 plugin instances attached at once\n"
+        self.assertEqual((c.returncode, c.stderr, m.stderr), (2, want, want))
+
 
 class Informational(Case):
     def test_version(self):

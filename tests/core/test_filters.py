@@ -396,8 +396,19 @@ try:
     pytracekit.Session(["counter"], modules=["ok", "bad name"])
 except pytracekit.Error as e:
     print("Error", e)
+for text in ("bogus=1", "include='x"):
+    try:
+        pytracekit.Session(["counter"], filter=text)
+    except pytracekit.Error as e:
+        print("Error", e)
 """)
         self.assertIn("TypeError max_depth must be an int, not str", p.stdout)
+        # the session's filter is named as such, never as a plugin
+        self.assertIn("Error unknown filter option 'bogus' (it accepts: include, "
+                      "exclude, modules, functions, threads, max_depth)\n", p.stdout)
+        self.assertIn("Error filter option 'include' has an unterminated quote\n",
+                      p.stdout)
+        self.assertNotIn("plugin", p.stdout)
         self.assertIn("modules='bad name' is not a module name", p.stdout)
 
 

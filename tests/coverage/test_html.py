@@ -6,8 +6,8 @@ Runs corpus/app/main.py with branch=true,html=true and loads the report in
 Chromium (`--dump-dom`, and a `--screenshot`): the index lists every file,
 sorted by coverage (lowest first), with the figures of coverage.json's
 summaries; each file's page marks exactly the executed lines (run), the
-missed ones (mis) and the partial branch lines (par, naming the destinations
-not taken), all computed here from coverage.json; the screenshot shows the
+missed ones (mis), the partial branch lines (par, naming the destinations
+not taken) and the excluded ones (exc), all computed here from coverage.json; the screenshot shows the
 three highlight colours. Skips (77), saying why, when Chromium is absent
 (tools/setup-machine installs it).
 """
@@ -129,7 +129,11 @@ def expected_classes(rec):
     out = {}
     for n in set(rec["lines"]) | hits:
         out[n] = ("run" if n in hits else "mis", "")
+    for n in rec.get("excluded", []):
+        out.setdefault(n, ("exc", ""))
     for line, dests in rec["branches"]:
+        if line in rec.get("no_branch", []):
+            continue  # never missing
         missed = [d for d in dests if (line, d) not in arcs]
         if line in hits and missed:
             out[line] = ("par", "line %d didn't jump to %s" % (

@@ -77,7 +77,14 @@ def case_lcov_summary():
     if not shutil.which("lcov"):
         u.skip("lcov is not installed")
     wd, _, data = branch_run("lcov-summary", "app/main.py", ["b"])
-    p = u.run(["lcov", "--rc", "lcov_branch_coverage=1", "--summary",
+    # lcov 2 renamed the option (the old one is an error there)
+    version = u.run(["lcov", "--version"], wd).stdout
+    m = re.search(r"version (\d+)", version)
+    if not m:
+        u.fail("lcov --version says %r" % version)
+    branches = (["--rc", "lcov_branch_coverage=1"] if int(m.group(1)) < 2
+                else ["--rc", "branch_coverage=1"])
+    p = u.run(["lcov"] + branches + ["--summary",
                os.path.join(wd, "out", "coverage.lcov")], wd)
     check_tool_summary(p.stdout + p.stderr, data, "lcov --summary")
 

@@ -635,6 +635,283 @@ def case_nul_in_specs(tmp):
             fail(f"{bad} was accepted")
 
 
+def case_claim_race(tmp):
+    """Sessions started and stopped at once from 6 threads (threads=
+    "current", a thread switch allowed every microsecond): each one runs on
+    the monitoring backend and counts exactly its own thread's 5 calls. The
+    claim and release of the tool id called into Python with their state
+    half set: a session fell back to legacy ("register_callback(-1, ...)",
+    "invalid tool -1") or ran on a tool id freed under it and recorded
+    nothing (about a third of 1,800 here). At most 8 s of sessions."""
+    import sys as _sys
+    if not hasattr(_sys, "monitoring"):
+        skip("the monitoring backend needs sys.monitoring (3.12+)")
+    p = run_py(tmp, f"""
+        import sys, threading, time, pytracekit
+        sys.setswitchinterval(1e-6)
+        out = {tmp!r}
+        bad, done = [], [0]
+        lock = threading.Lock()
+        end = time.monotonic() + 8.0
+        def f():
+            return 1
+        def worker(k):
+            for i in range(150):
+                if time.monotonic() > end:
+                    return
+                s = pytracekit.Session(["counter"], output_dir=f"{{out}}/o{{k}}",
+                                       threads="current", backend="monitoring")
+                s.start()
+                for _ in range(5):
+                    f()
+                s.stop()
+                backend = s.backend
+                s.report()
+                calls = [x["calls"] for x in s.results["counter"]["functions"]
+                         if x["name"] == "f"]
+                s.close()
+                with lock:
+                    done[0] += 1
+                    if backend != "monitoring" or calls != [5]:
+                        bad.append((k, i, backend, calls))
+        ts = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("sessions", done[0], "wrong", len(bad), bad[:5])
+        """, timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    last = p.stdout.strip().splitlines()[-1]
+    check(last.startswith("sessions ") and " wrong 0 " in last, last)
+    check(int(last.split()[1]) >= 120, f"too few sessions ran to show a race: {last}")
+    check("pytracekit:" not in p.stderr, f"complaints: {p.stderr[-2000:]}")
+
+
+def case_monitoring_taken(tmp):
+    """A program that takes the hub's sys.monitoring tool id's events away
+    (set_events to 0, its own PY_START callback, free_tool_id and
+    use_tool_id) is noticed at the session's stop, or at the next start of
+    another session, which takes the events back: each says so in the
+    summary and in run.json's notes, as the legacy backend says of a
+    replaced profile function. Tracing used to stop with no word."""
+    import sys as _sys
+    if not hasattr(_sys, "monitoring"):
+        skip("the monitoring backend needs sys.monitoring (3.12+)")
+    did = {"set_events": "changed the events of pytracekit's sys.monitoring tool id "
+                         "{tool} (sys.monitoring.set_events)",
+           "callback": "replaced pytracekit's sys.monitoring callback for PY_START "
+                       "(sys.monitoring.register_callback)",
+           "retake": "freed pytracekit's sys.monitoring tool id {tool} and took it as "
+                     "'other'"}
+    for mode, what in did.items():
+        for again in (False, True):
+            out = os.path.join(tmp, f"{mode}-{again}")
+            p = run_py(tmp, f"""
+                import sys, json, pytracekit
+                m = sys.monitoring
+                s = pytracekit.Session(["counter"], output_dir={out!r}, backend="monitoring")
+                s.start()
+                def f(): return 1
+                def g(): return 2
+                for _ in range(3): f()
+                tool = [i for i in range(6) if m.get_tool(i) == "pytracekit"][0]
+                if {mode!r} == "set_events":
+                    m.set_events(tool, 0)
+                elif {mode!r} == "callback":
+                    m.register_callback(tool, m.events.PY_START, lambda *a: None)
+                else:
+                    m.free_tool_id(tool); m.use_tool_id(tool, "other")
+                for _ in range(4): g()
+                later = None
+                if {again!r}:
+                    s2 = pytracekit.Session(["counter"], output_dir={out + "2"!r},
+                                            backend="monitoring")
+                    s2.start()
+                    for _ in range(5): g()
+                    s2.stop(); s2.report()
+                    later = [x["calls"] for x in s2.results["counter"]["functions"]
+                             if x["name"] == "g"]
+                    s2.close()
+                s.stop(); s.report()
+                calls = {{x["name"]: x["calls"] for x in s.results["counter"]["functions"]
+                         if x["name"] in ("f", "g")}}
+                print("RESULT", json.dumps([tool, calls, later]))
+                """)
+            check(p.returncode == 0, f"{mode}: exit {p.returncode}: {p.stderr[-2000:]}")
+            tool, calls, later = json.loads(p.stdout.split("RESULT ", 1)[1])
+            said = what.format(tool=tool)
+            if again:
+                note = (f"pytracekit: the program {said} (noticed ")
+                tail = ("s after the start, and taken back): events after it until "
+                        "then may be missing from these reports")
+                check(later == [5], f"{mode}: the second session's g calls: {later}")
+            else:
+                note = f"pytracekit: the program {said} (noticed at the session's stop)"
+                tail = ": events after it may be missing from these reports"
+            with open(os.path.join(out, "run.json")) as f:
+                notes = json.load(f)["notes"]
+            check(len(notes) == 1 and notes[0].startswith(note) and notes[0].endswith(tail),
+                  f"{mode} again={again}: run.json notes {notes}")
+            check(notes[0] in p.stdout + p.stderr, f"{mode}: not in the summary")
+            check(calls.get("f") == 3, f"{mode}: f calls {calls}")
+    # nothing taken, nothing said
+    out = os.path.join(tmp, "plain")
+    p = run_py(tmp, f"""
+        import pytracekit
+        s = pytracekit.Session(["counter"], output_dir={out!r}, backend="monitoring")
+        s.start(); s.stop(); s.report(); s.close()
+        """)
+    check(p.returncode == 0, p.stderr[-2000:])
+    with open(os.path.join(out, "run.json")) as f:
+        check(json.load(f)["notes"] == [], "notes without a cause")
+
+
+def _report_set(tmp, name="base"):
+    """A real report set of counter, timer (with its speedscope and folded
+    files) and coverage."""
+    out = os.path.join(tmp, name)
+    p = run_cli(["-p", "counter", "-p", "timer:speedscope=true,folded=true", "-p", "coverage",
+                 "-o", out, prog(tmp)], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    return out
+
+
+def _crafted_inputs():
+    """(name, file, how to make it from the real one, what the message says)."""
+    import marshal
+
+    def js(edit):
+        def make(text):
+            d = json.loads(text)
+            edit(d)
+            return json.dumps(d).encode()
+        return make
+
+    def const(data):
+        return lambda _text: data
+
+    def setitem(path, value):
+        def edit(d):
+            for k in path[:-1]:
+                d = d[k]
+            d[path[-1]] = value
+        return edit
+
+    def delitem(path):
+        def edit(d):
+            for k in path[:-1]:
+                d = d[k]
+            del d[path[-1]]
+        return edit
+    return [
+        ("run-list", "run.json", const(b"[]"), "run.json: not a pytracekit run manifest"),
+        ("run-files", "run.json", js(setitem(["files"], {"a": 1})),
+         "run.json: files is not a list"),
+        ("run-run", "run.json", js(setitem(["run"], "x")), "run.json: run is not an object"),
+        ("counter-list", "counter.json", const(b"[1]"),
+         "counter.json: the top level is not an object"),
+        ("counter-calls", "counter.json",
+         js(setitem(["functions", 0, "calls"], "1e999")),
+         "counter.json: functions[0].calls is not a whole number"),
+        ("counter-file", "counter.json", js(setitem(["functions", 0, "file"], [])),
+         "counter.json: functions[0].file is not a string, a whole number or null"),
+        ("counter-event", "counter.json", js(setitem(["events", "call"], {})),
+         "counter.json: events.call is not a whole number"),
+        ("counter-deep", "counter.json", const(b"[" * 200000), "counter.json: "),
+        ("timer-edge", "timer.json", js(setitem(["edges", 0, "caller"], 10 ** 9)),
+         "timer.json: edges[0].caller is no function's id"),
+        ("timer-missing", "timer.json", js(delitem(["functions", 0, "own_ns"])),
+         "timer.json: functions[0] has no 'own_ns'"),
+        ("timer-elapsed", "timer.json", js(setitem(["elapsed_s"], "x")),
+         "timer.json: elapsed_s is not a finite number"),
+        ("pstats-list", "timer.pstats", const(marshal.dumps([1])),
+         "timer.pstats: not a pstats table"),
+        ("pstats-entry", "timer.pstats", const(marshal.dumps({("a", 1, "b"): (1, 2, 3)})),
+         "timer.pstats: ('a', 1, 'b') is not a pstats entry"),
+        ("pstats-garbage", "timer.pstats", const(b"\x00garbage"),
+         "timer.pstats: not a pstats file"),
+        ("folded-bytes", "timer.folded", const(b"f 1\n\xff 2\n"), "timer.folded: not UTF-8 text"),
+        ("folded-digit", "timer.folded", const("a;b \u00b2\n".encode()),
+         "timer.folded: not a folded-stacks line"),
+        ("speedscope-frame", "timer.speedscope.json",
+         js(setitem(["profiles", 0, "events", 0, "frame"], -1)),
+         "timer.speedscope.json: profiles[0].events[0].frame is not a frame's index"),
+        ("speedscope-close", "timer.speedscope.json",
+         js(setitem(["profiles", 0, "events", 0, "type"], "C")),
+         "timer.speedscope.json: profiles[0].events[0] closes a frame that is not open"),
+        ("speedscope-name", "timer.speedscope.json",
+         js(setitem(["shared", "frames", 0, "name"], 5)),
+         "timer.speedscope.json: shared.frames[0].name is not a string"),
+        ("coverage-top", "coverage.json", const(b"1"),
+         "coverage.json: not a pytracekit coverage file"),
+    ]
+
+
+def case_combine_crafted(tmp):
+    """`pytracekit combine` on crafted report sets (wrong types, missing
+    members, dangling ids, negative indexes, deep nesting, bad bytes): exit
+    2 with one message naming the file and what is wrong, never a traceback,
+    and nothing written. 11 of 16 such inputs ended with a traceback."""
+    import shutil
+    base = _report_set(tmp)
+    for name, victim, make, said in _crafted_inputs():
+        d = os.path.join(tmp, "in-" + name)
+        shutil.copytree(base, d)
+        with open(os.path.join(d, victim), "rb") as f:
+            text = f.read()
+        with open(os.path.join(d, victim), "wb") as f:
+            f.write(make(text))
+        out = os.path.join(tmp, "out-" + name)
+        p = subprocess.run([PYTHON, "-m", "pytracekit", "combine", "-o", out, d],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 2 and "Traceback" not in p.stderr,
+              f"{name}: exit {p.returncode}: {p.stderr[-1500:]}")
+        lines = p.stderr.splitlines()
+        check(len(lines) == 1 and lines[0].startswith("pytracekit combine: " + d + "/")
+              and said in lines[0], f"{name}: {p.stderr!r}")
+        check(not os.path.exists(out), f"{name}: {out} was written")
+    # the set itself combines
+    out = os.path.join(tmp, "out-base")
+    p = subprocess.run([PYTHON, "-m", "pytracekit", "combine", "-o", out, base],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, p.stderr[-1500:])
+
+
+def case_coverage_control_names(tmp):
+    """A module whose file name has a newline, a tab, \\x01, an escape
+    sequence and DEL in it: coverage.lcov keeps one record per file
+    (the newline ended the SF line early), coverage.xml is well-formed
+    (\\x01 is not XML 1.0) and names the file; the terminal summary shows
+    no raw escape sequence. What cannot be carried is shown as \\xNN."""
+    import xml.etree.ElementTree as ET
+    d = os.path.join(tmp, "src")
+    os.mkdir(d)
+    name = "we\nird\x01\x1b[31m\ttab\x7f.py"
+    write(os.path.join(d, name), "def f():\n    return 1\nf()\n")
+    main = write(os.path.join(d, "main.py"),
+                 f"import runpy\nrunpy.run_path({os.path.join(d, name)!r})\n")
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "coverage", "-o", out, main], cwd=tmp)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    shown = "we\\x0aird\\x01\\x1b[31m\ttab\\x7f.py"
+    with open(os.path.join(out, "coverage.lcov"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    known = ("TN:", "SF:", "FN:", "FNDA:", "FNF:", "FNH:", "BRDA:", "BRF:", "BRH:", "DA:",
+             "LF:", "LH:", "end_of_record")
+    stray = [x for x in lines[:-1] if not x.startswith(known)]
+    check(not stray and lines[-1] == "", f"lines that are no lcov record: {stray}")
+    sf = sorted(x for x in lines if x.startswith("SF:"))
+    check(sf == sorted(["SF:" + main, "SF:" + os.path.join(d, shown)]), f"SF lines {sf}")
+    check(lines.count("end_of_record") == 2, "not two records")
+    tree = ET.parse(os.path.join(out, "coverage.xml"))
+    names = sorted(c.get("filename") for c in tree.iter("class"))
+    check(names == sorted(["main.py", shown.replace("\\x0a", "\n")]), f"XML names {names}")
+    said = p.stdout + p.stderr
+    check("\x1b" not in said and "\x01" not in said and shown.replace("\t", "\\x09") in said,
+          f"the summary: {said[-600:]!r}")
+
+
 def case_filter_many(tmp):
     """A filter list of 20,000 modules is parsed in linear time (it was
     quadratic: the canonical text was rebuilt for every item, ~25 s here);

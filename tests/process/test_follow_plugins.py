@@ -14,6 +14,9 @@ whose plugin fails. Usage: test_follow_plugins.py CASE.
                 a SIGTERM that reaches a forked child while its plugins start
                 again (Pool.terminate() on a worker just forked): the child
                 still writes its reports, then ends by the signal.
+  remask        a plugin whose init, run again in a forked child, asks for
+                an event it has no callback for: refused in the child as at
+                the first init (the child's plugin fails and says why).
   child_fails   a forked child's plugin fails: the child's run.json says so,
                 the run exits 3 and names the child, `pytracekit combine`
                 exits 3 and names it too, and still writes what it has.
@@ -192,8 +195,8 @@ if pid == 0:
     import childonly  # the plugin's first counted call, in the child only
     childonly.work()
     os._exit(0)
-os.waitpid(pid, 0)
-print(pid)
+_, status = os.waitpid(pid, 0)
+print(pid, os.WTERMSIG(status) if os.WIFSIGNALED(status) else -1)
 """
 
 
@@ -206,7 +209,8 @@ def case_child_fails(tmp):
     p = run_cli(["-p", "counter:top=0", "-p",
                  test_plugin("fail_nth") + ":n=1,kind=call,file=childonly.py",
                  "--follow-children", "-o", out, "prog.py"], cwd=tmp)
-    child = int(p.stdout.split()[0])
+    child, sig = (int(w) for w in p.stdout.split())
+    check(sig == -1, f"the child ended by signal {sig}")
     kid = os.path.join(out, "pid-%d" % child)
     m = load(os.path.join(kid, "run.json"))
     check(m["failed_plugins"] == 1, f"the child's run.json: {m}")
@@ -226,6 +230,31 @@ def case_child_fails(tmp):
     check("counter.json" in man["files"], f"combine wrote {man['files']}")
 
 
+def case_remask(tmp):
+    with open(os.path.join(tmp, "childonly.py"), "w") as f:
+        f.write("def work():\n    pass\n")
+    with open(os.path.join(tmp, "prog.py"), "w") as f:
+        f.write(CHILD)
+    out = os.path.join(tmp, "out")
+    p = run_cli(["-p", "counter:top=0", "-p", test_plugin("remask"),
+                 "--follow-children", "-o", out, "prog.py"], cwd=tmp)
+    check(p.stdout.split(), f"no child pid: {p.returncode} {p.stderr}")
+    child, sig = (int(w) for w in p.stdout.split())
+    check(sig == -1, f"the child ended by signal {sig}")
+    kid = os.path.join(out, "pid-%d" % child)
+    check(os.path.exists(os.path.join(kid, "run.json")),
+          f"the child wrote no run.json (exit {p.returncode}): {p.stderr}")
+    check(load(os.path.join(kid, "run.json"))["failed_plugins"] == 1,
+          "the child's remask did not fail")
+    check(load(os.path.join(out, "run.json"))["failed_plugins"] == 0,
+          "the parent's plugins failed")
+    check(p.returncode == 3, f"exit {p.returncode}, expected 3: {p.stderr}")
+    summary = open(os.path.join(kid, "summary.txt")).read()
+    want = "plugin 'remask' subscribes to 'ref_create' but has no on_ref callback"
+    check(want in summary, f"the child's summary does not say {want!r}: {summary}")
+    check(load(os.path.join(kid, "counter.json")) is not None, "no child counter report")
+
+
 TERMCHILD = """\
 import os, signal
 
@@ -239,30 +268,15 @@ def hit():
             pass
 """
 
-TERMPROG = """\
-import os
-
-
-def work():
-    pass
-
-
-work()
-pid = os.fork()
-if pid == 0:
-    work()
-    os._exit(0)
-_, status = os.waitpid(pid, 0)
-print(pid, os.WTERMSIG(status) if os.WIFSIGNALED(status) else -1)
-"""
 
 
 def case_term_in_restart(tmp):
-    for name, text in (("termchild.py", TERMCHILD), ("prog.py", TERMPROG)):
+    for name, text in (("termchild.py", TERMCHILD), ("prog.py", CHILD),
+                       ("childonly.py", "def work():\n    pass\n")):
         with open(os.path.join(tmp, name), "w") as f:
             f.write(text)
     out = os.path.join(tmp, "out")
-    p = run_cli(["-p", test_plugin("hostileplug") + ":init_call=termchild:hit",
+    p = run_cli(["-p", test_plugin("hostileplug") + ":init_call=termchild:hit,functions=parent_work",
                  "--follow-children", "-o", out, "prog.py"], cwd=tmp,
                 env={"PYTHONPATH": tmp + os.pathsep + os.environ.get("PYTHONPATH", "")})
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
@@ -276,8 +290,7 @@ def case_term_in_restart(tmp):
     check(load(os.path.join(kid, "hostileplug.json"))["calls"] == 0,
           "the child's report counts calls made after its SIGTERM")
     calls = load(os.path.join(out, "hostileplug.json"))["calls"]
-    check(calls == 2, f"the parent's report counts {calls} calls, expected 2 "
-          "(the module's and work())")
+    check(calls == 1, f"the parent's report counts {calls} calls of parent_work(), expected 1")
 
 
 def main():
@@ -293,6 +306,8 @@ def main():
             case_reftrack(tmp, CASE.split(".", 1)[1])
         elif CASE == "term_in_restart":
             case_term_in_restart(tmp)
+        elif CASE == "remask":
+            case_remask(tmp)
         elif CASE == "child_fails":
             case_child_fails(tmp)
         else:

@@ -245,6 +245,42 @@ def case_subprocess(tmp, env=None):
         check("pytracekit counter" in f.read(), "summary.txt lacks the counter's summary")
 
 
+FILTERED = """\
+import json, os, subprocess, sys
+def parent_work(): pass
+parent_work()
+p = subprocess.run([sys.executable, "-c",
+                    "import os\\ndef sub(): pass\\ndef other(): pass\\n"
+                    "for _ in range(4): sub(); other()\\nprint(os.getpid())"],
+                   capture_output=True, text=True, check=True)
+print(p.stdout.strip())
+print(json.dumps(json.loads(os.environ.get("PYTRACEKIT_FOLLOW", "{}")).get("filter")))
+"""
+
+
+def case_subprocess_filter(tmp):
+    """The session's filter reaches a followed child as Session keywords
+    (lists of items, max_depth an int), and selects there as here."""
+    p, out = run(tmp, FILTERED, extra=["--functions", "sub , parent_work",
+                                       "--functions", "nothing*", "--max-depth", "9",
+                                       "--max-depth", "2"])
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    child, spec = p.stdout.splitlines()
+    got, _ = calls(out, "parent_work")
+    check(got == 1, f"parent_work {got}")
+    if not FOLLOW:
+        check(spec == "null", f"an unfollowed run set PYTRACEKIT_FOLLOW: {spec}")
+        check(children(out) == [], "an unfollowed subprocess reported")
+        return
+    check(json.loads(spec) == {"functions": ["sub", "parent_work", "nothing*"],
+                               "max_depth": 2}, f"the child's filter: {spec}")
+    kids = children(out)
+    check([pid_of(k) for k in kids] == [int(child)], f"{kids} vs {child}")
+    for name, n in (("sub", 4), ("other", 0)):
+        got, pid = calls(kids[0], name)
+        check((got, pid) == (n, int(child)), f"the child's {name}: {got} calls, pid {pid}")
+
+
 EXEC = """\
 import os, sys
 def pre(): pass
@@ -579,6 +615,8 @@ def main():
             case_pool(tmp, CASE[5:])
         elif CASE == "subprocess":
             case_subprocess(tmp)
+        elif CASE == "subprocess_filter":
+            case_subprocess_filter(tmp)
         elif CASE == "subprocess_env":
             case_subprocess(tmp, env={"PYTRACEKIT_FOLLOW_CHILDREN": "1" if FOLLOW else "0"})
         elif CASE == "execv":

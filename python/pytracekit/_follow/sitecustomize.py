@@ -54,13 +54,15 @@ def _start():
     # the run this process follows: a session with follow_children takes
     # PYTRACEKIT_FOLLOW only when it is this one's
     _pytracekit._follow_run = spec.get("run")
+    # the parent's filter as Session keywords ({"include": [items], ...,
+    # "max_depth": N}), read once by the parent's library
+    filt = spec.get("filter") or {}
     try:
         session = Session(spec["plugins"], output_dir=_child_dir(root, os),
                           threads=spec.get("threads", "all"),
                           backend=spec.get("backend", "auto"),
                           plugin_path=spec.get("plugin_path"),
-                          filter=spec.get("filter"),
-                          follow_children=True)
+                          follow_children=True, **filt)
         session.start()
     except (Error, OSError) as e:
         sys.stderr.write("pytracekit: cannot trace process %d: %s\n" % (os.getpid(), e))

@@ -29,10 +29,10 @@ ROOMS = {
     "session": {"session", "backends", "ref", "core"},
 }
 # Headers of lib/ outside the rooms that every room may include.
-SHARED = {"ptk_config.h", "ptk_fault.h"}
+SHARED = {"ptk_config.h", "ptk_fault.h", "ptk_filter_keys.h"}
 # Files of lib/ outside the rooms.
 TOP_FILES = {"CMakeLists.txt", "exports.txt", "pytracekit.map", "ptk_config.h.in",
-             "ptk_fault.h", "fault.c"}
+             "ptk_fault.h", "fault.c", "ptk_filter_keys.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -51,10 +51,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     ptk__options o = {0};
     char *err = NULL;
-    int rc = ptk__options_parse_ex(&desc, ptk__filter_specs, text, &o, &err);
+    int rc = ptk__options_parse_ex(&desc, ptk__filter_specs, "plugin 'fuzz'", text,
+                                   &o, &err);
     if (rc == PTK_OK) {
         ptk__filter *f = NULL;
-        rc = ptk__filter_build("fuzz", &o, NULL, extra, &f, &err);
+        rc = ptk__filter_build("plugin 'fuzz'", &o, NULL, extra, &f, &err);
         if (rc == PTK_OK && err != NULL) {
             abort();
         }

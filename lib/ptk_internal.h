@@ -1008,7 +1008,7 @@ char *ptk__format_exception(void);
 
 /* ---- allocation-failure injection (fault.c) ----------------------------- */
 
-#include "ptk_fault.h"
+#include "../internal/ptk_fault.h"
 
 #pragma GCC visibility pop
 

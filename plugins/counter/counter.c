@@ -13,6 +13,7 @@
 #include <pytracekit/plugin.h>
 
 #include "../common/c_label.h"
+#include "../common/grow.h"
 
 typedef struct fn_entry {
     const void *key;     /* code object, or the C function's PyMethodDef */
@@ -168,15 +169,8 @@ counter_event(void *state, const ptk_event *ev)
     counter *c = state;
     c->events[ev->kind]++;
     uint32_t ti = ev->thread->index;
-    if (ti >= c->nthreads) {
-        size_t n = (size_t)ti + 8;
-        uint64_t *p = realloc(c->per_thread, n * sizeof *p);
-        if (p == NULL) {
-            return PTK_ENOMEM;
-        }
-        memset(p + c->nthreads, 0, (n - c->nthreads) * sizeof *p);
-        c->per_thread = p;
-        c->nthreads = n;
+    if (PTK_KIT_RESERVE_ZERO(c->per_thread, c->nthreads, (size_t)ti + 1, 8) != 0) {
+        return PTK_ENOMEM;
     }
     c->per_thread[ti]++;
     if (ev->kind == PTK_EV_CALL) {

@@ -23,6 +23,8 @@
  */
 #include "analyze.h"
 
+#include "../common/grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,38 +38,26 @@ typedef struct ivec {
 static int
 ivec_push(ivec *a, int32_t x)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        int32_t *t = realloc(a->v, cap * sizeof(*t));
-        if (!t) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        a->v = t;
-        a->cap = cap;
+    if (PTK_KIT_RESERVE(a->v, a->cap, a->n + 1, 64) != 0) {
+        PyErr_NoMemory();
+        return -1;
     }
     a->v[a->n++] = x;
     return 0;
 }
 
-/* Makes *@p p hold at least @p n elements of @p size bytes. */
+/* Makes the array at *@p p (the address of its pointer) hold at least @p n
+ * elements of @p size bytes; a Python exception when out of memory. */
 static int
-reserve(void **p, size_t *cap, size_t n, size_t size)
+reserve(void *p, size_t *cap, size_t n, size_t size)
 {
     if (n <= *cap) {
         return 0;
     }
-    size_t c = *cap ? *cap : 256;
-    while (c < n) {
-        c *= 2;
-    }
-    void *t = realloc(*p, c * size);
-    if (!t) {
+    if (ptk_kit_grow(p, cap, n, size, 256, 0) != 0) {
         PyErr_NoMemory();
         return -1;
     }
-    *p = t;
-    *cap = c;
     return 0;
 }
 
@@ -351,12 +341,12 @@ branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *
         return 0;
     }
     int32_t units = nbytes / 2;
-    if (reserve((void **)&w->index, &w->cap_index, (size_t)units, sizeof(int32_t)) < 0
-        || reserve((void **)&w->off, &w->cap_off, (size_t)units, sizeof(int32_t)) < 0
-        || reserve((void **)&w->op, &w->cap_op, (size_t)units, 1) < 0
-        || reserve((void **)&w->succ, &w->cap_succ, (size_t)units * NO_SUCC,
+    if (reserve(&w->index, &w->cap_index, (size_t)units, sizeof(int32_t)) < 0
+        || reserve(&w->off, &w->cap_off, (size_t)units, sizeof(int32_t)) < 0
+        || reserve(&w->op, &w->cap_op, (size_t)units, 1) < 0
+        || reserve(&w->succ, &w->cap_succ, (size_t)units * NO_SUCC,
                    sizeof(int32_t)) < 0
-        || reserve((void **)&w->seen, &w->cap_seen, (size_t)units, 1) < 0) {
+        || reserve(&w->seen, &w->cap_seen, (size_t)units, 1) < 0) {
         return -1;
     }
     if (w->cap_mark < (size_t)units) {
@@ -484,7 +474,7 @@ analyze_one(an_work *w, const cov_optable *ops, PyCodeObject *code, int want_arc
     }
     int32_t units = nbytes / 2;
     int32_t after = start + 2 + (start >= 0 ? 2 * ops->caches[raw[start]] : 0);
-    if (reserve((void **)&w->unit_line, &w->cap_units, (size_t)units + 1,
+    if (reserve(&w->unit_line, &w->cap_units, (size_t)units + 1,
                 sizeof(int32_t)) < 0
         || decode_lines(w, code, after, units) < 0) {
         goto done;
@@ -523,7 +513,7 @@ cov_analyze(const cov_optable *ops, PyCodeObject *root, int want_arcs,
     PyObject **stack = NULL;
     size_t cap = 0, sp = 0;
     int rc = -1;
-    if (reserve((void **)&stack, &cap, 16, sizeof(*stack)) < 0) {
+    if (reserve(&stack, &cap, 16, sizeof(*stack)) < 0) {
         goto done;
     }
     stack[sp++] = (PyObject *)root;
@@ -539,7 +529,7 @@ cov_analyze(const cov_optable *ops, PyCodeObject *root, int want_arcs,
         for (Py_ssize_t i = PyTuple_GET_SIZE(consts) - 1; i >= 0; i--) {
             PyObject *k = PyTuple_GET_ITEM(consts, i);
             if (PyCode_Check(k)) {
-                if (reserve((void **)&stack, &cap, sp + 1, sizeof(*stack)) < 0) {
+                if (reserve(&stack, &cap, sp + 1, sizeof(*stack)) < 0) {
                     goto done;
                 }
                 stack[sp++] = k;

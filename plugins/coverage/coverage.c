@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/grow.h"
 #include "pytracekit/errors.h"
 #include "pytracekit/plugin.h"
 
@@ -48,7 +49,8 @@ typedef struct cov_arc {
 typedef struct cov_branch {
     int32_t line;
     int32_t ndest;
-    int32_t *dest;
+    int32_t *dest;   /* ndest destinations and a 0 */
+    size_t capdest;
 } cov_branch;
 
 typedef struct cov_file {
@@ -64,7 +66,7 @@ typedef struct cov_file {
                             0 = empty; capacity a power of two */
     size_t capidx;
     cov_branch *branches;
-    size_t nbranches;
+    size_t nbranches, capbranches;
     int seen;            /* some of its code ran (else: found under source=) */
     int analysed;        /* analysed from its module's code or its source */
     int unparsed;        /* its source does not compile */
@@ -262,14 +264,8 @@ arc_key(int32_t from, int32_t to)
 static int
 arc_reserve(cov_file *f)
 {
-    if (f->narcs == f->caparcs) {
-        size_t cap = f->caparcs ? f->caparcs * 2 : 32;
-        cov_arc *a = realloc(f->arcs, cap * sizeof(*a));
-        if (!a) {
-            return -1;
-        }
-        f->arcs = a;
-        f->caparcs = cap;
+    if (PTK_KIT_RESERVE(f->arcs, f->caparcs, f->narcs + 1, 32) != 0) {
+        return -1;
     }
     if ((f->narcs + 1) * 2 > f->capidx) {
         size_t cap = f->capidx ? f->capidx * 2 : 64;
@@ -331,17 +327,11 @@ arc_step_slow(cov_file *f, cov_code *c, int32_t from, int32_t to, int64_t x)
         return 0; /* outside the code's lines: not cached */
     }
     if (x >= c->nsucc) {
-        int32_t n = c->nsucc ? c->nsucc : 16;
-        while (n <= x) {
-            n *= 2;
-        }
-        uint32_t *t = realloc(c->succ, (size_t)n * 2 * sizeof(*t));
-        if (!t) {
+        size_t n = (size_t)c->nsucc; /* entries of two slots */
+        if (ptk_kit_grow(&c->succ, &n, (size_t)x + 1, 2 * sizeof(*c->succ), 16, 1) != 0) {
             return 0; /* counted; only not cached */
         }
-        memset(t + 2 * (size_t)c->nsucc, 0, (size_t)(n - c->nsucc) * 2 * sizeof(*t));
-        c->succ = t;
-        c->nsucc = n;
+        c->nsucc = (int32_t)n; /* x < SUCC_MAX: at most 2 * SUCC_MAX */
     }
     uint32_t *e = &c->succ[2 * x];
     e[e[0] != 0] = (uint32_t)i + 1;
@@ -395,20 +385,13 @@ file_reserve(cov_file *f, int32_t line)
     if (line <= f->maxline) {
         return 0;
     }
-    int32_t n = line + 1 > 2 * (f->maxline + 1) ? line + 1 : 2 * (f->maxline + 1);
-    uint8_t *p = realloc(f->possible, (size_t)n);
-    if (!p) {
+    /* two arrays of one length: the second grows to the first's */
+    size_t n = (size_t)f->maxline + 1, nhits = n;
+    if (PTK_KIT_RESERVE_ZERO(f->possible, n, (size_t)line + 1, 1) != 0 ||
+        PTK_KIT_RESERVE_ZERO(f->hits, nhits, n, 1) != 0) {
         return -1;
     }
-    f->possible = p;
-    uint64_t *h = realloc(f->hits, (size_t)n * sizeof(uint64_t));
-    if (!h) {
-        return -1;
-    }
-    f->hits = h;
-    memset(f->possible + f->maxline + 1, 0, (size_t)(n - f->maxline - 1));
-    memset(f->hits + f->maxline + 1, 0, (size_t)(n - f->maxline - 1) * sizeof(uint64_t));
-    f->maxline = n - 1;
+    f->maxline = (int32_t)n - 1;
     return 0;
 }
 
@@ -444,14 +427,8 @@ file_func(cov_file *f, const char *qualname, int32_t line)
             return (int32_t)i;
         }
     }
-    if (f->nfuncs == f->capfuncs) {
-        size_t cap = f->capfuncs ? f->capfuncs * 2 : 16;
-        cov_func *t = realloc(f->funcs, cap * sizeof(*t));
-        if (!t) {
-            return -1;
-        }
-        f->funcs = t;
-        f->capfuncs = cap;
+    if (PTK_KIT_RESERVE(f->funcs, f->capfuncs, f->nfuncs + 1, 16) != 0) {
+        return -1;
     }
     char *name = strdup(qualname);
     if (!name) {
@@ -616,24 +593,18 @@ an_branch(void *ctx, int32_t line, const int32_t *dest, int32_t ndest)
         return 0;
     }
     if (k == f->nbranches) {
-        cov_branch *t = realloc(f->branches, (f->nbranches + 1) * sizeof(*t));
-        if (!t) {
+        if (PTK_KIT_RESERVE(f->branches, f->capbranches, f->nbranches + 1, 16) != 0) {
             PyErr_NoMemory();
             return -1;
         }
-        f->branches = t;
-        t[k].line = line;
-        t[k].ndest = 0;
-        t[k].dest = NULL;
+        f->branches[k] = (cov_branch){.line = line};
         f->nbranches++;
     }
     cov_branch *b = &f->branches[k];
-    int32_t *d = realloc(b->dest, ((size_t)b->ndest + (size_t)ndest + 1) * sizeof(int32_t));
-    if (!d) {
+    if (PTK_KIT_RESERVE(b->dest, b->capdest, (size_t)b->ndest + (size_t)ndest + 1, 4) != 0) {
         PyErr_NoMemory();
         return -1;
     }
-    b->dest = d;
     for (int32_t i = 0; i < ndest; i++) {
         int32_t j;
         for (j = 0; j < b->ndest && b->dest[j] != dest[i]; j++) {
@@ -751,14 +722,8 @@ file_analyze(cov_state *st, cov_file *f, PyObject *root)
 static cov_file *
 file_new(cov_state *st, const char *path)
 {
-    if (st->nfiles == st->capfiles) {
-        size_t cap = st->capfiles ? st->capfiles * 2 : 16;
-        cov_file **t = realloc(st->files, cap * sizeof(*t));
-        if (!t) {
-            return NULL;
-        }
-        st->files = t;
-        st->capfiles = cap;
+    if (PTK_KIT_RESERVE(st->files, st->capfiles, st->nfiles + 1, 16) != 0) {
+        return NULL;
     }
     cov_file *f = calloc(1, sizeof(*f));
     if (!f || !(f->path = strdup(path))) {
@@ -892,29 +857,17 @@ cov_fail_python(cov_state *st, const char *what)
 static __attribute__((noinline)) cov_slot *
 thread_slot_grow(cov_state *st, size_t t, int32_t d)
 {
-    if (t >= st->nthreads) {
-        size_t n = t + 1;
-        cov_tstack *g = realloc(st->threads, n * sizeof(*g));
-        if (!g) {
-            return NULL;
-        }
-        memset(g + st->nthreads, 0, (n - st->nthreads) * sizeof(*g));
-        st->threads = g;
-        st->nthreads = n;
+    if (PTK_KIT_RESERVE_ZERO(st->threads, st->nthreads, t + 1, 8) != 0) {
+        return NULL;
     }
     cov_tstack *ts = &st->threads[t];
     if (d >= ts->cap) {
-        int32_t cap = ts->cap ? ts->cap : 64;
-        while (cap <= d) {
-            cap *= 2;
-        }
-        cov_slot *s = realloc(ts->slots, (size_t)cap * sizeof(*s));
-        if (!s) {
+        size_t cap = (size_t)ts->cap;
+        if (d == INT32_MAX || PTK_KIT_RESERVE_ZERO(ts->slots, cap, (size_t)d + 1, 64) != 0 ||
+            cap > INT32_MAX) {
             return NULL;
         }
-        memset(s + ts->cap, 0, (size_t)(cap - ts->cap) * sizeof(*s));
-        ts->slots = s;
-        ts->cap = cap;
+        ts->cap = (int32_t)cap;
     }
     return &ts->slots[d];
 }
@@ -1083,14 +1036,12 @@ branch_get(cov_code *c, int32_t src)
         return &c->brs[i - 1];
     }
     if (c->nbrs == c->capbrs) {
-        int32_t cap = c->capbrs ? c->capbrs * 2 : 8;
-        cov_br *t = realloc(c->brs, (size_t)cap * sizeof(*t));
-        if (!t) {
+        size_t cap = (size_t)c->capbrs;
+        if (PTK_KIT_RESERVE(c->brs, cap, (size_t)c->nbrs + 1, 8) != 0 || cap > INT32_MAX) {
             PyErr_NoMemory();
             return NULL;
         }
-        c->brs = t;
-        c->capbrs = cap;
+        c->capbrs = (int32_t)cap;
     }
     cov_br *b = &c->brs[c->nbrs++];
     b->src = src;

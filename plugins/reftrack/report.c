@@ -373,13 +373,8 @@ verify_alive(rt_state *st)
         if (g->key == s->key && g->val == t->tp) {
             continue;
         }
-        if (n == cap) {
-            uint64_t *nd = realloc(dead, cap * 2 * sizeof *nd);
-            if (nd == NULL) {
-                break;
-            }
-            dead = nd;
-            cap *= 2;
+        if (PTK_KIT_RESERVE(dead, cap, n + 1, 256) != 0) {
+            break;
         }
         dead[n++] = s->key;
     }

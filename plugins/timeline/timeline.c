@@ -119,14 +119,8 @@ tl_drop(tl_state *st)
 static int
 tl_owe(tl_state *st, tl_track *t, uint64_t ts)
 {
-    if (t->nowed == t->owed_cap) {
-        size_t cap = t->owed_cap ? t->owed_cap * 2 : 16;
-        uint64_t *o = realloc(t->owed, cap * sizeof(*o));
-        if (o == NULL) {
-            return -1;
-        }
-        t->owed = o;
-        t->owed_cap = cap;
+    if (PTK_KIT_RESERVE(t->owed, t->owed_cap, t->nowed + 1, 16) != 0) {
+        return -1;
     }
     t->owed[t->nowed++] = ts;
     (void)st;
@@ -240,15 +234,8 @@ static tl_thread *
 tl_thread_get(tl_state *st, const ptk_thread *t)
 {
     size_t idx = t->index;
-    if (idx >= st->nthreads) {
-        size_t n = idx + 8;
-        tl_thread **list = realloc(st->threads, n * sizeof(*list));
-        if (list == NULL) {
-            return NULL;
-        }
-        memset(list + st->nthreads, 0, (n - st->nthreads) * sizeof(*list));
-        st->threads = list;
-        st->nthreads = n;
+    if (PTK_KIT_RESERVE_ZERO(st->threads, st->nthreads, idx + 1, 8) != 0) {
+        return NULL;
     }
     if (st->threads[idx] == NULL) {
         tl_thread *th = calloc(1, sizeof(*th));
@@ -341,15 +328,9 @@ tl_current_task(tl_state *st, uint64_t now)
         return tk;
     }
     /* new, or a new task at the address of a finished one */
-    if (st->ntasks == st->tasks_cap) {
-        size_t cap = st->tasks_cap ? st->tasks_cap * 2 : 32;
-        tl_task **list = realloc(st->task_list, cap * sizeof(*list));
-        if (list == NULL) {
-            Py_DECREF(task);
-            return NULL;
-        }
-        st->task_list = list;
-        st->tasks_cap = cap;
+    if (PTK_KIT_RESERVE(st->task_list, st->tasks_cap, st->ntasks + 1, 32) != 0) {
+        Py_DECREF(task);
+        return NULL;
     }
     tk = calloc(1, sizeof(*tk));
     PyObject *name = PyObject_CallMethod(task, "get_name", NULL);
@@ -392,13 +373,9 @@ tl_current_task(tl_state *st, uint64_t now)
 static int
 tl_grow(tl_state *st, tl_thread *th)
 {
-    size_t cap = th->cap ? th->cap * 2 : 128;
-    tl_frame *s = realloc(th->stack, cap * sizeof(*s));
-    if (s == NULL) {
+    if (ptk_kit_grow(&th->stack, &th->cap, th->cap + 1, sizeof(*th->stack), 128, 0) != 0) {
         return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory growing a stack");
     }
-    th->stack = s;
-    th->cap = cap;
     return PTK_OK;
 }
 

@@ -327,14 +327,8 @@ tm_view_add_thread(tm_view *v, const tm_labels *L, const tm_thread *th)
         const void *kb = (const void *)(uintptr_t)(b + 1);
         uintptr_t at = (uintptr_t)ptk_kit_map_get(&v->edge_map, ka, kb);
         if (at == 0) {
-            if (v->nedges == v->edges_cap) {
-                size_t cap = v->edges_cap ? v->edges_cap * 2 : 256;
-                tm_vedge *list = realloc(v->edges, cap * sizeof(*list));
-                if (list == NULL) {
-                    return -1;
-                }
-                v->edges = list;
-                v->edges_cap = cap;
+            if (PTK_KIT_RESERVE(v->edges, v->edges_cap, v->nedges + 1, 256) != 0) {
+                return -1;
             }
             memset(&v->edges[v->nedges], 0, sizeof(tm_vedge));
             v->edges[v->nedges].caller = a;
@@ -475,14 +469,8 @@ tm_rtree_child(tm_rtree *r, uint32_t parent, uint32_t label)
     if (at != 0) {
         return (uint32_t)at;
     }
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 1024;
-        tm_rnode *v = realloc(r->v, cap * sizeof(*v));
-        if (v == NULL) {
-            return (uint32_t)-1;
-        }
-        r->v = v;
-        r->cap = cap;
+    if (PTK_KIT_RESERVE(r->v, r->cap, r->n + 1, 1024) != 0) {
+        return (uint32_t)-1;
     }
     uint32_t i = (uint32_t)r->n++;
     memset(&r->v[i], 0, sizeof(r->v[i]));
@@ -511,13 +499,9 @@ tm_rtree_add_thread(tm_rtree *r, const tm_labels *L, const tm_thread *th,
         return -1;
     }
     for (const tm_node *c = th->root.first_child; c; c = c->next_sibling) {
-        if (n == cap) {
-            item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
-            if (t == NULL) {
-                free(todo);
-                return -1;
-            }
-            todo = t;
+        if (PTK_KIT_RESERVE(todo, cap, n + 1, 64) != 0) {
+            free(todo);
+            return -1;
         }
         todo[n++] = (item){c, 0, 1};
     }
@@ -536,13 +520,9 @@ tm_rtree_add_thread(tm_rtree *r, const tm_labels *L, const tm_thread *th,
         }
         r->v[here].self_ns += it.node->self_ns;
         for (const tm_node *c = it.node->first_child; c; c = c->next_sibling) {
-            if (n == cap) {
-                item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
-                if (t == NULL) {
-                    free(todo);
-                    return -1;
-                }
-                todo = t;
+            if (PTK_KIT_RESERVE(todo, cap, n + 1, 64) != 0) {
+                free(todo);
+                return -1;
             }
             todo[n++] = (item){c, here, it.depth + 1};
         }
@@ -759,16 +739,10 @@ tm_rtree_walk(const tm_rtree *r, tm_rvisit visit, void *arg)
             continue;
         }
         if (n == cap) {
-            cap *= 2;
-            uint32_t *s2 = realloc(stack, cap * sizeof(*stack));
-            if (s2 != NULL) {
-                stack = s2;
-            }
-            uint32_t *n2 = realloc(next, cap * sizeof(*next));
-            if (n2 != NULL) {
-                next = n2;
-            }
-            if (s2 == NULL || n2 == NULL) {
+            /* two arrays of one length: the second grows to the first's */
+            size_t ncap = cap;
+            if (PTK_KIT_RESERVE(stack, ncap, n + 1, 64) != 0 ||
+                PTK_KIT_RESERVE(next, cap, ncap, 64) != 0) {
                 rc = -1;
                 break;
             }
@@ -802,14 +776,8 @@ tm_folded_visit(void *arg, const tm_rtree *r, uint32_t node, int in,
     if (!in) {
         return 0;
     }
-    if (depth > c->cap) {
-        size_t cap = depth * 2;
-        uint32_t *p = realloc(c->path, cap * sizeof(*p));
-        if (p == NULL) {
-            return -1;
-        }
-        c->path = p;
-        c->cap = cap;
+    if (PTK_KIT_RESERVE(c->path, c->cap, depth, 64) != 0) {
+        return -1;
     }
     c->path[depth - 1] = r->v[node].label;
     if (r->v[node].self_ns == 0) {
@@ -862,14 +830,8 @@ static int
 tm_ss_visit(void *arg, const tm_rtree *r, uint32_t node, int in, size_t depth)
 {
     tm_ss_ctx *c = arg;
-    if (depth >= c->cap) {
-        size_t cap = depth * 2 + 2;
-        uint64_t *p = realloc(c->start, cap * sizeof(*p));
-        if (p == NULL) {
-            return -1;
-        }
-        c->start = p;
-        c->cap = cap;
+    if (PTK_KIT_RESERVE(c->start, c->cap, depth + 1, 64) != 0) {
+        return -1;
     }
     if (in) {
         c->start[depth] = c->at;

@@ -148,18 +148,14 @@ tl__start(tl_state *st, uint64_t now)
     return PTK_OK;
 }
 
+/* The options' values out of range: PTK_OK, or PTK_EOPTTYPE with the
+ * message in args->errbuf. The duration in *min_ns. */
 static int
-tl_init(const ptk_init_args *args, void **state, unsigned int *events)
+tl_check_options(const ptk_init_args *args, int64_t *min_ns)
 {
-    if (args->noptions < OPT_COUNT) {
-        snprintf(args->errbuf, args->errbuf_size,
-                 "expected %d options, the host passed %zu", OPT_COUNT,
-                 args->noptions);
-        return PTK_EINVAL;
-    }
     const ptk_option_value *o = args->options;
-    int64_t min_ns = tl_parse_duration(o[OPT_MIN_DURATION].s ? o[OPT_MIN_DURATION].s : "0");
-    if (min_ns < 0) {
+    *min_ns = tl_parse_duration(o[OPT_MIN_DURATION].s ? o[OPT_MIN_DURATION].s : "0");
+    if (*min_ns < 0) {
         snprintf(args->errbuf, args->errbuf_size,
                  "min_duration: '%s' is not a duration (e.g. 50us, 1.5ms, 2s)",
                  o[OPT_MIN_DURATION].s);
@@ -182,6 +178,63 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
                  "flush_ms must be 0 or more");
         return PTK_EOPTTYPE;
     }
+    return PTK_OK;
+}
+
+/* The output file's absolute path, made when the session starts (the
+ * directory is made, and the session's copy of its name replaced, then):
+ * malloc'd, or NULL when out of memory. */
+static char *
+tl_output_path(const char *output_dir, const char *filename)
+{
+    char cwd[4096] = "";
+    int rel = output_dir[0] != '/';
+    if (rel && getcwd(cwd, sizeof(cwd)) == NULL) {
+        cwd[0] = '\0';
+    }
+    size_t len = strlen(cwd) + strlen(output_dir) + strlen(filename) + 3;
+    char *path = malloc(len);
+    if (path != NULL) {
+        snprintf(path, len, "%s%s%s/%s", rel ? cwd : "", rel ? "/" : "", output_dir, filename);
+    }
+    return path;
+}
+
+/* The process track, the counter tracks and the names made once. */
+static int
+tl_tracks_init(tl_state *st)
+{
+    char pname[64];
+    snprintf(pname, sizeof(pname), "python %ld", st->pid);
+    if (tl__track_init(&st->process_track, TL_TRACK_PROCESS, 1, pname) != 0 ||
+        tl__track_init(&st->events_track, TL_TRACK_COUNTER, 2, "events/s") != 0 ||
+        tl__track_init(&st->gc_track, TL_TRACK_COUNTER, 3, "GC pause (ms per s)") != 0 ||
+        tl__track_init(&st->drop_track, TL_TRACK_COUNTER, 4, "dropped events (total)") != 0 ||
+        tl__name_label(&st->gc_name, "gc") != 0 ||
+        (st->asyncio_name = PyUnicode_InternFromString("asyncio")) == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    st->process_track.tid = st->pid;
+    st->events_track.tid = st->gc_track.tid = st->drop_track.tid = st->pid;
+    return 0;
+}
+
+static int
+tl_init(const ptk_init_args *args, void **state, unsigned int *events)
+{
+    if (args->noptions < OPT_COUNT) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "expected %d options, the host passed %zu", OPT_COUNT,
+                 args->noptions);
+        return PTK_EINVAL;
+    }
+    const ptk_option_value *o = args->options;
+    int64_t min_ns;
+    int rc = tl_check_options(args, &min_ns);
+    if (rc != PTK_OK) {
+        return rc;
+    }
     tl_state *st = calloc(1, sizeof(*st));
     if (st == NULL) {
         snprintf(args->errbuf, args->errbuf_size, "out of memory");
@@ -199,38 +252,13 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->counters = o[OPT_COUNTERS].i != 0;
     st->objects = (int)o[OPT_OBJECTS].i;
     st->pid = (long)getpid();
-    char pname[64];
-    snprintf(pname, sizeof(pname), "python %ld", st->pid);
-    if (tl__track_init(&st->process_track, TL_TRACK_PROCESS, 1, pname) != 0 ||
-        tl__track_init(&st->events_track, TL_TRACK_COUNTER, 2, "events/s") != 0 ||
-        tl__track_init(&st->gc_track, TL_TRACK_COUNTER, 3, "GC pause (ms per s)") != 0 ||
-        tl__track_init(&st->drop_track, TL_TRACK_COUNTER, 4, "dropped events (total)") != 0 ||
-        tl__name_label(&st->gc_name, "gc") != 0 ||
-        (st->asyncio_name = PyUnicode_InternFromString("asyncio")) == NULL) {
-        PyErr_Clear();
-        tl_fini(st);
-        snprintf(args->errbuf, args->errbuf_size, "out of memory");
-        return PTK_ENOMEM;
-    }
-    st->process_track.tid = st->pid;
-    st->events_track.tid = st->gc_track.tid = st->drop_track.tid = st->pid;
     st->buffer_size = (size_t)o[OPT_BUFFER_KB].i * 1024;
-    /* The directory is made (and the session's copy of its name replaced)
-     * when the session starts: keep an absolute copy. */
-    char cwd[4096] = "";
-    int rel = args->output_dir[0] != '/';
-    if (rel && getcwd(cwd, sizeof(cwd)) == NULL) {
-        cwd[0] = '\0';
-    }
-    size_t len = strlen(cwd) + strlen(args->output_dir) + strlen(st->fmt->filename) + 3;
-    st->path = malloc(len);
-    if (st->path == NULL) {
+    if (tl_tracks_init(st) != 0 ||
+        (st->path = tl_output_path(args->output_dir, st->fmt->filename)) == NULL) {
         tl_fini(st);
         snprintf(args->errbuf, args->errbuf_size, "out of memory");
         return PTK_ENOMEM;
     }
-    snprintf(st->path, len, "%s%s%s/%s", rel ? cwd : "", rel ? "/" : "",
-             args->output_dir, st->fmt->filename);
     unsigned int m = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
     if (st->builtins) {
         m |= PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |

@@ -138,6 +138,43 @@ tm_thread_own(const tm_thread *th)
     return own;
 }
 
+/* One thread's record of timer.json: its identity and counts, then its
+ * figures (per_thread=true) or its own time; 1, or 0 when a write failed. */
+static int
+tm_json_thread(FILE *f, tm_state *st, const tm_labels *L, size_t i, int first)
+{
+    const tm_thread *th = st->threads[i];
+    const tm_done *dn = &st->done[i];
+    /* A record whose thread state ended and came back (a C thread's next
+     * PyGILState_Ensure) has both: its figures so far are merged. */
+    const char *name = th != NULL ? th->name : dn->name;
+    size_t depth = th != NULL && th->max_depth > dn->max_depth ? th->max_depth : dn->max_depth;
+    int ok = fprintf(f, "%s\n{\"index\":%zu,\"ident\":%llu,\"name\":",
+                     first ? "" : ",", i,
+                     (unsigned long long)(th != NULL ? th->ident : dn->ident)) >= 0 &&
+             (name != NULL ? ptk_kit_json_write(f, name) == 0 : fputs("null", f) != EOF) &&
+             fprintf(f, ",\"max_depth\":%zu,\"unmatched_returns\":%llu,"
+                        "\"resynced_frames\":%llu,\"ended\":%s,",
+                     depth,
+                     (unsigned long long)((th != NULL ? th->unmatched : 0) + dn->unmatched),
+                     (unsigned long long)((th != NULL ? th->resynced : 0) + dn->resynced),
+                     th != NULL ? "false" : "true") >= 0;
+    if (ok && th != NULL && st->per_thread) {
+        tm_view v;
+        if (tm__view_build(st, L, (long)i, &v) != 0) {
+            return 0;
+        }
+        ok = tm_json_figures(f, L, &v) == 0;
+        tm__view_clear(&v);
+    }
+    else if (ok) {
+        ok = fprintf(f, "\"total_ns\":%llu",
+                     (unsigned long long)((th != NULL ? tm_thread_own(th) : 0) +
+                                          dn->own_ns)) >= 0;
+    }
+    return ok && fputc('}', f) != EOF;
+}
+
 int
 tm__write_json(tm_state *st, const tm_labels *L, const tm_view *all,
               const ptk_report_args *args, uint64_t max_depth,
@@ -178,42 +215,11 @@ tm__write_json(tm_state *st, const tm_labels *L, const tm_view *all,
              tm_json_figures(f, L, all) == 0 && fputs(",\n\"threads\":[", f) != EOF;
     int first = 1;
     for (size_t i = 0; ok && i < st->nthreads; i++) {
-        const tm_thread *th = st->threads[i];
-        const tm_done *dn = &st->done[i];
-        if (th == NULL && !dn->ended) {
+        if (st->threads[i] == NULL && !st->done[i].ended) {
             continue;
         }
-        /* A record whose thread state ended and came back (a C thread's
-         * next PyGILState_Ensure) has both: its figures so far are merged. */
-        const char *name = th != NULL ? th->name : dn->name;
-        size_t depth = th != NULL && th->max_depth > dn->max_depth ? th->max_depth
-                                                                   : dn->max_depth;
-        ok = fprintf(f, "%s\n{\"index\":%zu,\"ident\":%llu,\"name\":",
-                     first ? "" : ",", i,
-                     (unsigned long long)(th != NULL ? th->ident : dn->ident)) >= 0 &&
-             (name != NULL ? ptk_kit_json_write(f, name) == 0 : fputs("null", f) != EOF) &&
-             fprintf(f, ",\"max_depth\":%zu,\"unmatched_returns\":%llu,"
-                        "\"resynced_frames\":%llu,\"ended\":%s,",
-                     depth,
-                     (unsigned long long)((th != NULL ? th->unmatched : 0) + dn->unmatched),
-                     (unsigned long long)((th != NULL ? th->resynced : 0) + dn->resynced),
-                     th != NULL ? "false" : "true") >= 0;
+        ok = tm_json_thread(f, st, L, i, first);
         first = 0;
-        if (ok && th != NULL && st->per_thread) {
-            tm_view v;
-            if (tm__view_build(st, L, (long)i, &v) != 0) {
-                ok = 0;
-                break;
-            }
-            ok = tm_json_figures(f, L, &v) == 0;
-            tm__view_clear(&v);
-        }
-        else if (ok) {
-            ok = fprintf(f, "\"total_ns\":%llu",
-                         (unsigned long long)((th != NULL ? tm_thread_own(th) : 0) +
-                                              dn->own_ns)) >= 0;
-        }
-        ok = ok && fputc('}', f) != EOF;
     }
     ok = ok && fputs("]}\n", f) != EOF;
     if (!ok && PyErr_Occurred()) {

@@ -62,6 +62,65 @@ tm_path_suffix(const char *path, int k)
     return path;
 }
 
+/* counts[suffix] = how many of the files in @p flist end with it, the last
+ * @p k parts of each path; -1 on error. */
+static int
+tm_count_suffixes(PyObject *flist, PyObject *counts, int k)
+{
+    PyDict_Clear(counts);
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(flist); j++) {
+        const char *f = PyUnicode_AsUTF8(PyList_GET_ITEM(flist, j));
+        PyObject *suf = f ? PyUnicode_FromString(tm_path_suffix(f, k)) : NULL;
+        PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
+        PyObject *n = suf && !PyErr_Occurred()
+                          ? PyLong_FromLong(c ? PyLong_AsLong(c) + 1 : 1)
+                          : NULL;
+        int bad = n == NULL || PyDict_SetItem(counts, suf, n) < 0;
+        Py_XDECREF(suf);
+        Py_XDECREF(n);
+        if (bad) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* files[file] = the shortest suffix of its path that no other file of
+ * @p flist ends with (None: not settled yet), k = 1, 2, ... parts. */
+static int
+tm_settle_suffixes(PyObject *flist, PyObject *files, PyObject *counts)
+{
+    Py_ssize_t nf = PyList_GET_SIZE(flist), left = nf;
+    for (int k = 1; left > 0 && k < 256; k++) {
+        if (tm_count_suffixes(flist, counts, k) < 0) {
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            PyObject *file = PyList_GET_ITEM(flist, j);
+            if (PyDict_GetItemWithError(files, file) != Py_None) {
+                continue; /* settled */
+            }
+            const char *f = PyUnicode_AsUTF8(file);
+            const char *sufs = f ? tm_path_suffix(f, k) : NULL;
+            PyObject *suf = sufs ? PyUnicode_FromString(sufs) : NULL;
+            PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
+            if (c == NULL) {
+                Py_XDECREF(suf);
+                return -1;
+            }
+            if (PyLong_AsLong(c) == 1 || sufs == f) {
+                if (PyDict_SetItem(files, file, suf) < 0) {
+                    Py_DECREF(suf);
+                    return -1;
+                }
+                left--;
+            }
+            Py_DECREF(suf);
+        }
+    }
+    return 0;
+}
+
 /* Short, unambiguous frame names for the flame graph files: "qualname
  * (file:line)" with the file cut to the fewest trailing path parts that no
  * other profiled file ends with ("email/__init__.py", "difflib.py"); C
@@ -88,45 +147,8 @@ tm_short_names(tm_state *st, const tm_labels *L)
     if (flist == NULL) {
         goto fail;
     }
-    Py_ssize_t nf = PyList_GET_SIZE(flist), left = nf;
-    for (int k = 1; left > 0 && k < 256; k++) {
-        PyDict_Clear(counts);
-        for (Py_ssize_t j = 0; j < nf; j++) {
-            const char *f = PyUnicode_AsUTF8(PyList_GET_ITEM(flist, j));
-            PyObject *suf = f ? PyUnicode_FromString(tm_path_suffix(f, k)) : NULL;
-            PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
-            PyObject *n = suf && !PyErr_Occurred()
-                              ? PyLong_FromLong(c ? PyLong_AsLong(c) + 1 : 1)
-                              : NULL;
-            int bad = n == NULL || PyDict_SetItem(counts, suf, n) < 0;
-            Py_XDECREF(suf);
-            Py_XDECREF(n);
-            if (bad) {
-                goto fail;
-            }
-        }
-        for (Py_ssize_t j = 0; j < nf; j++) {
-            PyObject *file = PyList_GET_ITEM(flist, j);
-            if (PyDict_GetItemWithError(files, file) != Py_None) {
-                continue; /* settled */
-            }
-            const char *f = PyUnicode_AsUTF8(file);
-            const char *sufs = f ? tm_path_suffix(f, k) : NULL;
-            PyObject *suf = sufs ? PyUnicode_FromString(sufs) : NULL;
-            PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
-            if (c == NULL) {
-                Py_XDECREF(suf);
-                goto fail;
-            }
-            if (PyLong_AsLong(c) == 1 || sufs == f) {
-                if (PyDict_SetItem(files, file, suf) < 0) {
-                    Py_DECREF(suf);
-                    goto fail;
-                }
-                left--;
-            }
-            Py_DECREF(suf);
-        }
+    if (tm_settle_suffixes(flist, files, counts) < 0) {
+        goto fail;
     }
     for (size_t i = 0; i < L->n; i++) {
         const tm_func *fn = st->func_list[L->first[i]];
@@ -161,25 +183,16 @@ fail:
     return NULL;
 }
 
-int
-tm__labels_build(tm_state *st, tm_labels *L)
+/* One label per pstats key: L->canon, L->first, L->keys, L->names, L->n;
+ * @p index maps each key to its label id. -1 on error. */
+static int
+tm_labels_index(tm_state *st, tm_labels *L, PyObject *index)
 {
-    int rc = -1;
-    PyObject *index = PyDict_New();
-    L->canon = calloc(st->nfuncs + 1, sizeof(*L->canon));
-    L->first = calloc(st->nfuncs + 1, sizeof(*L->first));
-    L->keys = PyList_New(0);
-    L->names = PyList_New(0);
-    L->cname_objs = PyList_New(0);
-    if (index == NULL || L->canon == NULL || L->first == NULL || L->keys == NULL ||
-        L->names == NULL || L->cname_objs == NULL) {
-        goto done;
-    }
     for (size_t i = 0; i < st->nfuncs; i++) {
         const tm_func *fn = st->func_list[i];
         PyObject *key = tm_func_key(fn);
         if (key == NULL) {
-            goto done;
+            return -1;
         }
         PyObject *id = PyDict_GetItemWithError(index, key);
         if (id != NULL) {
@@ -189,7 +202,7 @@ tm__labels_build(tm_state *st, tm_labels *L)
         }
         if (PyErr_Occurred()) {
             Py_DECREF(key);
-            goto done;
+            return -1;
         }
         PyObject *name = tm_func_name(fn);
         PyObject *num = PyLong_FromSize_t(L->n);
@@ -201,19 +214,25 @@ tm__labels_build(tm_state *st, tm_labels *L)
         Py_XDECREF(num);
         Py_XDECREF(name);
         if (bad) {
-            goto done;
+            return -1;
         }
         L->first[L->n] = (uint32_t)i;
         L->canon[i] = (uint32_t)L->n++;
     }
+    return 0;
+}
+
+/* L->cnames and L->snames: the UTF-8 of the names and short names, kept
+ * alive by L->cname_objs, with ';' (separates frames) and newlines (end a
+ * line) replaced. -1 on error. */
+static int
+tm_labels_cnames(tm_labels *L)
+{
     L->cnames = calloc(L->n + 1, sizeof(*L->cnames));
     L->snames = calloc(L->n + 1, sizeof(*L->snames));
     if (L->cnames == NULL || L->snames == NULL) {
         PyErr_NoMemory();
-        goto done;
-    }
-    if ((L->shorts = tm_short_names(st, L)) == NULL) {
-        goto done;
+        return -1;
     }
     for (size_t i = 0; i < 2 * L->n; i++) {
         /* ';' separates frames and a newline ends the line: replace both. */
@@ -222,7 +241,7 @@ tm__labels_build(tm_state *st, tm_labels *L)
         PyObject *b = PyUnicode_AsEncodedString(name, "utf-8", "replace");
         if (b == NULL || PyList_Append(L->cname_objs, b) < 0) {
             Py_XDECREF(b);
-            goto done;
+            return -1;
         }
         Py_DECREF(b);
         char *s = PyBytes_AS_STRING(b);
@@ -241,8 +260,24 @@ tm__labels_build(tm_state *st, tm_labels *L)
             L->snames[i - L->n] = s;
         }
     }
-    rc = 0;
-done:
+    return 0;
+}
+
+int
+tm__labels_build(tm_state *st, tm_labels *L)
+{
+    int rc = -1;
+    PyObject *index = PyDict_New();
+    L->canon = calloc(st->nfuncs + 1, sizeof(*L->canon));
+    L->first = calloc(st->nfuncs + 1, sizeof(*L->first));
+    L->keys = PyList_New(0);
+    L->names = PyList_New(0);
+    L->cname_objs = PyList_New(0);
+    if (index != NULL && L->canon != NULL && L->first != NULL && L->keys != NULL &&
+        L->names != NULL && L->cname_objs != NULL && tm_labels_index(st, L, index) == 0 &&
+        (L->shorts = tm_short_names(st, L)) != NULL && tm_labels_cnames(L) == 0) {
+        rc = 0;
+    }
     Py_XDECREF(index);
     return rc;
 }

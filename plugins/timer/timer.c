@@ -112,7 +112,7 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
 
 /* ---- threads ------------------------------------------------------------ */
 
-static tm_thread *
+static __attribute__((noinline)) tm_thread *
 tm_thread_get(tm_state *st, const ptk_thread *t)
 {
     size_t idx = t->index;

@@ -183,17 +183,20 @@ def compare(work):
                      ("timeline", got_timeline)):
         left += sorted(k for k in got if session_own(k))
         got = {k: v for k, v in got.items() if not session_own(k)}
-        T.check(set(got) == set(want), "%s names C callables cProfile does not, or "
-                "misses some: only %s %r, only cProfile %r"
-                % (who, who, sorted(set(got) - set(want)), sorted(set(want) - set(got))))
-        if who == "timeline" and dropped:
+        lost = who == "timeline" and dropped
+        T.check(set(got) == set(want) or (lost and set(got) <= set(want)),
+                "%s names C callables cProfile does not, or misses some: only %s %r, "
+                "only cProfile %r" % (who, who, sorted(set(got) - set(want)),
+                                      sorted(set(want) - set(got))))
+        if lost:
             # The timeline drops events when its writer falls behind (a
             # loaded machine), and says how many: then its spans may only
-            # fall short of cProfile's calls, by no more than that.
-            short = sum(want[k] - got[k] for k in want)
-            T.check(all(got[k] <= want[k] for k in want) and short <= dropped,
+            # fall short of cProfile's calls (a rare one to none), by no
+            # more than that.
+            short = sum(want[k] - got.get(k, 0) for k in want)
+            T.check(all(got.get(k, 0) <= want[k] for k in want) and short <= dropped,
                     "timeline: %d events dropped, %d spans short: %r" % (dropped, short, {
-                        k: (want[k], got[k]) for k in want if got[k] != want[k]}))
+                        k: (want[k], got.get(k)) for k in want if got.get(k) != want[k]}))
             print("timeline: %d events dropped (writer behind); %d C spans short, "
                   "counts compared as at most cProfile's" % (dropped, short))
             continue

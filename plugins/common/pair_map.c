@@ -5,32 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline size_t
-map_hash(const void *a, const void *b)
-{
-    uint64_t x = (uint64_t)(uintptr_t)a * UINT64_C(0x9E3779B97F4A7C15);
-    x ^= (uint64_t)(uintptr_t)b * UINT64_C(0xC2B2AE3D27D4EB4F);
-    x ^= x >> 29;
-    return (size_t)x;
-}
-
-void *
-ptk_kit_map_get(const ptk_kit_map *m, const void *a, const void *b)
-{
-    if (m->slots == NULL) {
-        return NULL;
-    }
-    for (size_t i = map_hash(a, b) & m->mask;; i = (i + 1) & m->mask) {
-        const ptk_kit_map_slot *s = &m->slots[i];
-        if (s->value == NULL) {
-            return NULL;
-        }
-        if (s->a == a && s->b == b) {
-            return s->value;
-        }
-    }
-}
-
 int
 ptk_kit_map_put(ptk_kit_map *m, const void *a, const void *b, void *value)
 {
@@ -45,7 +19,7 @@ ptk_kit_map_put(ptk_kit_map *m, const void *a, const void *b, void *value)
             if (s->value == NULL) {
                 continue;
             }
-            size_t j = map_hash(s->a, s->b) & (cap - 1);
+            size_t j = ptk_kit_map_hash(s->a, s->b) & (cap - 1);
             while (slots[j].value != NULL) {
                 j = (j + 1) & (cap - 1);
             }
@@ -55,7 +29,7 @@ ptk_kit_map_put(ptk_kit_map *m, const void *a, const void *b, void *value)
         m->slots = slots;
         m->mask = cap - 1;
     }
-    size_t i = map_hash(a, b) & m->mask;
+    size_t i = ptk_kit_map_hash(a, b) & m->mask;
     while (m->slots[i].value != NULL) {
         if (m->slots[i].a == a && m->slots[i].b == b) {
             m->slots[i].value = value;

@@ -7,6 +7,7 @@
 #define PTK_PLUGINS_PAIR_MAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /** One slot: the key (a, b) and its value; an empty slot has value NULL. */
 typedef struct ptk_kit_map_slot {
@@ -22,8 +23,34 @@ typedef struct ptk_kit_map {
     size_t count;            /**< used slots */
 } ptk_kit_map;
 
-/** @brief The value of (@p a, @p b), or NULL. */
-void *ptk_kit_map_get(const ptk_kit_map *m, const void *a, const void *b);
+/** @brief The hash of (@p a, @p b); its low bits pick the slot. */
+static inline size_t
+ptk_kit_map_hash(const void *a, const void *b)
+{
+    uint64_t x = (uint64_t)(uintptr_t)a * UINT64_C(0x9E3779B97F4A7C15);
+    x ^= (uint64_t)(uintptr_t)b * UINT64_C(0xC2B2AE3D27D4EB4F);
+    x ^= x >> 29;
+    return (size_t)x;
+}
+
+/** @brief The value of (@p a, @p b), or NULL. Inline: the plugins look up
+ *  on their hot paths. */
+static inline void *
+ptk_kit_map_get(const ptk_kit_map *m, const void *a, const void *b)
+{
+    if (m->slots == NULL) {
+        return NULL;
+    }
+    for (size_t i = ptk_kit_map_hash(a, b) & m->mask;; i = (i + 1) & m->mask) {
+        const ptk_kit_map_slot *s = &m->slots[i];
+        if (s->value == NULL) {
+            return NULL;
+        }
+        if (s->a == a && s->b == b) {
+            return s->value;
+        }
+    }
+}
 
 /** @brief Sets (@p a, @p b) to @p value (not NULL), replacing a value there.
  *  @return 0, or -1 when out of memory (the map unchanged) */

@@ -13,6 +13,8 @@
 #include <pytracekit/plugin.h>
 
 #include "../common/c_label.h"
+#include "../common/grow.h"
+#include "../common/pair_map.h"
 
 typedef struct fn_entry {
     const void *key;     /* code object, or the C function's PyMethodDef */
@@ -28,10 +30,11 @@ typedef struct counter {
     ptk_plugin_ctx *ctx;
     uint64_t events[PTK_EV_COUNT];
     unsigned int mask;   /* what this instance subscribed to */
-    fn_entry *tab;       /* open addressing, power-of-two size */
+    fn_entry *fns;       /* in the order first seen */
+    size_t nfns, capfns;
+    ptk_kit_map index;   /* key -> 1 + its index in fns */
     const void *last_key; /* the function counted last (recursion, loops) */
     fn_entry *last;
-    size_t cap, used;
     uint64_t *per_thread;
     size_t nthreads;
     int64_t top;
@@ -79,34 +82,22 @@ counter_init(const ptk_init_args *args, void **state, unsigned int *events)
     return PTK_OK;
 }
 
+/* The entry of @p key, added (zeroed, key NULL) if new; NULL when out of
+ * memory. Adding may move the entries. */
 static fn_entry *
 lookup(counter *c, const void *key)
 {
-    if (c->used * 2 >= c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 256;
-        fn_entry *n = calloc(ncap, sizeof *n);
-        if (n == NULL) {
-            return NULL;
-        }
-        for (size_t i = 0; i < c->cap; i++) {
-            if (c->tab[i].key) {
-                size_t h = ((uintptr_t)c->tab[i].key >> 4) & (ncap - 1);
-                while (n[h].key) {
-                    h = (h + 1) & (ncap - 1);
-                }
-                n[h] = c->tab[i];
-            }
-        }
-        free(c->tab);
-        c->tab = n;
-        c->cap = ncap;
-        c->last_key = NULL; /* entries moved */
+    uintptr_t at = (uintptr_t)ptk_kit_map_get(&c->index, key, NULL);
+    if (at != 0) {
+        return &c->fns[at - 1];
     }
-    size_t h = ((uintptr_t)key >> 4) & (c->cap - 1);
-    while (c->tab[h].key && c->tab[h].key != key) {
-        h = (h + 1) & (c->cap - 1);
+    if (PTK_KIT_RESERVE(c->fns, c->capfns, c->nfns + 1, 256) != 0 ||
+        ptk_kit_map_put(&c->index, key, NULL, (void *)(uintptr_t)(c->nfns + 1)) != 0) {
+        return NULL;
     }
-    return &c->tab[h];
+    fn_entry *e = &c->fns[c->nfns++];
+    memset(e, 0, sizeof(*e));
+    return e;
 }
 
 /* (name, qualname, module, label) of a C callable: its names after the
@@ -150,11 +141,10 @@ count_call(counter *c, const void *key, PyObject *obj, PyObject *cself,
         }
         e->obj = is_c != 2 ? Py_NewRef(obj) : c_names(obj, cself);
         if (e->obj == NULL) {
-            return PTK_ENOMEM;
+            return PTK_ENOMEM; /* e stays, without a key: never reported */
         }
         e->key = key;
         e->is_c = is_c;
-        c->used++;
     }
     e->calls++;
     c->last_key = key;
@@ -168,15 +158,8 @@ counter_event(void *state, const ptk_event *ev)
     counter *c = state;
     c->events[ev->kind]++;
     uint32_t ti = ev->thread->index;
-    if (ti >= c->nthreads) {
-        size_t n = (size_t)ti + 8;
-        uint64_t *p = realloc(c->per_thread, n * sizeof *p);
-        if (p == NULL) {
-            return PTK_ENOMEM;
-        }
-        memset(p + c->nthreads, 0, (n - c->nthreads) * sizeof *p);
-        c->per_thread = p;
-        c->nthreads = n;
+    if (PTK_KIT_RESERVE_ZERO(c->per_thread, c->nthreads, (size_t)ti + 1, 8) != 0) {
+        return PTK_ENOMEM;
     }
     c->per_thread[ti]++;
     if (ev->kind == PTK_EV_CALL) {
@@ -258,73 +241,131 @@ by_calls(const void *a, const void *b)
     return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
 }
 
-static int
-counter_report(void *state, const ptk_report_args *args)
+/* {event name: count}: the kinds of 0.1 always; branch and jump when
+ * counted. A new reference, or NULL with an exception set. */
+static PyObject *
+events_record(const counter *c)
 {
-    counter *c = state;
-    PyObject *root = PyDict_New();
     PyObject *events = PyDict_New();
-    PyObject *funcs = PyList_New(0);
-    PyObject *threads = PyList_New(0);
-    fn_entry **sorted = calloc(c->used + 1, sizeof *sorted);
-    int rc = PTK_ENOMEM;
-    if (!root || !events || !funcs || !threads || !sorted) {
-        goto done;
-    }
-    for (int k = 0; k < PTK_EV_COUNT; k++) {
-        /* the kinds of 0.1 always; branch and jump when counted */
+    for (int k = 0; events != NULL && k < PTK_EV_COUNT; k++) {
         if ((PTK_MASK(k) & PTK_MASK_REF) ||
             (k > PTK_EV_OPCODE && !(c->mask & PTK_MASK(k)))) {
             continue;
         }
         PyObject *v = PyLong_FromUnsignedLongLong(c->events[k]);
         if (v == NULL || PyDict_SetItemString(events, ptk_event_name(k), v) < 0) {
-            Py_XDECREF(v);
-            goto done;
+            Py_CLEAR(events);
         }
-        Py_DECREF(v);
+        Py_XDECREF(v);
     }
+    return events;
+}
+
+/* Appends @p d (a new reference, or NULL) to @p list; -1 on error. */
+static int
+append_new(PyObject *list, PyObject *d)
+{
+    int rc = d != NULL && PyList_Append(list, d) == 0 ? 0 : -1;
+    Py_XDECREF(d);
+    return rc;
+}
+
+/* The functions counted, most calls first, into @p sorted (room for all);
+ * returns how many. */
+static size_t
+sort_functions(counter *c, fn_entry **sorted)
+{
     size_t n = 0;
-    for (size_t i = 0; i < c->cap; i++) {
-        if (c->tab[i].key) {
-            sorted[n++] = &c->tab[i];
+    for (size_t i = 0; i < c->nfns; i++) {
+        if (c->fns[i].key != NULL) {
+            sorted[n++] = &c->fns[i];
         }
     }
     qsort(sorted, n, sizeof *sorted, by_calls);
-    for (size_t i = 0; i < n; i++) {
-        PyObject *d = function_record(sorted[i]);
-        if (d == NULL || PyList_Append(funcs, d) < 0) {
-            Py_XDECREF(d);
-            goto done;
-        }
-        Py_DECREF(d);
-    }
-    for (size_t i = 0; i < c->nthreads; i++) {
+    return n;
+}
+
+/* [{id, name, events}] of the threads that had events, or NULL. */
+static PyObject *
+threads_record(const counter *c)
+{
+    PyObject *threads = PyList_New(0);
+    for (size_t i = 0; threads != NULL && i < c->nthreads; i++) {
         const ptk_thread *t = c->host->thread_at(i);
         if (c->per_thread[i] == 0 || t == NULL) {
             continue;
         }
-        PyObject *d = Py_BuildValue("{s:K,s:s,s:K}", "id",
-                                    (unsigned long long)t->ident, "name",
-                                    t->name, "events",
-                                    (unsigned long long)c->per_thread[i]);
-        if (d == NULL || PyList_Append(threads, d) < 0) {
-            Py_XDECREF(d);
+        if (append_new(threads, Py_BuildValue("{s:K,s:s,s:K}", "id",
+                                              (unsigned long long)t->ident, "name",
+                                              t->name, "events",
+                                              (unsigned long long)c->per_thread[i])) < 0) {
+            Py_CLEAR(threads);
+        }
+    }
+    return threads;
+}
+
+/* counter.json: {events, functions (most calls first), threads}. */
+static int
+write_json(counter *c, const ptk_report_args *args, fn_entry **sorted, size_t n)
+{
+    PyObject *root = PyDict_New();
+    PyObject *events = events_record(c);
+    PyObject *funcs = PyList_New(0);
+    PyObject *threads = threads_record(c);
+    int rc = PTK_ENOMEM;
+    if (!root || !events || !funcs || !threads) {
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (append_new(funcs, function_record(sorted[i])) < 0) {
             goto done;
         }
-        Py_DECREF(d);
     }
     if (PyDict_SetItemString(root, "events", events) < 0 ||
         PyDict_SetItemString(root, "functions", funcs) < 0 ||
         PyDict_SetItemString(root, "threads", threads) < 0) {
         goto done;
     }
-    rc = c->host->report_write_object(args->ctx, "counter.json", root,
-                                      PTK_FMT_JSON);
-    if (rc < 0) {
-        goto done;
+    rc = c->host->report_write_object(args->ctx, "counter.json", root, PTK_FMT_JSON);
+done:
+    Py_XDECREF(root);
+    Py_XDECREF(events);
+    Py_XDECREF(funcs);
+    Py_XDECREF(threads);
+    return rc;
+}
+
+/* One row of the summary table: calls, kind, and the function (C
+ * functions as pstats prints them). */
+static void
+summary_row(FILE *out, const fn_entry *e)
+{
+    PyObject *q = !e->is_c ? Py_NewRef(((PyCodeObject *)e->obj)->co_qualname)
+                  : e->is_c == 2 ? ptk_kit_c_display(PyTuple_GET_ITEM(e->obj, 3))
+                                 : c_display(e->obj);
+    if (q == NULL) {
+        PyErr_Clear();
+        q = Py_NewRef(Py_None);
     }
-    FILE *out = args->summary;
+    const char *qs = PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : "?";
+    if (e->is_c) {
+        fprintf(out, "%12llu  %-6s %s\n", (unsigned long long)e->calls, "c", qs ? qs : "?");
+    }
+    else {
+        PyCodeObject *co = (PyCodeObject *)e->obj;
+        const char *f = PyUnicode_AsUTF8(co->co_filename);
+        fprintf(out, "%12llu  %-6s %s (%s:%d)\n", (unsigned long long)e->calls, "python",
+                qs ? qs : "?", f ? f : "?", co->co_firstlineno);
+    }
+    Py_DECREF(q);
+    PyErr_Clear();
+}
+
+/* The summary: the events by kind, then the top functions. */
+static void
+write_summary(const counter *c, FILE *out, fn_entry **sorted, size_t n)
+{
     uint64_t total = 0;
     for (int k = 0; k < PTK_EV_COUNT; k++) {
         total += c->events[k];
@@ -332,8 +373,7 @@ counter_report(void *state, const ptk_report_args *args)
     fprintf(out, "pytracekit counter: %llu events", (unsigned long long)total);
     for (int k = 0; k < PTK_EV_COUNT; k++) {
         if (c->events[k]) {
-            fprintf(out, ", %s %llu", ptk_event_name(k),
-                    (unsigned long long)c->events[k]);
+            fprintf(out, ", %s %llu", ptk_event_name(k), (unsigned long long)c->events[k]);
         }
     }
     fprintf(out, "\n");
@@ -341,37 +381,25 @@ counter_report(void *state, const ptk_report_args *args)
         fprintf(out, "%12s  %-6s %s\n", "calls", "kind", "function");
     }
     for (size_t i = 0; i < n && (int64_t)i < c->top; i++) {
-        const fn_entry *e = sorted[i];
-        /* C functions as pstats prints them */
-        PyObject *q = !e->is_c ? Py_NewRef(((PyCodeObject *)e->obj)->co_qualname)
-                      : e->is_c == 2 ? ptk_kit_c_display(PyTuple_GET_ITEM(e->obj, 3))
-                                     : c_display(e->obj);
-        if (q == NULL) {
-            PyErr_Clear();
-            q = Py_NewRef(Py_None);
-        }
-        const char *qs = PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : "?";
-        if (e->is_c) {
-            fprintf(out, "%12llu  %-6s %s\n", (unsigned long long)e->calls, "c",
-                    qs ? qs : "?");
-        }
-        else {
-            PyCodeObject *co = (PyCodeObject *)e->obj;
-            const char *f = PyUnicode_AsUTF8(co->co_filename);
-            fprintf(out, "%12llu  %-6s %s (%s:%d)\n",
-                    (unsigned long long)e->calls, "python", qs ? qs : "?",
-                    f ? f : "?", co->co_firstlineno);
-        }
-        Py_DECREF(q);
-        PyErr_Clear();
+        summary_row(out, sorted[i]);
     }
-    rc = PTK_OK;
-done:
+}
+
+static int
+counter_report(void *state, const ptk_report_args *args)
+{
+    counter *c = state;
+    fn_entry **sorted = calloc(c->nfns + 1, sizeof *sorted);
+    if (sorted == NULL) {
+        return PTK_ENOMEM;
+    }
+    size_t n = sort_functions(c, sorted);
+    int rc = write_json(c, args, sorted, n);
+    if (rc >= 0) {
+        write_summary(c, args->summary, sorted, n);
+        rc = PTK_OK;
+    }
     free(sorted);
-    Py_XDECREF(root);
-    Py_XDECREF(events);
-    Py_XDECREF(funcs);
-    Py_XDECREF(threads);
     return rc;
 }
 
@@ -382,10 +410,11 @@ counter_fini(void *state)
     if (c == NULL) {
         return;
     }
-    for (size_t i = 0; i < c->cap; i++) {
-        Py_XDECREF(c->tab[i].obj);
+    for (size_t i = 0; i < c->nfns; i++) {
+        Py_XDECREF(c->fns[i].obj);
     }
-    free(c->tab);
+    free(c->fns);
+    ptk_kit_map_free(&c->index);
     free(c->per_thread);
     free(c);
 }

@@ -23,6 +23,8 @@
  */
 #include "analyze.h"
 
+#include "../common/grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,38 +38,26 @@ typedef struct ivec {
 static int
 ivec_push(ivec *a, int32_t x)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        int32_t *t = realloc(a->v, cap * sizeof(*t));
-        if (!t) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        a->v = t;
-        a->cap = cap;
+    if (PTK_KIT_RESERVE(a->v, a->cap, a->n + 1, 64) != 0) {
+        PyErr_NoMemory();
+        return -1;
     }
     a->v[a->n++] = x;
     return 0;
 }
 
-/* Makes *@p p hold at least @p n elements of @p size bytes. */
+/* Makes the array at *@p p (the address of its pointer) hold at least @p n
+ * elements of @p size bytes; a Python exception when out of memory. */
 static int
-reserve(void **p, size_t *cap, size_t n, size_t size)
+reserve(void *p, size_t *cap, size_t n, size_t size)
 {
     if (n <= *cap) {
         return 0;
     }
-    size_t c = *cap ? *cap : 256;
-    while (c < n) {
-        c *= 2;
-    }
-    void *t = realloc(*p, c * size);
-    if (!t) {
+    if (ptk_kit_grow(p, cap, n, size, 256, 0) != 0) {
         PyErr_NoMemory();
         return -1;
     }
-    *p = t;
-    *cap = c;
     return 0;
 }
 
@@ -336,27 +326,16 @@ trail(an_work *w, int32_t line, size_t from, size_t to, int32_t exit_dest,
     return 0;
 }
 
-/* The branches of one code object whose bytecode is @p raw (@p nbytes). */
+/* Room in @p w for a code object of @p units code units. */
 static int
-branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *raw,
-         int32_t nbytes, const cov_an_sink *sink)
+work_reserve(an_work *w, int32_t units)
 {
-    /* Most code objects of a test module have no conditional jump: found
-     * on the opcode bytes alone (the inline caches are zeros). */
-    int any = 0;
-    for (int32_t i = 0; i < nbytes && !any; i += 2) {
-        any = (ops->flags[raw[i]] & AN_COND) != 0;
-    }
-    if (!any) {
-        return 0;
-    }
-    int32_t units = nbytes / 2;
-    if (reserve((void **)&w->index, &w->cap_index, (size_t)units, sizeof(int32_t)) < 0
-        || reserve((void **)&w->off, &w->cap_off, (size_t)units, sizeof(int32_t)) < 0
-        || reserve((void **)&w->op, &w->cap_op, (size_t)units, 1) < 0
-        || reserve((void **)&w->succ, &w->cap_succ, (size_t)units * NO_SUCC,
+    if (reserve(&w->index, &w->cap_index, (size_t)units, sizeof(int32_t)) < 0
+        || reserve(&w->off, &w->cap_off, (size_t)units, sizeof(int32_t)) < 0
+        || reserve(&w->op, &w->cap_op, (size_t)units, 1) < 0
+        || reserve(&w->succ, &w->cap_succ, (size_t)units * NO_SUCC,
                    sizeof(int32_t)) < 0
-        || reserve((void **)&w->seen, &w->cap_seen, (size_t)units, 1) < 0) {
+        || reserve(&w->seen, &w->cap_seen, (size_t)units, 1) < 0) {
         return -1;
     }
     if (w->cap_mark < (size_t)units) {
@@ -370,12 +349,19 @@ branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *
         w->cap_mark = (size_t)units * 2;
         w->gen = 0;
     }
-    /* The instructions (EXTENDED_ARG included, inline caches skipped) and
-     * their jump targets, as dis.get_instructions gives them. */
-    int32_t *target = w->succ; /* first pass: the target in slot 0 */
+    return 0;
+}
+
+/* The instructions (EXTENDED_ARG included, inline caches skipped) and
+ * their jump targets, as dis.get_instructions gives them: w->index,
+ * w->off, w->op, and the target in slot 0 of w->succ. Returns how many. */
+static int32_t
+decode(an_work *w, const cov_optable *ops, const uint8_t *raw, int32_t nbytes)
+{
+    int32_t *target = w->succ;
     int32_t ninstr = 0;
     uint32_t ext = 0;
-    for (int32_t u = 0; u < units; u++) {
+    for (int32_t u = 0; u < nbytes / 2; u++) {
         w->index[u] = -1;
     }
     for (int32_t i = 0; i < nbytes;) {
@@ -403,10 +389,17 @@ branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *
         ninstr++;
         i += 2 + 2 * caches;
     }
-    /* Successors: the exit, the jump's target, the next instruction. */
+    return ninstr;
+}
+
+/* Successors of each instruction: the exit, the jump's target (from
+ * decode()), the next instruction; -2 for none. */
+static void
+link_successors(an_work *w, const cov_optable *ops, int32_t ninstr)
+{
     for (int32_t n = 0; n < ninstr; n++) {
         int fl = ops->flags[w->op[n]];
-        int32_t t = target[n * NO_SUCC];
+        int32_t t = w->succ[n * NO_SUCC];
         int32_t *s = &w->succ[n * NO_SUCC];
         int k = 0;
         if (fl & AN_EXIT) {
@@ -422,10 +415,14 @@ branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *
             s[k] = -2;
         }
     }
-    if (reachable(w, code, ninstr, units) < 0) {
-        return -1;
-    }
-    /* The conditional jumps that run, by line. */
+}
+
+/* The conditional jumps that run, by line, each line's destinations given
+ * to @p sink. */
+static int
+line_branches(an_work *w, const cov_optable *ops, PyCodeObject *code, int32_t ninstr,
+              const cov_an_sink *sink)
+{
     w->conds.n = 0;
     for (int32_t n = 0; n < ninstr; n++) {
         int32_t line = w->unit_line[w->off[n] / 2];
@@ -458,6 +455,32 @@ branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *
     return 0;
 }
 
+/* The branches of one code object whose bytecode is @p raw (@p nbytes). */
+static int
+branches(an_work *w, const cov_optable *ops, PyCodeObject *code, const uint8_t *raw,
+         int32_t nbytes, const cov_an_sink *sink)
+{
+    /* Most code objects of a test module have no conditional jump: found
+     * on the opcode bytes alone (the inline caches are zeros). */
+    int any = 0;
+    for (int32_t i = 0; i < nbytes && !any; i += 2) {
+        any = (ops->flags[raw[i]] & AN_COND) != 0;
+    }
+    if (!any) {
+        return 0;
+    }
+    int32_t units = nbytes / 2;
+    if (work_reserve(w, units) < 0) {
+        return -1;
+    }
+    int32_t ninstr = decode(w, ops, raw, nbytes);
+    link_successors(w, ops, ninstr);
+    if (reachable(w, code, ninstr, units) < 0) {
+        return -1;
+    }
+    return line_branches(w, ops, code, ninstr, sink);
+}
+
 /* ---- a code object, and the tree --------------------------------------- */
 
 static int
@@ -484,7 +507,7 @@ analyze_one(an_work *w, const cov_optable *ops, PyCodeObject *code, int want_arc
     }
     int32_t units = nbytes / 2;
     int32_t after = start + 2 + (start >= 0 ? 2 * ops->caches[raw[start]] : 0);
-    if (reserve((void **)&w->unit_line, &w->cap_units, (size_t)units + 1,
+    if (reserve(&w->unit_line, &w->cap_units, (size_t)units + 1,
                 sizeof(int32_t)) < 0
         || decode_lines(w, code, after, units) < 0) {
         goto done;
@@ -523,7 +546,7 @@ cov_analyze(const cov_optable *ops, PyCodeObject *root, int want_arcs,
     PyObject **stack = NULL;
     size_t cap = 0, sp = 0;
     int rc = -1;
-    if (reserve((void **)&stack, &cap, 16, sizeof(*stack)) < 0) {
+    if (reserve(&stack, &cap, 16, sizeof(*stack)) < 0) {
         goto done;
     }
     stack[sp++] = (PyObject *)root;
@@ -539,7 +562,7 @@ cov_analyze(const cov_optable *ops, PyCodeObject *root, int want_arcs,
         for (Py_ssize_t i = PyTuple_GET_SIZE(consts) - 1; i >= 0; i--) {
             PyObject *k = PyTuple_GET_ITEM(consts, i);
             if (PyCode_Check(k)) {
-                if (reserve((void **)&stack, &cap, sp + 1, sizeof(*stack)) < 0) {
+                if (reserve(&stack, &cap, sp + 1, sizeof(*stack)) < 0) {
                     goto done;
                 }
                 stack[sp++] = k;

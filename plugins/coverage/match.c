@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "match.h"
 
+#include "../common/grow.h"
+
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
@@ -13,7 +15,7 @@
 
 typedef struct cov_globs {
     char **pat;
-    size_t n;
+    size_t n, cap;
 } cov_globs;
 
 struct cov_match {
@@ -21,7 +23,7 @@ struct cov_match {
     cov_globs exclude;
     char *source;        /* absolute, no trailing slash, or NULL */
     char **stdlib;       /* absolute, no trailing slash */
-    size_t nstdlib;
+    size_t nstdlib, cap_stdlib;
 };
 
 char *
@@ -90,7 +92,7 @@ globs_free(cov_globs *g)
     }
     free(g->pat);
     g->pat = NULL;
-    g->n = 0;
+    g->n = g->cap = 0;
 }
 
 /* Splits @p list on ',' and ';'; relative patterns get the cwd in front. */
@@ -99,7 +101,7 @@ globs_parse(cov_globs *g, const char *list, const char *what, char *errbuf,
             size_t errbuf_size)
 {
     g->pat = NULL;
-    g->n = 0;
+    g->n = g->cap = 0;
     if (!list) {
         return 0;
     }
@@ -117,16 +119,11 @@ globs_parse(cov_globs *g, const char *list, const char *what, char *errbuf,
         }
         if (len) {
             char *item = malloc(len + 1);
-            char **grown = realloc(g->pat, (g->n + 1) * sizeof(*g->pat));
-            if (!item || !grown) {
+            if (!item || PTK_KIT_RESERVE(g->pat, g->cap, g->n + 1, 8) != 0) {
                 free(item);
-                if (grown) {
-                    g->pat = grown;
-                }
                 snprintf(errbuf, errbuf_size, "out of memory");
                 return -1;
             }
-            g->pat = grown;
             memcpy(item, s, len);
             item[len] = '\0';
             if (item[0] != '/' && item[0] != '*') {
@@ -209,14 +206,12 @@ cov_match_new(const char *include, const char *exclude, const char *source,
     }
     for (size_t i = 0; stdlib_dirs && stdlib_dirs[i]; i++) {
         char *d = cov_abspath(stdlib_dirs[i]);
-        char **grown = d ? realloc(m->stdlib, (m->nstdlib + 1) * sizeof(char *)) : NULL;
-        if (!grown) {
+        if (!d || PTK_KIT_RESERVE(m->stdlib, m->cap_stdlib, m->nstdlib + 1, 8) != 0) {
             free(d);
             snprintf(errbuf, errbuf_size, "out of memory");
             cov_match_free(m);
             return NULL;
         }
-        m->stdlib = grown;
         m->stdlib[m->nstdlib++] = d;
     }
     return m;

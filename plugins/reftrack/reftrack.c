@@ -198,14 +198,8 @@ rt_type_index_slow(rt_state *st, PyTypeObject *tp)
         if (st->ntypes >= RT_MAX_TYPES) {
             return RT_NONE;
         }
-        if (st->ntypes == st->types_cap) {
-            uint32_t ncap = st->types_cap ? st->types_cap * 2 : 256;
-            rt_type *n = realloc(st->types, (size_t)ncap * sizeof *n);
-            if (n == NULL) {
-                return RT_NONE;
-            }
-            st->types = n;
-            st->types_cap = ncap;
+        if (PTK_KIT_RESERVE(st->types, st->types_cap, (size_t)st->ntypes + 1, 256) != 0) {
+            return RT_NONE;
         }
         char *name = rt_type_name(st, tp);
         if (name == NULL ||
@@ -266,14 +260,8 @@ rt_code_index(rt_state *st, PyCodeObject *code)
         if (st->ncodes >= RT_MAX_CODES) {
             return RT_NONE;
         }
-        if (st->ncodes == st->codes_cap) {
-            uint32_t ncap = st->codes_cap ? st->codes_cap * 2 : 256;
-            rt_code *n = realloc(st->codes, (size_t)ncap * sizeof *n);
-            if (n == NULL) {
-                return RT_NONE;
-            }
-            st->codes = n;
-            st->codes_cap = ncap;
+        if (PTK_KIT_RESERVE(st->codes, st->codes_cap, (size_t)st->ncodes + 1, 256) != 0) {
+            return RT_NONE;
         }
         char *file = rt_strdup_str(code->co_filename, "?");
         char *fn = rt_strdup_str(code->co_qualname, "?");
@@ -350,15 +338,9 @@ rt_site_here(rt_state *st)
             st->sites_dropped++;
             return 0;
         }
-        if (st->nsites == st->sites_cap) {
-            uint32_t ncap = st->sites_cap * 2;
-            rt_site *n = realloc(st->site_tab, (size_t)ncap * sizeof *n);
-            if (n == NULL) {
-                st->sites_dropped++;
-                return 0;
-            }
-            st->site_tab = n;
-            st->sites_cap = ncap;
+        if (PTK_KIT_RESERVE(st->site_tab, st->sites_cap, (size_t)st->nsites + 1, 256) != 0) {
+            st->sites_dropped++;
+            return 0;
         }
         if (rt_map_put(&st->line_map, lkey, st->nsites) < 0) {
             st->sites_dropped++;

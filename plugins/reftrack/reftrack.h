@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "../common/grow.h"
+
 #include <pytracekit/plugin.h>
 #include <pytracekit/services.h>
 
@@ -82,7 +84,8 @@ typedef struct rt_state {
 
     rt_map type_map;    /* PyTypeObject* -> index into types, while alive */
     rt_type *types;
-    uint32_t ntypes, types_cap;
+    uint32_t ntypes;
+    size_t types_cap;
     struct {
         PyTypeObject *tp;
         uint32_t ti;
@@ -90,14 +93,16 @@ typedef struct rt_state {
 
     rt_map code_map;    /* PyCodeObject* -> index into codes, while alive */
     rt_code *codes;
-    uint32_t ncodes, codes_cap;
+    uint32_t ncodes;
+    size_t codes_cap;
     PyCodeObject *last_code;
     uint32_t last_ci;
 
     rt_map addr_map;    /* (code + 1) << 32 | lasti -> site */
     rt_map line_map;    /* (code + 1) << 32 | line -> site */
     rt_site *site_tab;  /* site 0: unknown */
-    uint32_t nsites, sites_cap;
+    uint32_t nsites;
+    size_t sites_cap;
 
     uint64_t events;
     uint64_t overflow;          /* CREATEs not tracked: live table full */

@@ -119,11 +119,27 @@ totals_dict(const rt_stats *t)
     return d;
 }
 
-/* Leak groups: program objects alive at stop, by (type, file, line,
- * function). Returns a list of dicts sorted largest first (all groups);
- * *leaked receives the number of objects. */
+/* The group key (type, file, line, function) of the sorted keys
+ * type << 31 | site; None for what no code made. A new reference. */
 static PyObject *
-leak_groups(const rt_state *st, uint64_t *leaked)
+leak_key(const rt_state *st, uint64_t key)
+{
+    uint32_t ti = (uint32_t)(key >> 31);
+    uint32_t si = (uint32_t)(key & 0x7FFFFFFF);
+    const rt_site *site = &st->site_tab[si];
+    if (site->code == UINT32_MAX) {
+        return Py_BuildValue("(sOOO)", st->types[ti].name, Py_None, Py_None, Py_None);
+    }
+    const rt_code *c = &st->codes[site->code];
+    return Py_BuildValue("(sziz)", st->types[ti].name, c->file, (int)site->line,
+                         c->function);
+}
+
+/* {group key: objects} of the program objects alive at stop. Same-looking
+ * groups (two types or code objects with one name) merge. *leaked
+ * receives the number of objects. A new reference, or NULL. */
+static PyObject *
+leak_counts(const rt_state *st, uint64_t *leaked)
 {
     uint64_t *keys = malloc(((size_t)st->live.n + 1) * sizeof *keys);
     if (keys == NULL) {
@@ -138,26 +154,13 @@ leak_groups(const rt_state *st, uint64_t *leaked)
     }
     *leaked = n;
     qsort(keys, n, sizeof *keys, cmp_u64);
-    /* Same-looking groups (two types or code objects with one name) merge. */
     PyObject *merged = PyDict_New();
     for (size_t i = 0; merged != NULL && i < n;) {
         size_t j = i;
         while (j < n && keys[j] == keys[i]) {
             j++;
         }
-        uint32_t ti = (uint32_t)(keys[i] >> 31);
-        uint32_t si = (uint32_t)(keys[i] & 0x7FFFFFFF);
-        const rt_site *site = &st->site_tab[si];
-        PyObject *k;
-        if (site->code == UINT32_MAX) {
-            k = Py_BuildValue("(sOOO)", st->types[ti].name, Py_None, Py_None,
-                              Py_None);
-        }
-        else {
-            const rt_code *c = &st->codes[site->code];
-            k = Py_BuildValue("(sziz)", st->types[ti].name, c->file,
-                              (int)site->line, c->function);
-        }
+        PyObject *k = leak_key(st, keys[i]);
         PyObject *old = k ? PyDict_GetItemWithError(merged, k) : NULL;
         uint64_t count = (uint64_t)(j - i);
         if (old != NULL) {
@@ -165,16 +168,50 @@ leak_groups(const rt_state *st, uint64_t *leaked)
         }
         PyObject *cnt = PyErr_Occurred() ? NULL : PyLong_FromUnsignedLongLong(count);
         if (k == NULL || cnt == NULL || PyDict_SetItem(merged, k, cnt) < 0) {
-            Py_XDECREF(cnt);
-            Py_XDECREF(k);
             Py_CLEAR(merged);
-            break;
         }
-        Py_DECREF(cnt);
-        Py_DECREF(k);
+        Py_XDECREF(cnt);
+        Py_XDECREF(k);
         i = j;
     }
     free(keys);
+    return merged;
+}
+
+/* The sort row (-count, type, file, line, function, pos, entry) of a
+ * group; None sorts as empty. A new reference, or NULL. */
+static PyObject *
+leak_row(PyObject *k, PyObject *v, Py_ssize_t pos)
+{
+    PyObject *file = PyTuple_GET_ITEM(k, 1);
+    PyObject *line = PyTuple_GET_ITEM(k, 2);
+    PyObject *fn = PyTuple_GET_ITEM(k, 3);
+    PyObject *neg = PyNumber_Negative(v);
+    PyObject *entry = PyDict_New();
+    PyObject *row = NULL;
+    if (neg != NULL && entry != NULL &&
+        PyDict_SetItemString(entry, "type", PyTuple_GET_ITEM(k, 0)) == 0 &&
+        PyDict_SetItemString(entry, "count", v) == 0 &&
+        PyDict_SetItemString(entry, "file", file) == 0 &&
+        PyDict_SetItemString(entry, "line", line) == 0 &&
+        PyDict_SetItemString(entry, "function", fn) == 0) {
+        row = Py_BuildValue("(OOsisnO)", neg, PyTuple_GET_ITEM(k, 0),
+                            file == Py_None ? "" : PyUnicode_AsUTF8(file),
+                            line == Py_None ? 0 : (int)PyLong_AsLong(line),
+                            fn == Py_None ? "" : PyUnicode_AsUTF8(fn), pos, entry);
+    }
+    Py_XDECREF(entry);
+    Py_XDECREF(neg);
+    return row;
+}
+
+/* Leak groups: program objects alive at stop, by (type, file, line,
+ * function). Returns a list of dicts sorted largest first (all groups);
+ * *leaked receives the number of objects. */
+static PyObject *
+leak_groups(const rt_state *st, uint64_t *leaked)
+{
+    PyObject *merged = leak_counts(st, leaked);
     if (merged == NULL) {
         return NULL;
     }
@@ -185,30 +222,11 @@ leak_groups(const rt_state *st, uint64_t *leaked)
     Py_ssize_t pos = 0;
     PyObject *k, *v;
     while (rows != NULL && PyDict_Next(merged, &pos, &k, &v)) {
-        PyObject *file = PyTuple_GET_ITEM(k, 1);
-        PyObject *line = PyTuple_GET_ITEM(k, 2);
-        PyObject *fn = PyTuple_GET_ITEM(k, 3);
-        PyObject *neg = PyNumber_Negative(v);
-        PyObject *entry = PyDict_New();
-        PyObject *row = NULL;
-        if (neg != NULL && entry != NULL &&
-            PyDict_SetItemString(entry, "type", PyTuple_GET_ITEM(k, 0)) == 0 &&
-            PyDict_SetItemString(entry, "count", v) == 0 &&
-            PyDict_SetItemString(entry, "file", file) == 0 &&
-            PyDict_SetItemString(entry, "line", line) == 0 &&
-            PyDict_SetItemString(entry, "function", fn) == 0) {
-            row = Py_BuildValue("(OOsisnO)", neg, PyTuple_GET_ITEM(k, 0),
-                                file == Py_None ? "" : PyUnicode_AsUTF8(file),
-                                line == Py_None ? 0 : (int)PyLong_AsLong(line),
-                                fn == Py_None ? "" : PyUnicode_AsUTF8(fn),
-                                pos, entry);
-        }
+        PyObject *row = leak_row(k, v, pos);
         if (row == NULL || PyList_Append(rows, row) < 0) {
             Py_CLEAR(rows);
         }
         Py_XDECREF(row);
-        Py_XDECREF(entry);
-        Py_XDECREF(neg);
     }
     Py_DECREF(merged);
     if (rows == NULL || PyList_Sort(rows) < 0) {
@@ -222,6 +240,52 @@ leak_groups(const rt_state *st, uint64_t *leaked)
     }
     Py_DECREF(rows);
     return out;
+}
+
+/* The summary's table of the @p shown largest leak groups. */
+static void
+summary_leaks(FILE *out, PyObject *leaks, Py_ssize_t shown)
+{
+    fprintf(out, "reftrack: alive at stop, by creation site (%zd of %zd "
+            "groups):\n", shown, PyList_GET_SIZE(leaks));
+    for (Py_ssize_t i = 0; i < shown; i++) {
+        PyObject *e = PyList_GET_ITEM(leaks, i);
+        PyObject *file = PyDict_GetItemString(e, "file");
+        PyObject *line = PyDict_GetItemString(e, "line");
+        PyObject *fn = PyDict_GetItemString(e, "function");
+        const char *tn = PyUnicode_AsUTF8(PyDict_GetItemString(e, "type"));
+        unsigned long long c =
+            PyLong_AsUnsignedLongLong(PyDict_GetItemString(e, "count"));
+        if (file == NULL || file == Py_None) {
+            fprintf(out, "  %10llu  %s  (site not recorded)\n", c,
+                    tn ? tn : "?");
+        }
+        else {
+            fprintf(out, "  %10llu  %s  %s:%ld in %s\n", c, tn ? tn : "?",
+                    PyUnicode_AsUTF8(file), PyLong_AsLong(line),
+                    PyUnicode_AsUTF8(fn));
+        }
+    }
+    PyErr_Clear();
+}
+
+/* The summary's warning that another tool replaced the reference tracer. */
+static void
+summary_evicted(const rt_state *st, FILE *out, const ptk_ref_status *rs)
+{
+    double at = st->first_event_ns && rs->evicted_at_ns > st->first_event_ns
+                    ? (double)(rs->evicted_at_ns - st->first_event_ns) / 1e9
+                    : 0.0;
+    double last = st->events > 0 ? (double)(st->last_event_ns -
+                                             st->first_event_ns) / 1e9
+                                  : 0.0;
+    fprintf(out,
+            "reftrack: WARNING: another tool replaced the reference "
+            "tracer (tracemalloc.start() does): no events after the "
+            "%llu-th, from about %.3f s after tracing started (within "
+            "1024 events of that), noticed at %.3f s. Counts are "
+            "incomplete and objects destroyed after that look alive\n",
+            (unsigned long long)st->events, last, at);
 }
 
 static void
@@ -243,27 +307,7 @@ summary(const rt_state *st, FILE *out, PyObject *leaks, Py_ssize_t shown,
             "(%llu alive at stop): kept apart\n",
             (unsigned long long)trc->created, (unsigned long long)trc->alive);
     if (leaked > 0) {
-        fprintf(out, "reftrack: alive at stop, by creation site (%zd of %zd "
-                "groups):\n", shown, PyList_GET_SIZE(leaks));
-        for (Py_ssize_t i = 0; i < shown; i++) {
-            PyObject *e = PyList_GET_ITEM(leaks, i);
-            PyObject *file = PyDict_GetItemString(e, "file");
-            PyObject *line = PyDict_GetItemString(e, "line");
-            PyObject *fn = PyDict_GetItemString(e, "function");
-            const char *tn = PyUnicode_AsUTF8(PyDict_GetItemString(e, "type"));
-            unsigned long long c =
-                PyLong_AsUnsignedLongLong(PyDict_GetItemString(e, "count"));
-            if (file == NULL || file == Py_None) {
-                fprintf(out, "  %10llu  %s  (site not recorded)\n", c,
-                        tn ? tn : "?");
-            }
-            else {
-                fprintf(out, "  %10llu  %s  %s:%ld in %s\n", c, tn ? tn : "?",
-                        PyUnicode_AsUTF8(file), PyLong_AsLong(line),
-                        PyUnicode_AsUTF8(fn));
-            }
-        }
-        PyErr_Clear();
+        summary_leaks(out, leaks, shown);
     }
     if (st->overflow > 0) {
         fprintf(out,
@@ -298,19 +342,7 @@ summary(const rt_state *st, FILE *out, PyObject *leaks, Py_ssize_t shown,
                 "(e.g. tracemalloc) got every event forwarded\n");
     }
     if (rs->evicted) {
-        double at = st->first_event_ns && rs->evicted_at_ns > st->first_event_ns
-                        ? (double)(rs->evicted_at_ns - st->first_event_ns) / 1e9
-                        : 0.0;
-        double last = st->events > 0 ? (double)(st->last_event_ns -
-                                                 st->first_event_ns) / 1e9
-                                      : 0.0;
-        fprintf(out,
-                "reftrack: WARNING: another tool replaced the reference "
-                "tracer (tracemalloc.start() does): no events after the "
-                "%llu-th, from about %.3f s after tracing started (within "
-                "1024 events of that), noticed at %.3f s. Counts are "
-                "incomplete and objects destroyed after that look alive\n",
-                (unsigned long long)st->events, last, at);
+        summary_evicted(st, out, rs);
     }
 }
 
@@ -373,13 +405,8 @@ verify_alive(rt_state *st)
         if (g->key == s->key && g->val == t->tp) {
             continue;
         }
-        if (n == cap) {
-            uint64_t *nd = realloc(dead, cap * 2 * sizeof *nd);
-            if (nd == NULL) {
-                break;
-            }
-            dead = nd;
-            cap *= 2;
+        if (PTK_KIT_RESERVE(dead, cap, n + 1, 256) != 0) {
+            break;
         }
         dead[n++] = s->key;
     }

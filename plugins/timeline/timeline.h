@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first: it sets the feature macros */
 
+#include "../common/grow.h"
 #include "../common/pair_map.h"
 
 #include <pthread.h>

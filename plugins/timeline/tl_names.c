@@ -51,15 +51,9 @@ tl_file_get(tl_state *st, PyObject *filename)
     if (u == NULL) {
         return NULL;
     }
-    if (st->nfiles == st->files_cap) {
-        size_t cap = st->files_cap ? st->files_cap * 2 : 64;
-        tl_file **list = realloc(st->file_list, cap * sizeof(*list));
-        if (list == NULL) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        st->file_list = list;
-        st->files_cap = cap;
+    if (PTK_KIT_RESERVE(st->file_list, st->files_cap, st->nfiles + 1, 64) != 0) {
+        PyErr_NoMemory();
+        return NULL;
     }
     f = calloc(1, sizeof(*f));
     if (f == NULL || (f->text = strdup(u)) == NULL ||
@@ -81,14 +75,8 @@ tl_file_get(tl_state *st, PyObject *filename)
 static tl_name *
 tl_name_add(tl_state *st, tl_name *n)
 {
-    if (st->nnames == st->names_cap) {
-        size_t cap = st->names_cap ? st->names_cap * 2 : 256;
-        tl_name **list = realloc(st->name_list, cap * sizeof(*list));
-        if (list == NULL) {
-            goto fail;
-        }
-        st->name_list = list;
-        st->names_cap = cap;
+    if (PTK_KIT_RESERVE(st->name_list, st->names_cap, st->nnames + 1, 256) != 0) {
+        goto fail;
     }
     if (ptk_kit_map_put(&st->names, n->key, (const void *)(uintptr_t)n->kind, n) != 0) {
         goto fail;

@@ -78,14 +78,8 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
     if (fn != NULL) {
         return fn;
     }
-    if (st->nfuncs == st->funcs_cap) {
-        size_t cap = st->funcs_cap ? st->funcs_cap * 2 : 256;
-        tm_func **list = realloc(st->func_list, cap * sizeof(*list));
-        if (list == NULL) {
-            return NULL;
-        }
-        st->func_list = list;
-        st->funcs_cap = cap;
+    if (PTK_KIT_RESERVE(st->func_list, st->funcs_cap, st->nfuncs + 1, 256) != 0) {
+        return NULL;
     }
     fn = tm__arena_alloc(&st->arena, sizeof(*fn));
     if (fn == NULL) {
@@ -118,24 +112,17 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
 
 /* ---- threads ------------------------------------------------------------ */
 
-static tm_thread *
+static __attribute__((noinline)) tm_thread *
 tm_thread_get(tm_state *st, const ptk_thread *t)
 {
     size_t idx = t->index;
     if (idx >= st->nthreads) {
-        size_t n = idx + 8;
-        tm_thread **list = realloc(st->threads, n * sizeof(*list));
-        if (list == NULL) {
+        /* two arrays of one length: the second grows to the first's */
+        size_t n = st->nthreads, ndone = st->nthreads;
+        if (PTK_KIT_RESERVE_ZERO(st->threads, n, idx + 1, 8) != 0 ||
+            PTK_KIT_RESERVE_ZERO(st->done, ndone, n, 8) != 0) {
             return NULL;
         }
-        memset(list + st->nthreads, 0, (n - st->nthreads) * sizeof(*list));
-        st->threads = list;
-        tm_done *done = realloc(st->done, n * sizeof(*done));
-        if (done == NULL) {
-            return NULL;
-        }
-        memset(done + st->nthreads, 0, (n - st->nthreads) * sizeof(*done));
-        st->done = done;
         st->nthreads = n;
     }
     if (st->threads[idx] == NULL) {
@@ -268,16 +255,9 @@ tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
             return NULL;
         }
     }
-    if (th->sp == th->cap) {
-        size_t cap = th->cap ? th->cap * 2 : 128;
-        tm_frame *stack = realloc(th->stack, cap * sizeof(*stack));
-        if (stack == NULL) {
-            st->host->fail(st->ctx, PTK_ENOMEM,
-                           "out of memory growing the call stack");
-            return NULL;
-        }
-        th->stack = stack;
-        th->cap = cap;
+    if (PTK_KIT_RESERVE(th->stack, th->cap, th->sp + 1, 128) != 0) {
+        st->host->fail(st->ctx, PTK_ENOMEM, "out of memory growing the call stack");
+        return NULL;
     }
     return n;
 }
@@ -726,13 +706,9 @@ tm_merge(tm_state *st, tm_thread *th)
     item *todo = malloc(cap * sizeof(*todo));
     int rc = todo != NULL ? 0 : -1;
     for (const tm_node *c = th->root.first_child; todo && c; c = c->next_sibling) {
-        if (top == cap) {
-            item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
-            if (t == NULL) {
-                rc = -1;
-                break;
-            }
-            todo = t;
+        if (PTK_KIT_RESERVE(todo, cap, top + 1, 64) != 0) {
+            rc = -1;
+            break;
         }
         todo[top++] = (item){c, &g->root};
     }
@@ -746,13 +722,9 @@ tm_merge(tm_state *st, tm_thread *th)
         }
         gn->self_ns += it.n->self_ns;
         for (const tm_node *c = it.n->first_child; c; c = c->next_sibling) {
-            if (top == cap) {
-                item *t = realloc(todo, (cap *= 2) * sizeof(*todo));
-                if (t == NULL) {
-                    rc = -1;
-                    break;
-                }
-                todo = t;
+            if (PTK_KIT_RESERVE(todo, cap, top + 1, 64) != 0) {
+                rc = -1;
+                break;
             }
             todo[top++] = (item){c, gn};
         }

@@ -5,8 +5,9 @@
  * running frames and a calling-context tree; every tree node points at the
  * per-thread figures of its function and of its caller->callee edge, so one
  * lookup (usually a one-entry cache hit) finds everything an event updates.
- * timer_report.c turns the figures into timer.pstats, timer.json,
- * timer.folded and the summary; timer_table.c holds the hash map and arena.
+ * timer_report.c and the tm_*.c files beside it (tm_report.h) turn the
+ * figures into timer.pstats, timer.json, timer.folded and the summary;
+ * timer_table.c holds the arena.
  */
 #ifndef PTK_TIMER_H
 #define PTK_TIMER_H
@@ -14,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first: it sets the feature macros */
 
+#include "../common/grow.h"
 #include "../common/pair_map.h"
 
 #include <stddef.h>
@@ -22,7 +24,7 @@
 #include <pytracekit/errors.h>
 #include <pytracekit/plugin.h>
 
-/* ---- timer_table.c: arena and pointer-pair hash map -------------------- */
+/* ---- timer_table.c: the arena; the pointer-pair map is the kit's ------- */
 
 /** A bump allocator; everything it hands out lives until tm__arena_free. */
 typedef struct tm_arena {

@@ -1,8 +1,11 @@
 /* Allocation-failure injection (a build with -DPTK_FAULT_INJECTION=ON only):
- * malloc/calloc/realloc go through lib/fault.c. Included by ptk_internal.h
- * for the library, and force-included into every source of each shipped
- * plugin, which links its own hidden copy of lib/fault.c (built with
- * PTK_FAULT_PLUGIN="NAME") and so counts its own allocations. */
+ * malloc/calloc/realloc go through lib/fault.c. Shared by the library and
+ * the shipped plugins, which is why it lives in internal/ (private headers
+ * of this source tree, never installed) and not in lib/: included by
+ * lib/ptk_internal.h for the library, and force-included into every source
+ * of each shipped plugin, which links its own hidden copy of lib/fault.c
+ * (built with PTK_FAULT_PLUGIN="NAME") and so counts its own allocations.
+ * The plugins include nothing of lib/. */
 #ifndef PTK_FAULT_H
 #define PTK_FAULT_H
 

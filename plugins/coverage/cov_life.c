@@ -1,0 +1,422 @@
+/* coverage: init and fini; the plugin's options and entry point. */
+#include "cov_private.h"
+
+#include "cov_embedded.h"
+
+static const ptk_option_spec cov_options[] = {
+    {"branch", PTK_OPT_BOOL, "false",
+     "measure (from, to) line transitions and report branches", NULL},
+    {"counts", PTK_OPT_BOOL, "false",
+     "count every execution of each line and branch (every LINE event); without it, on "
+     "sys.monitoring each line and branch direction is recorded once and switched off",
+     NULL},
+    {"include", PTK_OPT_LIST, NULL,
+     "globs of absolute file paths to measure (',' or ';' separated)", NULL},
+    {"exclude", PTK_OPT_LIST, NULL,
+     "globs of absolute file paths not to measure", NULL},
+    {"calls", PTK_OPT_BOOL, "false",
+     "count calls per function (a CALL event per call); false: only whether it ran, "
+     "from its lines",
+     NULL},
+    {"source", PTK_OPT_STRING, NULL,
+     "measure only files under this directory; report its unexecuted .py files too", NULL},
+    {"coveragepy", PTK_OPT_CHOICE, "no",
+     "also write DIR/.coverage through coverage.py's data API (for coverage report/html/"
+     "combine): no, yes (error if coverage.py is not importable), auto (if it is)",
+     "no|yes|auto"},
+    {"html", PTK_OPT_BOOL, "false",
+     "also write the HTML report into DIR/html (index.html; no external tool)", NULL},
+    {NULL, 0, NULL, NULL, NULL}};
+
+/* ---- init / fini ----------------------------------------------------- */
+
+/* python_setup()'s function, run once per init. */
+static const char setup_src[] =
+    "def _setup(find_coveragepy, need_dirs):\n"
+    "    import sys\n"
+    "    before = set(sys.modules)\n"
+    "    try:\n"
+    "        import os, opcode\n"
+    "        out = set()\n"
+    "        if need_dirs:\n"
+    "            import sysconfig\n"
+    "            paths = sysconfig.get_paths()\n"
+    "            for key in ('stdlib', 'platstdlib', 'purelib', 'platlib'):\n"
+    "                p = paths.get(key)\n"
+    "                if p: out.add(os.path.abspath(p))\n"
+    "            for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):\n"
+    "                v = 'python%d.%d' % sys.version_info[:2]\n"
+    "                out.add(os.path.join(os.path.abspath(p), 'lib', v))\n"
+    "            site = sys.modules.get('site')\n"
+    "            try:\n"
+    "                out.update(os.path.abspath(p) for p in site.getsitepackages())\n"
+    "                out.add(os.path.abspath(site.getusersitepackages()))\n"
+    "            except Exception:\n"
+    "                pass\n"
+    "            ptk = sys.modules.get('pytracekit')\n"
+    "            if getattr(ptk, '__file__', None):\n"
+    "                out.add(os.path.dirname(os.path.abspath(ptk.__file__)))\n"
+    "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
+    "        m = opcode.opmap\n"
+    "        cls = bytearray(256)\n"
+    "        jumps = set(getattr(opcode, 'hasjump', ()) or opcode.hasjrel)\n"
+    "        for op in jumps:\n"
+    "            if op >= 256: continue\n"
+    "            name = opcode.opname[op]\n"
+    "            if name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER':\n"
+    "                cls[op] = 4\n"
+    "        for names, c in ((('EXTENDED_ARG',), 1),\n"
+    "                         (('RETURN_VALUE', 'RETURN_CONST'), 2),\n"
+    "                         (('RAISE_VARARGS', 'RERAISE'), 3),\n"
+    "                         (('JUMP_FORWARD',), 5),\n"
+    "                         (('JUMP_BACKWARD', 'JUMP_BACKWARD_NO_INTERRUPT'), 6)):\n"
+    "            for name in names:\n"
+    "                if name in m: cls[m[name]] = c\n"
+    "        table = getattr(opcode, '_inline_cache_entries', None)\n"
+    "        caches = bytearray(256)\n"
+    "        for op in range(256):\n"
+    "            if hasattr(table, 'get'):  # by name: a dict, a frozendict (3.15)\n"
+    "                caches[op] = table.get(opcode.opname[op], 0)\n"
+    "            elif table is not None:\n"
+    "                caches[op] = table[op]\n"
+    "        jumps = set(getattr(opcode, 'hasjump', None) or (opcode.hasjrel + opcode.hasjabs))\n"
+    "        nofall = {'JUMP_FORWARD', 'JUMP_BACKWARD', 'JUMP_BACKWARD_NO_INTERRUPT',\n"
+    "                  'JUMP_ABSOLUTE', 'JUMP', 'JUMP_NO_INTERRUPT', 'RETURN_VALUE',\n"
+    "                  'RETURN_CONST', 'RAISE_VARARGS', 'RERAISE'}\n"
+    "        an = bytearray(256)\n"
+    "        for op in range(256):\n"
+    "            name, f = opcode.opname[op], 0\n"
+    "            if op in jumps and op in opcode.hasjrel: f |= 1\n"
+    "            elif op in jumps and op in opcode.hasjabs: f |= 2\n"
+    "            if 'JUMP_BACKWARD' in name: f |= 4\n"
+    "            if (op in jumps and name not in nofall and\n"
+    "                    (name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER')):\n"
+    "                f |= 8\n"
+    "            if name in ('RETURN_VALUE', 'RETURN_CONST'): f |= 16\n"
+    "            if name in nofall: f |= 32\n"
+    "            if name == 'EXTENDED_ARG': f |= 64\n"
+    "            if name == 'RESUME': f |= 128\n"
+    "            an[op] = f\n"
+    "        events = getattr(getattr(sys, 'monitoring', None), 'events', None)\n"
+    "        dirs = hasattr(events, 'BRANCH_LEFT') and hasattr(events, 'BRANCH_RIGHT')\n"
+    "        found = 0\n"
+    "        if find_coveragepy:\n"
+    "            import importlib.util\n"
+    "            found = importlib.util.find_spec('coverage') is not None\n"
+    "    finally:\n"
+    "        for name in set(sys.modules) - before:\n"
+    "            del sys.modules[name]\n"
+    "    return (sorted(out), ops[0], ops[1], int(found), bytes(cls), bytes(caches),\n"
+    "            bytes(an), int(dirs))\n";
+
+/*
+ * What init needs from Python: the directories of the standard library and
+ * of installed packages (sysconfig, site; only for the default scope,
+ * @p need_dirs), and the opcodes of RESUME and
+ * YIELD_VALUE (opcode). Whatever this imports is taken out of sys.modules
+ * again: the program must start with the modules it would have without the
+ * plugin, and import (and run, and be measured in) them itself.
+ */
+static PyObject *
+python_setup(int find_coveragepy, int need_dirs)
+{
+    PyObject *mod = cov__load_module("_ptk_coverage_setup", setup_src, NULL, 0);
+    if (!mod) {
+        return NULL;
+    }
+    PyObject *fn = PyDict_GetItemString(mod, "_setup");
+    PyObject *res = fn ? PyObject_CallFunction(fn, "ii", find_coveragepy, need_dirs) : NULL;
+    Py_DECREF(mod);
+    return res;
+}
+
+static void cov_fini(void *state);
+
+/* Whether an option of type bool (or choice, as an int) was set to true. */
+static int
+opt_on(const ptk_option_value *v)
+{
+    return v && v->is_set && v->i;
+}
+
+/* The string of an option given, or NULL. */
+static const char *
+opt_str(const ptk_option_value *v)
+{
+    return v && v->is_set ? v->s : NULL;
+}
+
+/* The opcode tables and the rest of what python_setup() found: the
+ * directories of the default scope (a borrowed list, in *dirs), whether
+ * coverage.py is importable, whether sys.monitoring has the two branch
+ * directions (3.14+). -1 with a Python exception set. */
+static int
+setup_tables(cov_state *st, PyObject *setup, PyObject **dirs, int *found, int *branch_dirs)
+{
+    PyObject *opclass = NULL, *opcaches = NULL, *anflags = NULL;
+    if (!PyArg_ParseTuple(setup, "O!iiiSSSi", &PyList_Type, dirs, &st->op_resume,
+                          &st->op_yield, found, &opclass, &opcaches, &anflags,
+                          branch_dirs)) {
+        return -1;
+    }
+    if (PyBytes_GET_SIZE(opclass) != 256 || PyBytes_GET_SIZE(opcaches) != 256
+        || PyBytes_GET_SIZE(anflags) != 256) {
+        PyErr_SetString(PyExc_ValueError, "bad opcode tables");
+        return -1;
+    }
+    memcpy(st->opclass, PyBytes_AS_STRING(opclass), 256);
+    memcpy(st->an_ops.flags, PyBytes_AS_STRING(anflags), 256);
+    memcpy(st->an_ops.caches, PyBytes_AS_STRING(opcaches), 256);
+    st->an_ops.jump_adds_caches = PY_VERSION_HEX >= 0x030C0000;
+    const char *how = getenv("PYTRACEKIT_COVERAGE_ANALYSIS");
+    st->py_analysis = how && strcmp(how, "python") == 0;
+    return 0;
+}
+
+/* The same choice as a hub filter: code of files this instance would not
+ * record is switched off where it runs (docs/filters.md), instead of
+ * reaching on_event to be looked up and dropped. */
+static int
+set_bus_filter(cov_state *st, const ptk_init_args *args)
+{
+    const ptk_host *host = st->host;
+    if (args->struct_size <= offsetof(ptk_init_args, subscription) ||
+        host->struct_size <= offsetof(ptk_host, subscribe_filter)) {
+        return PTK_OK;
+    }
+    char *bus = cov_match_bus_filter(st->match);
+    int frc = bus != NULL ? host->subscribe_filter(args->ctx, bus) : PTK_OK;
+    free(bus);
+    if (frc != PTK_OK) {
+        snprintf(args->errbuf, args->errbuf_size, "cannot set the file filter: %s",
+                 host->strerror ? host->strerror(frc) : "refused");
+    }
+    return frc;
+}
+
+/* What is measured: include=, exclude=, source= and the default scope's
+ * directories @p dirs. PTK_OK, an error code with args->errbuf filled, or
+ * PTK_EPYTHON with a Python exception set. */
+static int
+setup_match(cov_state *st, const ptk_init_args *args, PyObject *dirs)
+{
+    const ptk_host *host = st->host;
+    const char *include = opt_str(host->option(args, "include"));
+    const char *source = opt_str(host->option(args, "source"));
+    const char **dirv = calloc((size_t)PyList_GET_SIZE(dirs) + 1, sizeof(char *));
+    if (!dirv) {
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        return PTK_ENOMEM;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dirs); i++) {
+        dirv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(dirs, i));
+        if (!dirv[i]) {
+            free(dirv);
+            return PTK_EPYTHON;
+        }
+    }
+    st->match = cov_match_new(include, opt_str(host->option(args, "exclude")), source, dirv,
+                              args->errbuf, args->errbuf_size);
+    free(dirv);
+    if (!st->match) {
+        return PTK_EINVAL;
+    }
+    int rc = set_bus_filter(st, args);
+    if (rc != PTK_OK) {
+        return rc;
+    }
+    if ((include && !(st->include = strdup(include)))
+        || (source && !(st->source = strdup(source)))) {
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        return PTK_ENOMEM;
+    }
+    st->file_index = PyDict_New();
+    return st->file_index ? PTK_OK : PTK_EPYTHON;
+}
+
+/* The events to subscribe to. Branches from BRANCH events where the
+ * backend has them (each location switched off once both directions are
+ * seen, and every line after its first run), from every LINE event where
+ * it has not: those arcs also need every call and return (the fallback
+ * kinds, which the session adds only where BRANCH is left out). */
+static unsigned int
+subscribe(cov_state *st, const ptk_init_args *args, int branch_dirs)
+{
+    unsigned int events = PTK_MASK(PTK_EV_LINE);
+    if (st->calls) {
+        events |= PTK_MASK(PTK_EV_CALL);
+    }
+    unsigned from_lines = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
+    if (st->branch && !st->counts && args->struct_size > offsetof(ptk_init_args, subscription)
+        && args->subscription
+        && args->subscription->struct_size > offsetof(ptk_subscription, fallback)) {
+        st->sub = args->subscription;
+        /* 3.14+: the two directions, each switched off once taken (CPython's
+         * BRANCH cannot do that: docs/events.md) */
+        unsigned kinds = branch_dirs ? PTK_MASK(PTK_EV_BRANCH_LEFT) | PTK_MASK(PTK_EV_BRANCH_RIGHT)
+                                     : PTK_MASK(PTK_EV_BRANCH);
+        events |= kinds;
+        args->subscription->optional |= kinds;
+        args->subscription->fallback |= from_lines & ~events;
+    }
+    else if (st->branch) {
+        events |= from_lines;
+    }
+    return events;
+}
+
+/* The Python exception pending, as init's error message; cleared. */
+static void
+python_error(const ptk_init_args *args)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type = NULL, *exc = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+#endif
+    PyObject *s = exc ? PyObject_Str(exc) : NULL;
+    snprintf(args->errbuf, args->errbuf_size, "setting up: %s",
+             s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "unknown error");
+    Py_XDECREF(s);
+    Py_XDECREF(exc);
+    PyErr_Clear();
+}
+
+static int
+cov_init(const ptk_init_args *args, void **state, unsigned int *events)
+{
+    const ptk_host *host = args->host;
+    cov_state *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        return PTK_ENOMEM;
+    }
+    st->host = host;
+    st->ctx = args->ctx;
+    st->branch = opt_on(host->option(args, "branch"));
+    st->counts = opt_on(host->option(args, "counts"));
+    st->calls = opt_on(host->option(args, "calls"));
+    st->html = opt_on(host->option(args, "html"));
+    const ptk_option_value *covpy = host->option(args, "coveragepy");
+    st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
+    /* the default scope's directories: not needed with include= or source= */
+    const char *include = opt_str(host->option(args, "include"));
+    const char *source = opt_str(host->option(args, "source"));
+    int need_dirs = !(include && *include) && !(source && *source);
+    PyObject *setup = python_setup(st->coveragepy != COVPY_NO, need_dirs);
+    PyObject *dirs = NULL;
+    int found = 0, branch_dirs = 0;
+    int rc = PTK_EPYTHON;
+    if (!setup || setup_tables(st, setup, &dirs, &found, &branch_dirs) < 0) {
+        goto fail;
+    }
+    if (st->coveragepy == COVPY_YES && !found) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "coveragepy=yes: coverage.py is not importable by this interpreter "
+                 "(install it, or use coveragepy=auto)");
+        rc = PTK_EINVAL;
+        goto fail;
+    }
+    st->found_coveragepy = found;
+    rc = setup_match(st, args, dirs);
+    if (rc != PTK_OK) {
+        goto fail;
+    }
+    Py_DECREF(setup);
+    *events = subscribe(st, args, branch_dirs);
+    *state = st;
+    return PTK_OK;
+
+fail:
+    if (rc == PTK_EPYTHON) {
+        python_error(args);
+    }
+    Py_XDECREF(setup);
+    cov_fini(st);
+    return rc;
+}
+
+/* Frees what an entry of the code table owns besides its references. */
+static void
+code_free(cov_code *c)
+{
+    free(c->bridx);
+    free(c->brs);
+    free(c->succ);
+}
+
+/* Drops every Python reference; needs the GIL. */
+static void
+cov_release_python(cov_state *st)
+{
+    for (size_t i = 0; i < st->capcodes; i++) {
+        if (st->codes[i].code) {
+            Py_CLEAR(st->codes[i].bytecode);
+            Py_CLEAR(st->codes[i].code);
+            code_free(&st->codes[i]);
+        }
+    }
+    free(st->codes);
+    st->codes = NULL;
+    st->capcodes = st->ncodes = 0;
+    st->last = NULL;
+    Py_CLEAR(st->file_index);
+    Py_CLEAR(st->analysis);
+    Py_CLEAR(st->format);
+}
+
+static void
+cov_fini(void *state)
+{
+    cov_state *st = state;
+    if (!st) {
+        return;
+    }
+    if (st->codes || st->analysis || st->format || st->file_index) {
+        if (Py_IsInitialized()) {
+            PyGILState_STATE g = PyGILState_Ensure();
+            cov_release_python(st);
+            PyGILState_Release(g);
+        }
+        else {
+            for (size_t i = 0; i < st->capcodes; i++) {
+                code_free(&st->codes[i]);
+            }
+            free(st->codes); /* the interpreter and its objects are gone */
+        }
+    }
+    for (size_t i = 0; i < st->nfiles; i++) {
+        cov__file_free(st->files[i]);
+    }
+    free(st->files);
+    for (size_t i = 0; i < st->nthreads; i++) {
+        free(st->threads[i].slots);
+    }
+    free(st->threads);
+    cov_match_free(st->match);
+    free(st->include);
+    free(st->source);
+    free(st);
+}
+
+
+static const ptk_plugin_desc cov_desc = {
+    PTK_PLUGIN_HEADER,
+    .name = "coverage",
+    .version = COV_VERSION,
+    .description = "line, function and branch coverage (lcov, Cobertura XML, JSON)",
+    .events = PTK_MASK(PTK_EV_LINE) | PTK_MASK(PTK_EV_CALL),
+    .flags = 0,
+    .options = cov_options,
+    .init = cov_init,
+    .on_event = cov__on_event,
+    .on_ref = NULL,
+    .report = cov__report,
+    .fini = cov_fini,
+};
+
+PTK_PLUGIN_DEFINE(cov_desc)

@@ -1,0 +1,474 @@
+/* coverage: the report. */
+#include "cov_private.h"
+
+#include "cov_embedded.h"
+
+/* ---- report ------------------------------------------------------------ */
+
+/* Adds the .py files under source= that never ran (with every line missed). */
+static int
+add_unexecuted(cov_state *st)
+{
+    const char *src = cov_match_source(st->match);
+    if (!src) {
+        return 0;
+    }
+    PyObject *fn = PyDict_GetItemString(st->analysis, "python_files");
+    PyObject *list = fn ? PyObject_CallFunction(fn, "s", src) : NULL;
+    if (!list) {
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(list); i++) {
+        const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i));
+        if (!name) {
+            rc = -1;
+            break;
+        }
+        char *path = cov_abspath(name);
+        if (!path) {
+            PyErr_NoMemory();
+            rc = -1;
+            break;
+        }
+        int known = 0;
+        for (size_t k = 0; k < st->nfiles; k++) {
+            known |= strcmp(st->files[k]->path, path) == 0;
+        }
+        if (!known && cov_match_file(st->match, path) && !cov__file_new(st, path)) {
+            PyErr_NoMemory();
+            rc = -1;
+        }
+        free(path);
+    }
+    Py_DECREF(list);
+    return rc;
+}
+
+/* The report's Python: the analysis and the report writer. Loaded only
+ * now, so that what they import is imported after the program ran. */
+static int
+ensure_python(cov_state *st)
+{
+    if (!st->analysis) {
+        st->analysis = cov__load_module("_ptk_coverage_analysis", cov_analysis_py,
+                                   cov_analysis_py_code, cov_analysis_py_code_len);
+    }
+    if (st->analysis && !st->format) {
+        st->format = cov__load_module("_ptk_coverage_format", cov_format_py, cov_format_py_code,
+                                 cov_format_py_code_len);
+    }
+    return st->format ? 0 : -1;
+}
+
+static int
+is_module_code(PyCodeObject *code)
+{
+    return PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
+}
+
+/*
+ * Which lines of each measured file could run: analysed from the module
+ * code objects that ran, else from the file's source (compiled again), and
+ * then from every code object that ran but is in neither (exec(), a reload,
+ * a module imported before measuring began). A file whose source does not
+ * compile gets a warning in @p warnings.
+ */
+static int
+analyse_files(cov_state *st, PyObject *warnings)
+{
+    for (size_t i = 0; i < st->capcodes; i++) {
+        cov_code *c = &st->codes[i];
+        if (c->code && c->file && !c->analysed && is_module_code(c->code)) {
+            if (cov__file_analyze(st, c->file, (PyObject *)c->code) < 0) {
+                return -1;
+            }
+            c->file->analysed = 1;
+        }
+    }
+    PyObject *compile = PyDict_GetItemString(st->analysis, "compile_file");
+    if (!compile) {
+        PyErr_SetString(PyExc_RuntimeError, "coverage analysis has no compile_file()");
+        return -1;
+    }
+    for (size_t i = 0; i < st->nfiles; i++) {
+        cov_file *f = st->files[i];
+        if (f->analysed) {
+            continue;
+        }
+        PyObject *root = PyObject_CallFunction(compile, "s", f->path);
+        if (!root) {
+            return -1;
+        }
+        int rc = 0;
+        if (PyUnicode_Check(root)) {
+            f->unparsed = 1;
+            PyObject *w = PyUnicode_FromFormat(
+                "couldn't parse '%s' as Python: %U%s", f->path, root,
+                f->seen ? "" : " (never ran; not reported)");
+            rc = w ? PyList_Append(warnings, w) : -1;
+            Py_XDECREF(w);
+        }
+        else {
+            rc = cov__file_analyze(st, f, root);
+            f->analysed = 1;
+        }
+        Py_DECREF(root);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < st->capcodes; i++) {
+        cov_code *c = &st->codes[i];
+        if (c->code && c->file && !c->analysed
+            && cov__file_analyze(st, c->file, (PyObject *)c->code) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+list_append_new(PyObject *list, PyObject *item)
+{
+    if (!item) {
+        return -1;
+    }
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+static int
+func_order(const void *a, const void *b)
+{
+    const cov_func *x = *(const cov_func *const *)a, *y = *(const cov_func *const *)b;
+    if (x->line != y->line) {
+        return x->line < y->line ? -1 : 1;
+    }
+    return strcmp(x->qualname, y->qualname);
+}
+
+/* [qualname, line, calls] of the functions of @p f, in source order (they
+ * are found in the order they ran), appended to @p funcs; -1 on error. */
+static int
+file_functions(const cov_state *st, const cov_file *f, PyObject *funcs)
+{
+    const cov_func **order = malloc((f->nfuncs + 1) * sizeof(*order));
+    if (!order) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < f->nfuncs; i++) {
+        order[i] = &f->funcs[i];
+    }
+    qsort(order, f->nfuncs, sizeof(*order), func_order);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < f->nfuncs; i++) {
+        const cov_func *fn = order[i];
+        uint64_t calls = fn->calls;
+        if (!st->calls) {
+            /* Not counted: 1 if one of its own lines ran. */
+            calls = 0;
+            for (int32_t j = 0; j < fn->nown && !calls; j++) {
+                calls = fn->own[j] <= f->maxline && f->hits[fn->own[j]] ? 1 : 0;
+            }
+        }
+        rc = list_append_new(funcs, Py_BuildValue("[siK]", fn->qualname, fn->line,
+                                                  (unsigned long long)calls));
+    }
+    free(order);
+    return rc;
+}
+
+/* [line, [destinations]] of the branch lines of @p f, and [from, to, count]
+ * of its arcs, appended to @p branches and @p arcs; -1 on error. */
+static int
+file_branches(const cov_state *st, const cov_file *f, PyObject *branches, PyObject *arcs)
+{
+    for (size_t i = 0; st->branch && i < f->nbranches; i++) {
+        PyObject *d = PyList_New(0);
+        if (!d) {
+            return -1;
+        }
+        for (int32_t j = 0; j < f->branches[i].ndest; j++) {
+            if (list_append_new(d, PyLong_FromLong(f->branches[i].dest[j])) < 0) {
+                Py_DECREF(d);
+                return -1;
+            }
+        }
+        if (list_append_new(branches, Py_BuildValue("[iN]", f->branches[i].line, d)) < 0) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < f->narcs; i++) {
+        const cov_arc *a = &f->arcs[i];
+        if (list_append_new(arcs, Py_BuildValue(
+                              "[iiK]", (int)(int32_t)(uint32_t)(a->key >> 32),
+                              (int)(int32_t)(uint32_t)(a->key & 0xffffffffu),
+                              (unsigned long long)a->count)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+file_data(const cov_state *st, const cov_file *f)
+{
+    PyObject *rec = PyDict_New();
+    PyObject *lines = PyList_New(0), *hits = PyList_New(0), *funcs = PyList_New(0);
+    PyObject *branches = PyList_New(0), *arcs = PyList_New(0);
+    if (!rec || !lines || !hits || !funcs || !branches || !arcs) {
+        goto fail;
+    }
+    for (int32_t n = 1; n <= f->maxline; n++) {
+        if (f->possible[n] && list_append_new(lines, PyLong_FromLong(n)) < 0) {
+            goto fail;
+        }
+        if (f->hits[n]
+            && list_append_new(hits, Py_BuildValue("[iK]", n,
+                                                   (unsigned long long)f->hits[n])) < 0) {
+            goto fail;
+        }
+    }
+    if (file_functions(st, f, funcs) < 0 || file_branches(st, f, branches, arcs) < 0) {
+        goto fail;
+    }
+    if (PyList_Sort(branches) < 0 || PyList_Sort(arcs) < 0
+        || PyDict_SetItemString(rec, "lines", lines) < 0
+        || PyDict_SetItemString(rec, "hits", hits) < 0
+        || PyDict_SetItemString(rec, "functions", funcs) < 0
+        || PyDict_SetItemString(rec, "branches", branches) < 0
+        || PyDict_SetItemString(rec, "arcs", arcs) < 0) {
+        goto fail;
+    }
+    Py_DECREF(lines);
+    Py_DECREF(hits);
+    Py_DECREF(funcs);
+    Py_DECREF(branches);
+    Py_DECREF(arcs);
+    return rec;
+fail:
+    Py_XDECREF(rec);
+    Py_XDECREF(lines);
+    Py_XDECREF(hits);
+    Py_XDECREF(funcs);
+    Py_XDECREF(branches);
+    Py_XDECREF(arcs);
+    return NULL;
+}
+
+static PyObject *
+build_data(const cov_state *st)
+{
+    PyObject *files = PyDict_New();
+    if (!files) {
+        return NULL;
+    }
+    for (size_t i = 0; i < st->nfiles; i++) {
+        if (st->files[i]->unparsed && !st->files[i]->seen) {
+            continue;
+        }
+        PyObject *rec = file_data(st, st->files[i]);
+        if (!rec || PyDict_SetItemString(files, st->files[i]->path, rec) < 0) {
+            Py_XDECREF(rec);
+            Py_DECREF(files);
+            return NULL;
+        }
+        Py_DECREF(rec);
+    }
+    PyObject *sorted = PyDict_New();
+    PyObject *keys = sorted ? PyDict_Keys(files) : NULL;
+    if (!keys || PyList_Sort(keys) < 0) {
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        if (PyDict_SetItem(sorted, k, PyDict_GetItem(files, k)) < 0) {
+            goto fail;
+        }
+    }
+    Py_DECREF(keys);
+    Py_DECREF(files);
+    char version[32];
+    const char *full = Py_GetVersion(); /* "3.11.7 (main, ...)" */
+    size_t vn = strcspn(full, " ");
+    snprintf(version, sizeof(version), "%.*s", (int)(vn < 31 ? vn : 31), full);
+    return Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:s,s:i,s:{s:K,s:K,s:K}},s:N}", "meta",
+                         "format", "pytracekit-coverage", "version", 1, "branch",
+                         st->branch ? Py_True : Py_False, "measured",
+                         !st->branch ? (st->counts ? "line counts" : "lines")
+                         : cov__arcs_from_lines(st) ? "line transitions" : "branch events",
+                         "python", version, "runs", 1, "events", "line",
+                         (unsigned long long)st->line_events, "call",
+                         (unsigned long long)st->call_events, "branch",
+                         (unsigned long long)st->branch_events, "files", sorted);
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(sorted);
+    Py_DECREF(files);
+    return NULL;
+}
+
+static int
+write_text(cov_state *st, const char *filename, const char *function, PyObject *data)
+{
+    PyObject *fn = PyDict_GetItemString(st->format, function);
+    PyObject *text = fn ? PyObject_CallOneArg(fn, data) : NULL;
+    Py_ssize_t n = 0;
+    const char *s = text ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
+    if (!s) {
+        Py_XDECREF(text);
+        return cov__fail_python(st, function);
+    }
+    void *token;
+    FILE *fp = st->host->report_open(st->ctx, filename, &token);
+    if (!fp) {
+        Py_DECREF(text);
+        return PTK_EIO;
+    }
+    int ok = fwrite(s, 1, (size_t)n, fp) == (size_t)n;
+    Py_DECREF(text);
+    int rc = st->host->report_commit(token, ok);
+    if (!ok && rc == PTK_OK) {
+        rc = st->host->fail(st->ctx, PTK_EIO, "cannot write %s", filename);
+    }
+    return rc;
+}
+
+/* Calls the report writer's @p function(data, DIR + @p suffix), which writes
+ * its files atomically itself. */
+static int
+write_in_dir(cov_state *st, const ptk_report_args *args, const char *function,
+             PyObject *data, const char *suffix, const char *what)
+{
+    size_t n = strlen(args->output_dir) + strlen(suffix) + 32;
+    char *path = malloc(n);
+    if (!path) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
+    snprintf(path, n, "%s%s", args->output_dir, suffix);
+    const ptk_host *h = st->host;
+    /* the name claimed for this instance: another coverage instance in the
+     * same directory gets html-2/, .coverage-2 */
+    if (h->struct_size >= offsetof(ptk_host, report_claim) + sizeof h->report_claim) {
+        int crc = h->report_claim(st->ctx, suffix + 1, path, n);
+        if (crc < 0) {
+            free(path);
+            return h->fail(st->ctx, crc, "%s: cannot claim %s", what, suffix + 1);
+        }
+    }
+    PyObject *fn = PyDict_GetItemString(st->format, function); /* borrowed */
+    PyObject *res = fn ? PyObject_CallFunction(fn, "Os", data, path) : NULL;
+    int rc = PTK_OK;
+    if (!res) {
+        rc = cov__fail_python(st, what);
+    }
+    Py_XDECREF(res);
+    free(path);
+    return rc;
+}
+
+/* DIR/.coverage through coverage.py's own CoverageData. */
+static int
+write_coveragepy(cov_state *st, const ptk_report_args *args, PyObject *data, FILE *out)
+{
+    if (!st->found_coveragepy) {
+        fprintf(out, "pytracekit coverage: coveragepy=auto: coverage.py is not importable; "
+                     "no .coverage written\n");
+        return PTK_OK;
+    }
+    return write_in_dir(st, args, "write_coveragepy", data, "/.coverage",
+                        "writing .coverage through coverage.py");
+}
+
+/* The hint of the "no data" warning: why nothing may have matched. */
+static PyObject *
+no_data_warning(const cov_state *st)
+{
+    if (st->include) {
+        return PyUnicode_FromFormat("no data was collected: no file that ran matched "
+                                    "include=%s", st->include);
+    }
+    if (st->source) {
+        return PyUnicode_FromFormat("no data was collected: no file ran under source=%s "
+                                    "and it holds no .py file", st->source);
+    }
+    return PyUnicode_FromString(
+        "no data was collected: no file that ran is measured (the standard library and "
+        "installed packages are not, by default); choose files with include= or source=");
+}
+
+int
+cov__report(void *state, const ptk_report_args *args)
+{
+    cov_state *st = state;
+    int rc = PTK_OK;
+    /* The report makes tens of thousands of lists and tuples, none of them
+     * garbage until it ends: collections over the traced program's heap
+     * that they would trigger find nothing (on test_enum, 8 M of the report
+     * step's 207 M instructions). */
+    int gc_was_on = PyGC_Disable();
+    PyObject *data = NULL, *warnings = PyList_New(0);
+    FILE *out = args->summary ? args->summary : stderr;
+    if (!warnings || ensure_python(st) < 0 || add_unexecuted(st) < 0
+        || analyse_files(st, warnings) < 0 || !(data = build_data(st))) {
+        rc = cov__fail_python(st, "collecting the coverage data");
+        goto done;
+    }
+    PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */
+    if (files && PyDict_GET_SIZE(files) == 0) {
+        PyObject *w = no_data_warning(st);
+        if (!w || PyList_Append(warnings, w) < 0) {
+            Py_XDECREF(w);
+            rc = cov__fail_python(st, "collecting the coverage data");
+            goto done;
+        }
+        Py_DECREF(w);
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(warnings); i++) {
+        const char *w = PyUnicode_AsUTF8(PyList_GET_ITEM(warnings, i));
+        fprintf(out, "pytracekit coverage: warning: %s\n", w ? w : "?");
+    }
+    PyErr_Clear();
+    rc = write_text(st, "coverage.json", "json_text", data);
+    if (rc == PTK_OK) {
+        rc = write_text(st, "coverage.lcov", "lcov_text", data);
+    }
+    if (rc == PTK_OK) {
+        rc = write_text(st, "coverage.xml", "cobertura_text", data);
+    }
+    if (rc == PTK_OK) {
+        rc = write_text(st, "coverage.txt", "summary_text", data);
+    }
+    if (rc == PTK_OK && st->coveragepy != COVPY_NO) {
+        rc = write_coveragepy(st, args, data, out);
+    }
+    if (rc == PTK_OK && st->html) {
+        rc = write_in_dir(st, args, "write_html", data, "/html", "writing the HTML report");
+    }
+    if (rc == PTK_OK) {
+        /* the whole table is coverage.txt */
+        PyObject *fn = PyDict_GetItemString(st->format, "summary_short");
+        PyObject *text = fn ? PyObject_CallOneArg(fn, data) : NULL;
+        const char *s = text ? PyUnicode_AsUTF8(text) : NULL;
+        if (!s) {
+            rc = cov__fail_python(st, "summary_short");
+        }
+        else {
+            fputs(s, out);
+        }
+        Py_XDECREF(text);
+    }
+done:
+    Py_XDECREF(data);
+    Py_XDECREF(warnings);
+    /* The code objects stay referenced (and their per-code state kept)
+     * until fini: a session started again keeps counting on the same
+     * records, and its next report analyses them again. */
+    if (gc_was_on) {
+        PyGC_Enable();
+    }
+    return rc;
+}

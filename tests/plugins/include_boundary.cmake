@@ -1,0 +1,40 @@
+# cmake -DPTK_SOURCE_DIR=... -DDIRS=FILE -P include_boundary.cmake
+#
+# Fails when a shipped plugin can see a header of lib/ (the library's
+# private headers): an include directory or a compile option of a plugin
+# target naming lib/ (DIRS: "target|include dirs|compile options" per line,
+# written at configure time), or an #include "..." in plugins/ that resolves
+# into lib/ relative to the file.
+set(_lib "${PTK_SOURCE_DIR}/lib")
+set(_bad)
+file(STRINGS ${DIRS} _lines)
+list(LENGTH _lines _n)
+if(_n EQUAL 0)
+  message(FATAL_ERROR "no plugin targets listed in ${DIRS}")
+endif()
+foreach(line ${_lines})
+  string(FIND "${line}" "${_lib}/" _at)
+  string(REGEX MATCH "^[^|]*" _t "${line}")
+  if(NOT _at EQUAL -1 OR line MATCHES "${_lib}(\\||;|$)")
+    list(APPEND _bad "${_t}: ${line}")
+  endif()
+endforeach()
+file(GLOB_RECURSE _srcs ${PTK_SOURCE_DIR}/plugins/*.c ${PTK_SOURCE_DIR}/plugins/*.h)
+foreach(src ${_srcs})
+  get_filename_component(_dir ${src} DIRECTORY)
+  file(STRINGS ${src} _incs REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(inc ${_incs})
+    string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*" "\\1" _path "${inc}")
+    get_filename_component(_abs "${_path}" ABSOLUTE BASE_DIR ${_dir})
+    string(FIND "${_abs}" "${_lib}/" _at)
+    if(_at EQUAL 0)
+      list(APPEND _bad "${src}: #include \"${_path}\"")
+    endif()
+  endforeach()
+endforeach()
+if(_bad)
+  list(JOIN _bad "\n  " _m)
+  message(FATAL_ERROR "plugins reach into lib/:\n  ${_m}")
+endif()
+list(LENGTH _srcs _ns)
+message(STATUS "OK: ${_n} plugin targets and ${_ns} plugin sources include nothing of lib/")

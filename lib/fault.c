@@ -12,7 +12,7 @@
  * Each shipped plugin links its own copy, built with PTK_FAULT_PLUGIN set
  * to its name: PYTRACEKIT_FAIL_ALLOC_PLUGIN=NAME:N fails plugin NAME's Nth
  * allocation, logged as "plugin-fail N FILE:LINE" and "plugin-total N". */
-#include "../internal/ptk_fault.h"
+#include "../internal/ptk_fault.h" /* also compiled into each plugin */
 
 #ifdef PTK_FAULT_INJECTION
 #undef malloc

@@ -816,7 +816,7 @@ int ptk__fail_notev(struct ptk_plugin_ctx *ctx, int code, const char *fmt,
 
 /* ---- allocation-failure injection (lib/fault.c) -------------------------- */
 
-#include "../../internal/ptk_fault.h"
+#include "ptk_fault.h" /* internal/, shared with the plugins */
 
 #pragma GCC visibility pop
 

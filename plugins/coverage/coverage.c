@@ -494,6 +494,18 @@ on_branch_dir(cov_state *st, cov_code *c, const ptk_event *ev)
         if (!st->counts) {
             f->arcs[i].count = 1;
         }
+        /* the direction's line ran, even where 3.14+ gives it no LINE
+         * event (the line after a loop with a break that ended normally,
+         * docs/events.md): as coverage.py counts a line an arc reaches */
+        if (to > 0) {
+            if (to > f->maxline && cov__file_reserve(f, to) < 0) {
+                return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+            }
+            f->possible[to] = 1;
+            if (f->hits[to] == 0) {
+                f->hits[to] = 1;
+            }
+        }
     }
     return PTK_DISABLE;
 }

@@ -83,7 +83,21 @@ def main():
     if extra:
         u.fail("files measured outside the program's directory: %s" % extra)
 
-    u.compare_sets("executed lines", ours, u.oracle_lines(oracle, measured), "oracle")
+    seen = u.oracle_lines(oracle, measured)
+    if LOOP_EXIT_UNSEEN and branch and MONITORING_BRANCHES and not counts:
+        # 3.14+: the line after a loop with a break, reached by the loop's
+        # exit, gives no LINE (docs/events.md); the exit's BRANCH_RIGHT shows
+        # it ran, and the plugin counts it as coverage.py does. Allowed
+        # exactly where the oracle saw the frame leave from the loop line.
+        theirs = u.oracle_arcs(oracle, measured)
+        for f in measured:
+            leave = {a for a, b in theirs[f] if b < 0}
+            for a, b in u.arcs(data)[f]:
+                if b > 0 and b in ours[f] - seen[f] and a in leave:
+                    print("executed lines: %s: %d, reached by the loop exit at %d "
+                          "(no LINE after the loop)" % (os.path.basename(f), b, a))
+                    seen[f].add(b)
+    u.compare_sets("executed lines", ours, seen, "oracle")
 
     # The denominator holds everything that ran.
     poss = u.possible(data)

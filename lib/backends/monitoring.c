@@ -1392,6 +1392,78 @@ mon_note_taken(const char *what, int retaken)
     }
 }
 
+/* Whether the program freed our tool id or took it (the holder's name is
+ * not ours): the message, and *lost set; NULL if the id is still ours. */
+static char *
+mon_id_taken(PyObject *holder, int *lost)
+{
+    const char *name = holder != Py_None ? PyUnicode_AsUTF8(holder) : "";
+    if (holder != Py_None && name != NULL && strcmp(name, "pytracekit") == 0) {
+        return NULL;
+    }
+    *lost = 1;
+    if (holder == Py_None) {
+        return ptk__asprintf("freed pytracekit's sys.monitoring tool id %d "
+                             "(sys.monitoring.free_tool_id)", tool);
+    }
+    return ptk__asprintf("freed pytracekit's sys.monitoring tool id %d and "
+                         "took it as '%s'", tool, name != NULL ? name : "?");
+}
+
+/* Whether the program changed our tool id's events (the sync sets them
+ * again): the message, or NULL. */
+static char *
+mon_events_changed(void)
+{
+    char *what = NULL;
+    PyObject *r = PyObject_CallMethod(mon_module, "get_events", "i", tool);
+    unsigned long now = r != NULL ? PyLong_AsUnsignedLong(r) : prev_events;
+    Py_XDECREF(r);
+    /* C_RETURN and C_RAISE go with CALL: get_events leaves them out */
+    unsigned long ancillary = ev_bit[M_C_RETURN] | ev_bit[M_C_RAISE];
+    if (r != NULL && !PyErr_Occurred() &&
+        (now & ~ancillary) != (prev_events & ~ancillary)) {
+        what = ptk__asprintf("changed the events of pytracekit's "
+                             "sys.monitoring tool id %d "
+                             "(sys.monitoring.set_events)", tool);
+        prev_events = now;
+    }
+    PyErr_Clear();
+    return what;
+}
+
+/* Registers each of our callbacks again (with @p ours NULL: takes them
+ * off, leaving another tool's in place). Returns the message for the
+ * first one the program had replaced, or NULL. */
+static char *
+mon_callbacks_again(int ours)
+{
+    char *what = NULL;
+    int dirs = ev_bit[M_BRANCH_LEFT] != 0; /* 3.14+: BRANCH is two directions */
+    for (int i = 0; i < M_COUNT; i++) {
+        if (ev_bit[i] == 0 || (dirs && i == M_BRANCH)) {
+            continue;
+        }
+        PyObject *now = ours ? callbacks[i] : Py_None;
+        PyObject *old = PyObject_CallMethod(mon_module, "register_callback",
+                                            "ikO", tool, ev_bit[i], now);
+        if (ours && old != NULL && old != callbacks[i] && what == NULL) {
+            what = ptk__asprintf("replaced pytracekit's sys.monitoring "
+                                 "callback for %s "
+                                 "(sys.monitoring.register_callback)",
+                                 regs[i].name);
+        }
+        if (!ours && old != NULL && old != Py_None && old != callbacks[i]) {
+            PyObject *back = PyObject_CallMethod(
+                mon_module, "register_callback", "ikO", tool, ev_bit[i], old);
+            Py_XDECREF(back);
+        }
+        Py_XDECREF(old);
+        PyErr_Clear();
+    }
+    return what;
+}
+
 static void
 mon_check_taken(void)
 {
@@ -1403,49 +1475,17 @@ mon_check_taken(void)
     if (holder != NULL && holder != Py_None && !PyUnicode_Check(holder)) {
         Py_CLEAR(holder); /* not what CPython answers: no judgement */
     }
-    const char *name = holder != NULL && holder != Py_None
-                           ? PyUnicode_AsUTF8(holder) : "";
-    if (holder != NULL && (holder == Py_None || name == NULL ||
-                           strcmp(name, "pytracekit") != 0)) {
-        lost = 1;
-        what = holder == Py_None
-                   ? ptk__asprintf("freed pytracekit's sys.monitoring tool "
-                                   "id %d (sys.monitoring.free_tool_id)", tool)
-                   : ptk__asprintf("freed pytracekit's sys.monitoring tool "
-                                   "id %d and took it as '%s'", tool,
-                                   name != NULL ? name : "?");
+    if (holder != NULL) {
+        what = mon_id_taken(holder, &lost);
     }
-    else if (holder != NULL) {
-        PyObject *r = PyObject_CallMethod(mon_module, "get_events", "i", tool);
-        unsigned long now = r != NULL ? PyLong_AsUnsignedLong(r) : prev_events;
-        Py_XDECREF(r);
-        /* C_RETURN and C_RAISE go with CALL: get_events leaves them out */
-        unsigned long ancillary = ev_bit[M_C_RETURN] | ev_bit[M_C_RAISE];
-        if (r != NULL && !PyErr_Occurred() &&
-            (now & ~ancillary) != (prev_events & ~ancillary)) {
-            what = ptk__asprintf("changed the events of pytracekit's "
-                                 "sys.monitoring tool id %d "
-                                 "(sys.monitoring.set_events)", tool);
-            prev_events = now; /* the sync sets them again */
+    if (holder != NULL && !lost) {
+        what = mon_events_changed();
+        char *cb = mon_callbacks_again(1);
+        if (what == NULL) {
+            what = cb;
         }
-        PyErr_Clear();
-        /* 3.14+: BRANCH is registered as the two directions */
-        int dirs = ev_bit[M_BRANCH_LEFT] != 0;
-        for (int i = 0; i < M_COUNT; i++) {
-            if (ev_bit[i] == 0 || (dirs && i == M_BRANCH)) {
-                continue;
-            }
-            PyObject *old = PyObject_CallMethod(mon_module, "register_callback",
-                                                "ikO", tool, ev_bit[i],
-                                                callbacks[i]);
-            if (old != NULL && old != callbacks[i] && what == NULL) {
-                what = ptk__asprintf("replaced pytracekit's sys.monitoring "
-                                     "callback for %s "
-                                     "(sys.monitoring.register_callback)",
-                                     regs[i].name);
-            }
-            Py_XDECREF(old);
-            PyErr_Clear();
+        else {
+            free(cb);
         }
     }
     Py_XDECREF(holder);
@@ -1459,20 +1499,7 @@ mon_check_taken(void)
         if (lost) {
             /* not ours to switch off or free any more; our callbacks that
              * are still there (3.12, 3.13: free_tool_id keeps them) go */
-            for (int i = 0; i < M_COUNT; i++) {
-                if (ev_bit[i] == 0 || (ev_bit[M_BRANCH_LEFT] && i == M_BRANCH)) {
-                    continue;
-                }
-                PyObject *old = PyObject_CallMethod(
-                    mon_module, "register_callback", "ikO", tool, ev_bit[i], Py_None);
-                if (old != NULL && old != Py_None && old != callbacks[i]) {
-                    PyObject *back = PyObject_CallMethod(
-                        mon_module, "register_callback", "ikO", tool, ev_bit[i], old);
-                    Py_XDECREF(back);
-                }
-                Py_XDECREF(old);
-                PyErr_Clear();
-            }
+            free(mon_callbacks_again(0));
             tool = -1;
             prev_events = 0;
             retaken = running && ptk__mon_claim(NULL) == PTK_OK;

@@ -168,6 +168,16 @@ EXCLUDE = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER)",
 PARTIAL = [r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(branch|BRANCH)"]
 
 
+# coverage.py 7.16 measures 3.14+ with its sysmon core (sys.monitoring's
+# LINE, PY_RETURN and BRANCH_LEFT/RIGHT), and its figures there follow from
+# that: an arc is only what a branch event or a return shows, so the way
+# from a one-line `def`/`class` to the next statement is never taken, and a
+# branch event's arc goes on to the next statement (SourceModel
+# ._sysmon_rules). The model follows the interpreter it runs in, which is
+# the measured one.
+SYSMON_RULES = sys.version_info >= (3, 14)
+
+
 def _start(stmt):
     """The first line of a statement: its first decorator's, if any."""
     return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
@@ -266,6 +276,91 @@ class SourceModel:
                 elif colon_inside:
                     pass  # `if x: y` on one line: only that line
         self._oneliners(tree, -1, ())
+        # 3.14+: coverage.py 7.16's rules there (see SYSMON_RULES)
+        self.annotate_only = set()
+        self.trail_more = {}
+        if SYSMON_RULES:
+            self._sysmon_rules(text)
+
+    def _sysmon_rules(self, text):
+        """What coverage.py 7.16 does differently on 3.14+, from the code the
+        running interpreter compiles of the text:
+
+        * a line whose only code is in an `__annotate__` function (PEP 649: a
+          bare `a: int` in a class or module body) is no statement: those
+          functions are neither analysed nor measured there;
+        * its sysmon core turns a branch event into an arc by following the
+          instructions from the destination to the first one on another
+          *statement* (its multi-line map), where the plugin (and a line
+          tracer) stop at another *line*. A direction that ends on another
+          line of the same multi-line statement (the exit of a
+          comprehension's loop, back on the statement's first line) goes on
+          there to the next statement, which coverage.py then counts as run
+          (a line an arc reaches is a line that ran), even when the
+          statement it left raised first. trail_more: {(raw line, raw
+          destination): {coverage.py's destination}}."""
+        import dis
+        import types
+        try:
+            top = compile(text, "<model>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return
+        stack, codes = [top], []
+        while stack:
+            code = stack.pop()
+            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+            codes.append(code)
+        lines, annotate = set(), set()
+        for code in codes:
+            target = annotate if code.co_name == "__annotate__" else lines
+            target.update(ln for _, _, ln in code.co_lines() if ln)
+        self.annotate_only = annotate - lines
+        conds = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE",
+                 "POP_JUMP_IF_NOT_NONE", "FOR_ITER"}
+        always = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
+        returns = {"RETURN_VALUE", "RETURN_GENERATOR", "RETURN_CONST"}
+        stops = {"RAISE_VARARGS", "RERAISE"}
+        jumps = set(getattr(dis, "hasjump", ())) | set(dis.hasjrel) | set(dis.hasjabs)
+        for code in codes:
+            if code.co_name == "__annotate__":
+                continue
+            ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+            at = {i.offset: k for k, i in enumerate(ins)}
+
+            def follow(start, frm, mapped):
+                k = at.get(start)
+                seen = set()
+                while k is not None and k < len(ins) and k not in seen:
+                    seen.add(k)
+                    i = ins[k]
+                    ln = i.positions.lineno if i.positions else None
+                    if ln:
+                        ln = self.first.get(ln, ln) if mapped else ln
+                        if ln != frm:
+                            return ln
+                    if i.opname in returns:
+                        return -code.co_firstlineno
+                    if i.opname in always:
+                        k = at.get(i.argval)
+                        continue
+                    if i.opcode in jumps or (not mapped and i.opname in stops):
+                        return None
+                    k += 1
+                return None
+
+            for k, i in enumerate(ins):
+                if i.opname not in conds or not i.positions or not i.positions.lineno:
+                    continue
+                a = i.positions.lineno
+                fa = self.first.get(a, a)
+                starts = [i.argval] + ([ins[k + 1].offset] if k + 1 < len(ins) else [])
+                for start in starts:
+                    b = follow(start, a, False)
+                    if b is None or b < 0 or self.first.get(b, b) != fa:
+                        continue
+                    c = follow(start, fa, True)
+                    if c is not None:
+                        self.trail_more.setdefault((a, b), set()).add(c)
 
     def _oneliners(self, node, exit_line, after):
         """Walks the statement lists; `after` is the chain of (statements
@@ -337,6 +432,8 @@ class SourceModel:
         """The statements among the lines with instructions."""
         out = set()
         for n in raw_lines:
+            if n in self.annotate_only:
+                continue
             f = self.stmt(n)
             if f not in self.excluded and f not in self.docstrings:
                 out.add(f)
@@ -743,6 +840,8 @@ def model_record(path, rec, branch):
         return rec
     hits = {}
     for n, c in rec.get("hits", []):
+        if int(n) in model.annotate_only:
+            continue
         f = model.stmt(int(n))
         hits[f] = max(hits.get(f, 0), int(c))
     raw = set(int(n) for n in rec.get("lines", [])) | set(int(n) for n, _ in rec.get("hits", []))
@@ -773,6 +872,13 @@ def model_record(path, rec, branch):
         arcs = {}
         for a, b, c in rec.get("arcs", []):
             a, b = int(a), int(b)
+            for more in model.trail_more.get((a, b), ()):
+                # 3.14+: coverage.py's arc goes on to the next statement,
+                # and that statement counts as run (SourceModel._sysmon_rules)
+                key = (model.stmt(a), dest(more))
+                arcs[key] = arcs.get(key, 0) + int(c)
+                if more > 0 and key[1] in stmts:
+                    hits[key[1]] = hits.get(key[1], 0) or 1
             a = a if a < 0 else model.stmt(a)
             b = dest(b)
             key = (a, ways.get((a, b), b))
@@ -789,7 +895,8 @@ def model_record(path, rec, branch):
                 if d == f or (d > 0 and d not in stmts):
                     continue  # (a way into excluded code is no branch)
                 branches.setdefault(f, set()).add(d)
-        ran_from = {int(first) for _, first, n in rec.get("functions", []) if int(n)}
+        ran_from = {int(first) for name, first, n in rec.get("functions", [])
+                    if int(n) and not str(name).endswith("__annotate__")}
         for line, (nxt, is_class, first) in model.oneliners.items():
             if line not in stmts or nxt is None:
                 continue
@@ -798,9 +905,15 @@ def model_record(path, rec, branch):
             if line in hits:
                 if is_class or any(first <= f <= line for f in ran_from):
                     arcs[(line, -line)] = arcs.get((line, -line), 0) or 1
-                if nxt < 0 or nxt in hits:
+                # coverage.py's sysmon core (3.14+) sees no arc to the next
+                # statement, whatever ran: no event shows it (a return
+                # shows the exit)
+                if SYSMON_RULES and nxt > 0:
+                    arcs.pop((line, nxt), None)
+                elif nxt < 0 or nxt in hits:
                     arcs[(line, nxt)] = arcs.get((line, nxt), 0) or 1
         out["arcs"] = sorted([a, b, c] for (a, b), c in arcs.items())
+        out["hits"] = sorted([n, c] for n, c in hits.items() if n in stmts)
         out["branches"] = sorted([n, sorted(ds)] for n, ds in branches.items() if len(ds) > 1)
         # coverage.py counts the branches of a `# pragma: no branch` line,
         # and never as missing (whether the line ran or not)

@@ -19,6 +19,51 @@
 #define PTK_READONLY READONLY
 #endif
 
+/* This backend's parts of a thread record, which the hub never reads.
+ * The running part (ptk__thread_hot::be): the event of the thread's LINE
+ * lane (ptk__table::line_one), made once (legacy_thread_hot_init); code,
+ * line, depth and frame are written per event. */
+typedef struct legacy_hot {
+    ptk_event ev_line;
+} legacy_hot;
+_Static_assert(sizeof(legacy_hot) <= PTK__THREAD_HOT_PRIVATE,
+               "legacy_hot does not fit in ptk__thread_hot::be");
+#define LEGACY_HOT(th) PTK__PRIVATE((th)->hot->be, legacy_hot)
+
+/* The lasting part (ptk__thread::be). */
+typedef struct legacy_thread {
+    /* with ptk__thread::skip_frame: the kind of the event the hub object
+     * delivered already */
+    int skip_kind;
+    /* 3.12.0/1: the generator frame throw() resumed, and where */
+    PyFrameObject *thrown_frame;
+    int thrown_lasti;
+    /* 3.11: the trace function handled this CALL / RETURN of this frame and
+     * parked itself; the parked profile function, which CPython calls next
+     * with the same event, skips it ("parking") */
+    PyFrameObject *park_frame;
+    int park_kind;
+    /* when sys.settrace [0] / sys.setprofile [1] last ran here */
+    uint64_t hook_set_ns[2];
+} legacy_thread;
+_Static_assert(sizeof(legacy_thread) <= PTK__THREAD_PRIVATE,
+               "legacy_thread does not fit in ptk__thread::be");
+#define LEGACY_TH(th) PTK__PRIVATE((th)->be, legacy_thread)
+
+/* th->hot is new (its thread ran no Python since it was made or ended) or
+ * this backend was just chosen: no frame of before is running. */
+static void
+legacy_thread_hot_init(ptk__thread *th)
+{
+    legacy_hot *h = LEGACY_HOT(th);
+    memset(h, 0, sizeof *h);
+    ptk__event_blank(&h->ev_line, &th->pub, PTK_EV_LINE);
+    h->ev_line.arg = Py_None;
+    legacy_thread *l = LEGACY_TH(th);
+    l->thrown_frame = NULL;
+    l->park_frame = NULL;
+}
+
 PyObject *ptk__hub_object;
 
 /* Learned once, by a probe, not from version numbers. */
@@ -335,7 +380,7 @@ handle_slow(ptk__table **t, ptk__thread *th, PyFrameObject *frame, int what)
 {
     th->slow = 0;
     if (th->skip_frame != NULL) {
-        int dup = th->skip_frame == frame && th->skip_kind == what;
+        int dup = th->skip_frame == frame && LEGACY_TH(th)->skip_kind == what;
         th->skip_frame = NULL;
         if (dup) {
             return 1;
@@ -369,8 +414,8 @@ handle_call(ptk__thread *th, ptk_event *ev, PyFrameObject *frame,
             /* 3.12.0/1: throw() or close() resumed it at its yield.
              * Remember where, for the RETURN below. */
             ev->origin = PTK_ORIGIN_THROW;
-            th->thrown_frame = frame;
-            th->thrown_lasti = PyFrame_GetLasti(frame);
+            LEGACY_TH(th)->thrown_frame = frame;
+            LEGACY_TH(th)->thrown_lasti = PyFrame_GetLasti(frame);
         }
     }
     else {
@@ -400,13 +445,13 @@ handle_return(ptk__table *t, ptk__thread *th, ptk_event *ev,
         /* Still at the yield that throw() resumed it at: the exception
          * unwinds it from there (a caught exception followed by a yield
          * of None at that same yield reads the same: taken as unwind). */
-        else if (op == op_yield_value && th->thrown_frame == frame &&
-                 th->thrown_lasti == PyFrame_GetLasti(frame)) {
+        else if (op == op_yield_value && LEGACY_TH(th)->thrown_frame == frame &&
+                 LEGACY_TH(th)->thrown_lasti == PyFrame_GetLasti(frame)) {
             ev->arg = NULL;
         }
     }
-    if (th->thrown_frame == frame) {
-        th->thrown_frame = NULL;
+    if (LEGACY_TH(th)->thrown_frame == frame) {
+        LEGACY_TH(th)->thrown_frame = NULL;
     }
     if (ev->arg == NULL) {
         ev->origin = PTK_ORIGIN_UNWIND;
@@ -541,7 +586,7 @@ line_lane(ptk__table *t, ptk__thread *th, ptk__sub *s, PyFrameObject *frame,
         (ptk__code_rejected(t, code) & ((uint64_t)1 << s->slot))) {
         return; /* its filter does not select this code */
     }
-    ptk_event *ev = &th->hot->ev_line; /* kind, arg and the rest set once */
+    ptk_event *ev = &LEGACY_HOT(th)->ev_line; /* kind, arg and the rest set once */
     ev->code = code;
     ev->depth = th->pub.depth;
     ev->line = line;
@@ -612,9 +657,9 @@ parked_fn(ptk__table *t, PyFrameObject *frame, int what)
         return 0;
     }
     th->tstate = ts;
-    if (th->park_frame != NULL) {
-        int seen = th->park_frame == frame && th->park_kind == what;
-        th->park_frame = NULL;
+    if (LEGACY_TH(th)->park_frame != NULL) {
+        int seen = LEGACY_TH(th)->park_frame == frame && LEGACY_TH(th)->park_kind == what;
+        LEGACY_TH(th)->park_frame = NULL;
         if (seen) {
             return 0; /* the trace function handled it, then parked */
         }
@@ -746,8 +791,8 @@ park_after(ptk__thread *th, PyFrameObject *frame, int what)
             /* CPython calls the parked function with this same event
              * next: it must not be delivered twice */
             park(ts);
-            th->park_frame = frame;
-            th->park_kind = what;
+            LEGACY_TH(th)->park_frame = frame;
+            LEGACY_TH(th)->park_kind = what;
         }
     }
 }
@@ -1308,7 +1353,7 @@ hub_call(PyObject *self, PyObject *args, PyObject *kwargs)
                    arg == Py_None && what == PyTrace_RETURN ? arg : arg);
         }
         th->skip_frame = (PyFrameObject *)frame;
-        th->skip_kind = what;
+        LEGACY_TH(th)->skip_kind = what;
         ptk__thread_mark_slow(th);
     }
     if (PyErr_Occurred()) {
@@ -1390,8 +1435,8 @@ audit_hook(const char *event, PyObject *args, void *data)
         if (PyThreadState_Get()->tracing == 0) {
             uint64_t now = ptk__clock_ns();
             last_set_ns[profile] = now;
-            if (ptk__tls != NULL) {
-                ptk__tls->hook_set_ns[profile] = now;
+            if (ptk__tls != NULL && ptk__hub_backend == PTK_BACKEND_LEGACY) {
+                LEGACY_TH(ptk__tls)->hook_set_ns[profile] = now;
             }
         }
     }
@@ -1429,8 +1474,8 @@ legacy_before_stop(struct ptk_session *s)
                 continue;
             }
             ptk__thread_set_name(th);
-            uint64_t at = th->hook_set_ns[profile] > s->t_start
-                              ? th->hook_set_ns[profile]
+            uint64_t at = LEGACY_TH(th)->hook_set_ns[profile] > s->t_start
+                              ? LEGACY_TH(th)->hook_set_ns[profile]
                               : last_set_ns[profile];
             char when[64] = "at a time not known";
             if (at > s->t_start) {
@@ -1566,5 +1611,6 @@ const ptk__backend_ops ptk__legacy_ops = {
     .sync = legacy_sync,
     .before_stop = legacy_before_stop,
     .reset = legacy_reset,
+    .thread_hot_init = legacy_thread_hot_init,
     .events = legacy_events,
 };

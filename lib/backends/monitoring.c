@@ -86,6 +86,32 @@ static int local_broken;          /* set_local_events failed: all global */
 static int mon_call_method(const char *name, const char *fmt, ...);
 static void local_update(PyCodeObject *code, void *arg);
 
+/* This backend's part of a thread's running record (ptk__thread_hot::be):
+ * the events of its PY_START / PY_RESUME / PY_THROW, of its PY_RETURN /
+ * PY_YIELD / PY_UNWIND and of its C calls, made once (mon_thread_hot_init)
+ * and reused: each event writes only the fields that change. The
+ * callbacks of a thread never nest (CPython runs none while one runs), so
+ * one of each is enough. */
+typedef struct mon_hot {
+    ptk_event ev_call, ev_return;
+    ptk__event_at ev_c;
+} mon_hot;
+_Static_assert(sizeof(mon_hot) <= PTK__THREAD_HOT_PRIVATE,
+               "mon_hot does not fit in ptk__thread_hot::be");
+#define MON_HOT(th) PTK__PRIVATE((th)->hot->be, mon_hot)
+
+static void
+mon_thread_hot_init(ptk__thread *th)
+{
+    mon_hot *h = MON_HOT(th);
+    memset(h, 0, sizeof *h);
+    ptk__event_blank(&h->ev_call, &th->pub, PTK_EV_CALL);
+    h->ev_call.arg = Py_None;
+    ptk__event_blank(&h->ev_return, &th->pub, PTK_EV_RETURN);
+    ptk__event_blank(&h->ev_c.ev, &th->pub, PTK_EV_C_CALL);
+    h->ev_c.ev.lasti_ = PTK__LASTI_AT;
+}
+
 /* ---- turning monitoring events into ptk_event ------------------------- */
 
 /* An offset or a line number: a compact int, read inline where possible. */
@@ -143,7 +169,7 @@ thread_check(ptk__thread *th)
     if (th->slow) {
         thread_slow(th);
     }
-    th->mon_check = th->tstate_watch == NULL || th->slow;
+    th->check = th->tstate_watch == NULL || th->slow;
 }
 
 /* The calling thread's record. Its slow path may run Python (the name
@@ -153,7 +179,7 @@ static inline __attribute__((always_inline)) ptk__thread *
 thread_here(ptk__table **t)
 {
     ptk__thread *th = ptk__thread_get();
-    if (th != NULL && th->mon_check) {
+    if (th != NULL && th->check) {
         thread_check(th);
         if (t != NULL) {
             *t = ptk__current;
@@ -182,7 +208,7 @@ static inline __attribute__((always_inline)) ptk__thread *
 lean_thread(const ptk__table *t, int kind)
 {
     ptk__thread *th = ptk__tls;
-    if (t->lean[kind] == NULL || th == NULL || th->mon_check ||
+    if (t->lean[kind] == NULL || th == NULL || th->check ||
         ptk__dispatch_slow || local_want) {
         return NULL;
     }
@@ -202,7 +228,7 @@ local_apply(PyCodeObject *code, unsigned long events, uint32_t gen)
     int rc = r != NULL ? 0 : -1;
     Py_XDECREF(r);
     PyErr_Clear();
-    if (rc == 0 && ptk__code_set_local_gen(code, gen) < 0) {
+    if (rc == 0 && ptk__code_set_backend_word(code, gen) < 0) {
         rc = -1; /* set but not recorded: it could not be cleared */
     }
     if (rc < 0 && local_want) {
@@ -255,7 +281,7 @@ mon_call_full(PyObject *self, PyObject *const *args)
         if (ptk__code_dead(t, code)) {
             return what == PTK_ORIGIN_THROW ? none() : disable(1);
         }
-        if (ptk__code_local_gen(code) != local_gen) {
+        if (ptk__code_backend_word(code) != local_gen) {
             local_set(code);
         }
     }
@@ -286,7 +312,7 @@ mon_call_full(PyObject *self, PyObject *const *args)
         depth = th->pub.depth;
     }
     if (t->nsub[PTK_EV_CALL]) {
-        ptk_event *ev = &th->hot->ev_call; /* kind and arg set once */
+        ptk_event *ev = &MON_HOT(th)->ev_call; /* kind and arg set once */
         ev->origin = (ptk_event_origin)what;
         ev->code = code;
         ev->depth = depth;
@@ -315,7 +341,7 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
     if (th == NULL) {
         return mon_call_full(self, args);
     }
-    ptk_event *ev = &th->hot->ev_call;
+    ptk_event *ev = &MON_HOT(th)->ev_call;
     ev->origin = (ptk_event_origin)((mon_cb *)self)->what;
     ev->code = (PyCodeObject *)args[0];
     ev->depth = -1;
@@ -354,7 +380,7 @@ mon_return_full(PyObject *self, PyObject *const *args)
         }
     }
     if (t->nsub[PTK_EV_RETURN]) {
-        ptk_event *ev = &th->hot->ev_return; /* kind set once */
+        ptk_event *ev = &MON_HOT(th)->ev_return; /* kind set once */
         ev->origin = (ptk_event_origin)origin;
         ev->code = code;
         ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
@@ -380,7 +406,7 @@ mon_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
         return mon_return_full(self, args);
     }
     int origin = ((mon_cb *)self)->what;
-    ptk_event *ev = &th->hot->ev_return;
+    ptk_event *ev = &MON_HOT(th)->ev_return;
     ev->origin = (ptk_event_origin)origin;
     ev->code = (PyCodeObject *)args[0];
     ev->arg = origin == PTK_ORIGIN_UNWIND ? NULL : args[2];
@@ -488,7 +514,7 @@ c_deliver(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args,
             c_self = args[3];
         }
     }
-    ptk__event_at *at = &th->hot->ev_c; /* lasti_ set once */
+    ptk__event_at *at = &MON_HOT(th)->ev_c; /* lasti_ set once */
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = arg;
@@ -510,7 +536,7 @@ c_deliver_lean(ptk__table *t, ptk__thread *th, int kind, PyObject *const *args)
     if (target == C_NONE) {
         return;
     }
-    ptk__event_at *at = &th->hot->ev_c; /* lasti_ set once */
+    ptk__event_at *at = &MON_HOT(th)->ev_c; /* lasti_ set once */
     at->ev.kind = (ptk_event_kind)kind;
     at->ev.code = (PyCodeObject *)args[0];
     at->ev.arg = args[2];
@@ -1242,7 +1268,7 @@ ptk__mon_release(void)
     mon_call_method("set_events", "(ik)", tool, 0ul);
     PyErr_Clear();
     local_want = 0;
-    ptk__code_each_local(local_update, NULL);
+    ptk__code_each_backend_word(local_update, NULL);
     local_walked = 0;
     for (int i = 0; i < M_COUNT; i++) {
         if (ev_bit[i] == 0) {
@@ -1269,7 +1295,7 @@ bits(int from, int to)
     return m;
 }
 
-/* ptk__code_each_local: brings code to the per-code events of now. */
+/* ptk__code_each_backend_word: brings code to the per-code events of now. */
 static void
 local_update(PyCodeObject *code, void *arg)
 {
@@ -1306,7 +1332,7 @@ local_walk(const ptk__table *t)
         PyObject *pair = PyList_GET_ITEM(seen, i);
         PyCodeObject *code = (PyCodeObject *)PyTuple_GET_ITEM(pair, 0);
         int kept;
-        if (local_want && ptk__code_local_gen(code) != local_gen &&
+        if (local_want && ptk__code_backend_word(code) != local_gen &&
             (ptk__code_rejects_in(t, code, PyTuple_GET_ITEM(pair, 1), &kept) &
              t->slots) != t->slots) {
             local_set(code);
@@ -1585,7 +1611,7 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     if (local != local_want) {
         local_want = local;
         local_gen = local_gen + 1 ? local_gen + 1 : 1;
-        ptk__code_each_local(local_update, NULL);
+        ptk__code_each_backend_word(local_update, NULL);
     }
     if (local_want && local_walked != ptk__table_gen) {
         local_walk(t);
@@ -1707,5 +1733,6 @@ const ptk__backend_ops ptk__monitoring_ops = {
     .plan = mon_plan,
     .sync = ptk__mon_sync,
     .reset = ptk__mon_reset,
+    .thread_hot_init = mon_thread_hot_init,
     .events = mon_events,
 };

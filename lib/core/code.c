@@ -32,8 +32,7 @@ typedef struct coderec {
     int nlocs, caplocs;
     uint64_t judged;     /* slots whose filter has judged this code object */
     uint64_t rejected;   /* ... and rejected it */
-    uint32_t local_gen;  /* monitoring: the generation of the per-code
-                            events set on it (0: none) */
+    uint32_t backend_word; /* the running backend's (0: nothing set) */
     struct cslot {
         uint32_t slot;
         void *p;
@@ -624,17 +623,17 @@ ptk__code_rejects_in(const ptk__table *t, PyCodeObject *code,
     return judge(t, code, globals, kept);
 }
 
-/* ---- per-code events (the monitoring backend) --------------------------- */
+/* ---- the backend's word ------------------------------------------------ */
 
 uint32_t
-ptk__code_local_gen(PyCodeObject *code)
+ptk__code_backend_word(PyCodeObject *code)
 {
     coderec *r = rec_get(code);
-    return r != NULL ? r->local_gen : 0;
+    return r != NULL ? r->backend_word : 0;
 }
 
 int
-ptk__code_set_local_gen(PyCodeObject *code, uint32_t gen)
+ptk__code_set_backend_word(PyCodeObject *code, uint32_t word)
 {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -643,22 +642,22 @@ ptk__code_set_local_gen(PyCodeObject *code, uint32_t gen)
     if (r == NULL) {
         return -1;
     }
-    r->local_gen = gen;
+    r->backend_word = word;
     return 0;
 }
 
 void
-ptk__code_each_local(void (*fn)(PyCodeObject *code, void *arg), void *arg)
+ptk__code_each_backend_word(void (*fn)(PyCodeObject *code, void *arg), void *arg)
 {
     /* fn runs Python, which may free code objects (and their records):
      * walk a list of references taken first */
     size_t n = 0, i = 0;
     for (coderec *r = all_records; r != NULL; r = r->next) {
-        n += r->local_gen != 0;
+        n += r->backend_word != 0;
     }
     PyCodeObject **v = n ? malloc(n * sizeof *v) : NULL;
     for (coderec *r = all_records; v != NULL && r != NULL; r = r->next) {
-        if (r->local_gen != 0) {
+        if (r->backend_word != 0) {
             v[i++] = (PyCodeObject *)Py_NewRef((PyObject *)r->code);
         }
     }

@@ -16,6 +16,7 @@
 #include <frameobject.h>
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -242,8 +243,23 @@ typedef struct ptk__cframe {
                            event (strong), passed again with its C_RETURN */
 } ptk__cframe;
 
-/* The parts of a thread record only a thread that runs needs (584 of its
- * 792 bytes): made with the record, freed when its thread ends
+/* A backend's private part of a record of the hub's: bytes the backend
+ * lays its own struct over, `PTK__PRIVATE(area, type)` (checking the size
+ * with _Static_assert), so that nothing of a backend is named here. */
+#define ptk__private_area(size)                                              \
+    union {                                                                  \
+        max_align_t align_;                                                  \
+        unsigned char bytes[size];                                           \
+    }
+#define PTK__PRIVATE(area, type) ((type *)(void *)(area).bytes)
+/* Sizes of the private parts of a thread record: the running part
+ * (ptk__thread_hot::be: room for three events and four pointers) and the
+ * lasting part (ptk__thread::be). */
+#define PTK__THREAD_HOT_PRIVATE (3 * sizeof(ptk_event) + 4 * sizeof(void *))
+#define PTK__THREAD_PRIVATE 64
+
+/* The parts of a thread record only a thread that runs needs (528 of its
+ * 752 bytes): made with the record, freed when its thread ends
  * (ptk__thread_end), made again if the same OS thread calls Python again
  * (ptk__thread_get). A process that starts 20,000 short threads keeps
  * 20,000 records, each without these. */
@@ -251,16 +267,10 @@ typedef struct ptk__thread_hot {
     /* Filters: per subscriber slot, the number of frames its code
      * condition selects on this thread's stack (for max_depth). */
     int32_t fdepth[PTK__MAX_SLOTS];
-    /* monitoring.c: the events of its PY_START / PY_RESUME / PY_THROW, of
-     * its PY_RETURN / PY_YIELD / PY_UNWIND and of its C calls, made once
-     * (ptk__event_blank) and reused: each event writes only the fields that
-     * change. The callbacks of a thread never nest (CPython runs none while
-     * one runs), so one of each is enough. */
-    ptk_event ev_call, ev_return;
-    ptk__event_at ev_c;
-    /* legacy.c: the event of its LINE lane (ptk__table::line_one), the
-     * same way: code, line, depth and frame written per event. */
-    ptk_event ev_line;
+    /* The running backend's part (ptk__backend_ops::thread_hot_init sets
+     * it up), which the hub never reads: the backend lays its own struct
+     * over it (PTK__PRIVATE). */
+    ptk__private_area(PTK__THREAD_HOT_PRIVATE) be;
 } ptk__thread_hot;
 
 typedef struct ptk__thread {
@@ -273,35 +283,26 @@ typedef struct ptk__thread {
     PyThreadState *tstate;
     PyObject *tstate_watch;    /* the watch in tstate's dict (thread.c): set
                                   while tstate is known valid */
-    int prof_installed;        /* our profile function is in this thread's slot */
-    int trace_installed;
     /* One event delivered through the hub object (a Python-level hook)
      * that the C hook installed meanwhile may deliver again. */
     PyFrameObject *skip_frame;
-    int skip_kind;
-    /* 3.12.0/1 (legacy): the generator frame throw() resumed, and where. */
-    PyFrameObject *thrown_frame;
-    int thrown_lasti;
     int slow;                  /* skip_frame set, or the name not looked up yet */
-    /* legacy, 3.11: the trace function handled this CALL / RETURN of this
-     * frame and parked itself; the parked profile function, which CPython
-     * calls next with the same event, skips it (legacy.c) */
-    PyFrameObject *park_frame;
-    int park_kind;
-    /* monitoring.c: slow, or tstate_watch NULL -- one test per event, not
-     * two. Whatever sets slow or clears the watch sets it too
-     * (ptk__thread_mark_slow); only monitoring.c clears it. */
-    int mon_check;
+    /* slow, or tstate_watch NULL: one test per event, not two, for a
+     * backend that wants it. Whatever sets slow or clears the watch sets it
+     * too (ptk__thread_mark_slow); only a backend clears it. */
+    int check;
     char *name_storage;
     int name_tried;
     int name_retry; /* try again (at report time): threading was not known */
     int name_tries; /* lookups so far (the monitoring backend retries) */
-    /* legacy: when sys.settrace [0] / sys.setprofile [1] last ran here */
-    uint64_t hook_set_ns[2];
     uint32_t ended; /* times its thread state was cleared (thread end) */
     /* Filters: per subscriber slot, whether its `threads=` condition has
      * judged this thread and rejected it (the depths: hot->fdepth). */
     uint64_t thr_judged, thr_rejected;
+    /* The running backend's lasting part, which the hub never reads: zero
+     * when the record is made, kept when its thread ends; a backend chosen
+     * after another finds what that one left (PTK__PRIVATE). */
+    ptk__private_area(PTK__THREAD_PRIVATE) be;
 } ptk__thread;
 
 /* The thread needs its slow path at its next event (both backends). */
@@ -309,7 +310,7 @@ static inline void
 ptk__thread_mark_slow(ptk__thread *th)
 {
     th->slow = 1;
-    th->mon_check = 1;
+    th->check = 1;
 }
 
 /* initial-exec: no __tls_get_addr call per event (8 bytes of static TLS,
@@ -518,14 +519,16 @@ typedef struct ptk__table {
  * record (whose end clears the verdict cache), else 0. */
 uint64_t ptk__code_rejects_in(const ptk__table *t, PyCodeObject *code,
                               PyObject *globals, int *kept);
-/* The monitoring backend's per-code events: the generation of the events
- * it set on code (0: none, or no record), and setting it (makes the
- * record; -1 if it cannot). */
-uint32_t ptk__code_local_gen(PyCodeObject *code);
-int ptk__code_set_local_gen(PyCodeObject *code, uint32_t gen);
-/* Calls fn for every code object with per-code events set (generation not
- * 0), in no order; fn may set its generation. */
-void ptk__code_each_local(void (*fn)(PyCodeObject *code, void *arg), void *arg);
+/* The running backend's word in code's record, which the hub never reads
+ * (the monitoring backend: the generation of the per-code events it set on
+ * code): 0 if it set none or code has no record; setting it makes the
+ * record (-1 if it cannot). */
+uint32_t ptk__code_backend_word(PyCodeObject *code);
+int ptk__code_set_backend_word(PyCodeObject *code, uint32_t word);
+/* Calls fn for every code object whose backend word is not 0, in no order;
+ * fn may set the word. */
+void ptk__code_each_backend_word(void (*fn)(PyCodeObject *code, void *arg),
+                                 void *arg);
 /* Verdicts of the current table's filters, direct-mapped by code object
  * address: every event of filtered subscribers asks, and the legacy hooks
  * ask at every call of excluded code, so the answer must cost a few
@@ -718,6 +721,11 @@ typedef struct ptk__backend_ops {
     void (*before_stop)(struct ptk_session *s);
     /* After Py_FinalizeEx: forgets what pointed into the interpreter. */
     void (*reset)(void);
+    /* Sets up its part of a thread's running record (th->hot->be), whatever
+     * that held: when th->hot is made, when the backend is chosen (for
+     * every thread, ptk__threads_hot_init) and after Py_FinalizeEx. NULL:
+     * it has none. */
+    void (*thread_hot_init)(ptk__thread *th);
     /* The kinds it delivers (PTK_MASK bits, from the event table). */
     unsigned int (*events)(void);
 } ptk__backend_ops;
@@ -805,6 +813,9 @@ extern struct ptk_session *ptk__active_sessions;
 void ptk__hub_reset(void);
 void ptk__code_reset(void);
 void ptk__thread_reset(void);
+/* The running backend (ptk__hub_ops) has just been chosen: it sets up its
+ * part of every running thread record (thread_hot_init). */
+void ptk__threads_hot_init(void);
 /* Saves the Python exception (with traceback) as text; clears it. */
 char *ptk__format_exception(void);
 /* Records a failure of ctx (code, and the formatted message) for the hub

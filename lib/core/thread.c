@@ -19,14 +19,10 @@ thread_hot_make(ptk__thread *t)
     if (h == NULL) {
         return -1;
     }
-    ptk__event_blank(&h->ev_call, &t->pub, PTK_EV_CALL);
-    h->ev_call.arg = Py_None;
-    ptk__event_blank(&h->ev_return, &t->pub, PTK_EV_RETURN);
-    ptk__event_blank(&h->ev_c.ev, &t->pub, PTK_EV_C_CALL);
-    h->ev_c.ev.lasti_ = PTK__LASTI_AT;
-    ptk__event_blank(&h->ev_line, &t->pub, PTK_EV_LINE);
-    h->ev_line.arg = Py_None;
     t->hot = h;
+    if (ptk__hub_ops != NULL && ptk__hub_ops->thread_hot_init != NULL) {
+        ptk__hub_ops->thread_hot_init(t);
+    }
     return 0;
 }
 
@@ -99,7 +95,7 @@ tswatch_dealloc(PyObject *self)
     ptk__thread *th = w->th;
     if (th != NULL && th->tstate_watch == self) {
         th->tstate_watch = NULL;
-        th->mon_check = 1;
+        th->check = 1;
         th->tstate = NULL;
         ptk__thread_end(th);
     }
@@ -155,7 +151,6 @@ ptk__thread_end(ptk__thread *th)
     th->cstack = NULL;
     th->cdepth = th->ccap = 0;
     th->skip_frame = NULL;
-    th->thrown_frame = NULL;
     /* what only a running thread needs: made again by ptk__thread_get if
      * this OS thread calls Python again */
     free(th->hot);
@@ -410,14 +405,27 @@ ptk__thread_reset(void)
         ptk__thread *t = threads[i];
         t->tstate = NULL;
         t->tstate_watch = NULL;
-        t->prof_installed = t->trace_installed = 0;
         t->pub.depth = 0;
         t->cdepth = 0;
-        t->skip_frame = t->thrown_frame = NULL;
+        t->skip_frame = NULL; /* the backend's parts: set up again by the
+                                 one chosen next (ptk__threads_hot_init) */
         ptk__thread_mark_slow(t);
         free(t->name_storage);
         t->name_storage = NULL;
         t->pub.name = NULL;
         t->name_tried = t->name_retry = t->name_tries = 0;
+    }
+}
+
+void
+ptk__threads_hot_init(void)
+{
+    if (ptk__hub_ops == NULL || ptk__hub_ops->thread_hot_init == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < nthreads; i++) {
+        if (threads[i]->hot != NULL) {
+            ptk__hub_ops->thread_hot_init(threads[i]);
+        }
     }
 }

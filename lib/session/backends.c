@@ -129,6 +129,7 @@ ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
                 free(why);
                 ptk__hub_ops = ptk__backends[i];
                 ptk__hub_backend = *out = ptk__backends[i]->id;
+                ptk__threads_hot_init();
                 return PTK_OK;
             }
         }
@@ -139,6 +140,7 @@ ptk__backend_choose(ptk_backend requested, int explicit, FILE *warn,
     free(why);
     ptk__hub_ops = ops;
     ptk__hub_backend = requested;
+    ptk__threads_hot_init();
     *out = requested;
     return PTK_OK;
 }

@@ -11,6 +11,9 @@ backends.
     test_structure.py listed     every source of a room is built
                                  (lib/CMakeLists.txt), and no file of lib/
                                  lies outside the rooms
+    test_structure.py private    no source of lib/core names a field of the
+                                 structs the backends lay over the private
+                                 parts of the hub's records (PTK__PRIVATE)
 
 Reads the sources only (no build needed); exits 1 naming each violation.
 """
@@ -100,7 +103,58 @@ def case_listed():
     return bad
 
 
-CASES = {f.__name__[5:]: f for f in [case_rooms, case_backends, case_listed]}
+PRIVATE = re.compile(r"PTK__PRIVATE\([^;]*?,\s*(\w+)\s*\)")
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def struct_fields(text, name):
+    """The member names of `typedef struct NAME { ... }` in text."""
+    m = re.search(r"typedef\s+struct\s+%s\s*\{(.*?)\}\s*%s\s*;" % (name, name),
+                  text, re.S)
+    if m is None:
+        return None
+    fields = set()
+    for decl in COMMENT.sub(" ", m.group(1)).split(";"):
+        for part in decl.split(","):
+            part = re.sub(r"\[[^\]]*\]", "", part).strip()
+            w = re.search(r"(\w+)$", part)
+            if w:
+                fields.add(w.group(1))
+    return fields
+
+
+def case_private():
+    bad = []
+    owned = {}  # field -> the backend struct it belongs to
+    for room, name, path in sources():
+        if room != "backends":
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for typ in sorted(set(PRIVATE.findall(text))):
+            fields = struct_fields(text, typ)
+            if not fields:
+                bad.append("lib/backends/%s lays %s over a private part, but "
+                           "its fields cannot be read" % (name, typ))
+                continue
+            for fld in fields:
+                owned[fld] = "lib/backends/%s %s" % (name, typ)
+    if not owned:
+        bad.append("no backend lays a struct over a private part (PTK__PRIVATE)")
+    for room, name, path in sources():
+        if room != "core":
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = COMMENT.sub(" ", f.read())
+        for fld, where in sorted(owned.items()):
+            if re.search(r"(->|\.)\s*%s\b" % fld, text):
+                bad.append("lib/core/%s names %s, a field of %s"
+                           % (name, fld, where))
+    return bad
+
+
+CASES = {f.__name__[5:]: f
+         for f in [case_rooms, case_backends, case_listed, case_private]}
 
 
 def main():

@@ -5,6 +5,7 @@
  */
 #include "timeline.h"
 #include "../common/c_label.h"
+#include "../common/fs_name.h"
 #include "../common/json_quote.h"
 
 #include <stdlib.h>
@@ -15,18 +16,21 @@
 static int
 tl_set_text(tl_name *n, PyObject *text)
 {
+    /* the JSON carries the bytes of a name that is not UTF-8 whole; the
+     * trace's strings must be UTF-8: their text form (fs_name.h) */
     Py_ssize_t len;
-    const char *u = PyUnicode_AsUTF8AndSize(text, &len);
+    PyObject *hold;
+    const char *u = ptk_kit_name_bytes(text, &len, &hold);
     if (u == NULL) {
         return -1;
     }
-    n->text = malloc((size_t)len + 1);
+    n->text = ptk_kit_name_text(u);
     n->json = ptk_kit_json_quote(u, (size_t)len);
+    Py_XDECREF(hold);
     if (n->text == NULL || n->json == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    memcpy(n->text, u, (size_t)len + 1);
     return 0;
 }
 
@@ -47,18 +51,22 @@ tl_file_get(tl_state *st, PyObject *filename)
         return f;
     }
     Py_ssize_t len;
-    const char *u = PyUnicode_AsUTF8AndSize(filename, &len);
+    PyObject *hold;
+    const char *u = ptk_kit_name_bytes(filename, &len, &hold);
     if (u == NULL) {
         return NULL;
     }
     if (PTK_KIT_RESERVE(st->file_list, st->files_cap, st->nfiles + 1, 64) != 0) {
+        Py_XDECREF(hold);
         PyErr_NoMemory();
         return NULL;
     }
     f = calloc(1, sizeof(*f));
-    if (f == NULL || (f->text = strdup(u)) == NULL ||
-        (f->json = ptk_kit_json_quote(u, (size_t)len)) == NULL ||
-        ptk_kit_map_put(&st->files, filename, NULL, f) != 0) {
+    int bad = f == NULL || (f->text = ptk_kit_name_text(u)) == NULL ||
+              (f->json = ptk_kit_json_quote(u, (size_t)len)) == NULL ||
+              ptk_kit_map_put(&st->files, filename, NULL, f) != 0;
+    Py_XDECREF(hold);
+    if (bad) {
         if (f != NULL) {
             free(f->text);
             free(f->json);

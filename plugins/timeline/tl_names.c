@@ -79,14 +79,16 @@ tl_file_get(tl_state *st, PyObject *filename)
     return f;
 }
 
-/* Registers @p n (filled in) under (key, kind); takes @p ref. */
+/* Registers @p n (filled in) under (key, kind) (in the list only when
+ * @p keyed is 0: a code slot finds it); takes @p ref. */
 static tl_name *
-tl_name_add(tl_state *st, tl_name *n)
+tl_name_add_as(tl_state *st, tl_name *n, int keyed)
 {
     if (PTK_KIT_RESERVE(st->name_list, st->names_cap, st->nnames + 1, 256) != 0) {
         goto fail;
     }
-    if (ptk_kit_map_put(&st->names, n->key, (const void *)(uintptr_t)n->kind, n) != 0) {
+    if (keyed &&
+        ptk_kit_map_put(&st->names, n->key, (const void *)(uintptr_t)n->kind, n) != 0) {
         goto fail;
     }
     st->name_list[st->nnames++] = n;
@@ -94,6 +96,12 @@ tl_name_add(tl_state *st, tl_name *n)
 fail:
     PyErr_NoMemory();
     return NULL;
+}
+
+static tl_name *
+tl_name_add(tl_state *st, tl_name *n)
+{
+    return tl_name_add_as(st, n, 1);
 }
 
 static void
@@ -110,8 +118,11 @@ tl_name_drop(tl_name *n)
 tl_name *
 tl__name_code(tl_state *st, PyCodeObject *code)
 {
-    /* the hub's per-(instance, code) slot when it has one (ABI 1.2), else
-     * our map; the name holds a reference, so the code object stays */
+    /* the hub's per-(instance, code) slot when it has one (ABI 1.2): it
+     * goes with the code object, so the name keeps only its text (a
+     * program that makes and drops code keeps none of it alive); else our
+     * map, keyed by the address, and the name holds a reference, so the
+     * code object stays */
     void **slot = NULL;
     if (st->host->struct_size > offsetof(ptk_host, code_slot) &&
         st->host->code_slot != NULL) {
@@ -147,8 +158,8 @@ tl__name_code(tl_state *st, PyCodeObject *code)
         return NULL;
     }
     Py_DECREF(text);
-    n->ref = Py_NewRef((PyObject *)code);
-    if (tl_name_add(st, n) == NULL) {
+    n->ref = slot != NULL ? NULL : Py_NewRef((PyObject *)code);
+    if (tl_name_add_as(st, n, slot == NULL) == NULL) {
         tl_name_drop(n);
         return NULL;
     }

@@ -44,6 +44,9 @@ typedef struct counter {
     fn_entry *last;
     PyObject *last_pin;  /* strong: last_key's code object, so that its
                             address is not reused while it is last_key */
+    PyObject *by_names;  /* (name, qualname, file, line) -> 1 + index in fns:
+                            a code slot is forgotten when the session stops,
+                            so a restarted one finds the entry again here */
     uint64_t *per_thread;
     size_t nthreads;
     int64_t top;
@@ -127,6 +130,42 @@ c_names(PyObject *obj, PyObject *cself)
     return res;
 }
 
+/* The entry of @p code seen for the first time by this attachment (its
+ * slot @p slot empty): the one of its names if a code object of the same
+ * names was seen before (this one, before a stop and start), else new. */
+static fn_entry *
+code_entry_named(counter *c, PyCodeObject *code, void **slot)
+{
+    PyObject *names = Py_BuildValue("(OOOi)", code->co_name, code->co_qualname,
+                                    code->co_filename, code->co_firstlineno);
+    if (names == NULL || (c->by_names == NULL && (c->by_names = PyDict_New()) == NULL)) {
+        Py_XDECREF(names);
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *at = PyDict_GetItemWithError(c->by_names, names);
+    if (at != NULL) {
+        Py_DECREF(names);
+        *slot = (void *)(uintptr_t)PyLong_AsSize_t(at);
+        return &c->fns[(uintptr_t)*slot - 1];
+    }
+    PyObject *index = PyErr_Occurred() ? NULL : PyLong_FromSize_t(c->nfns + 1);
+    if (index == NULL || PTK_KIT_RESERVE(c->fns, c->capfns, c->nfns + 1, 256) != 0 ||
+        PyDict_SetItem(c->by_names, names, index) < 0) {
+        Py_XDECREF(index);
+        Py_DECREF(names);
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(index);
+    fn_entry *e = &c->fns[c->nfns++];
+    memset(e, 0, sizeof(*e));
+    e->obj = names;
+    e->key = code;
+    *slot = (void *)(uintptr_t)c->nfns;
+    return e;
+}
+
 /* The entry of the Python code object @p code: through the hub's per-code
  * slot (1 + the index; it goes with the code object, so a new code object at
  * a freed one's address starts afresh), else the map, which then keeps the
@@ -149,12 +188,7 @@ code_entry(counter *c, PyCodeObject *code)
         return &c->fns[(uintptr_t)*slot - 1];
     }
     else {
-        if (PTK_KIT_RESERVE(c->fns, c->capfns, c->nfns + 1, 256) != 0) {
-            return NULL;
-        }
-        e = &c->fns[c->nfns++];
-        memset(e, 0, sizeof(*e));
-        *slot = (void *)(uintptr_t)c->nfns;
+        return code_entry_named(c, code, slot);
     }
     if (e == NULL || e->key != NULL) {
         return e;
@@ -491,6 +525,7 @@ counter_fini(void *state)
         Py_XDECREF(c->fns[i].code);
     }
     Py_XDECREF(c->last_pin);
+    Py_XDECREF(c->by_names);
     free(c->fns);
     ptk_kit_map_free(&c->index);
     free(c->per_thread);

@@ -7,20 +7,27 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pytracekit/plugin.h>
 
 #include "../common/c_label.h"
+#include "../common/fs_name.h"
 #include "../common/grow.h"
 #include "../common/pair_map.h"
 
 typedef struct fn_entry {
     const void *key;     /* code object, or the C function's PyMethodDef */
-    PyObject *obj;       /* strong: the code object; for a C function its
+    PyObject *obj;       /* strong: for a Python function (name, qualname,
+                            file, line) of its code object, not the code
+                            object (a program that makes and drops code
+                            keeps none of it alive); for a C function its
                             (name, qualname, module, label), taken at first
                             sight, or a callable keyed by identity */
+    PyObject *code;      /* strong: the code object, only when the hub has
+                            no code slot (then it is the map's key) */
     int is_c;            /* 0: Python; 1: C, obj the callable; 2: C, obj its names */
     uint64_t calls;
 } fn_entry;
@@ -35,6 +42,11 @@ typedef struct counter {
     ptk_kit_map index;   /* key -> 1 + its index in fns */
     const void *last_key; /* the function counted last (recursion, loops) */
     fn_entry *last;
+    PyObject *last_pin;  /* strong: last_key's code object, so that its
+                            address is not reused while it is last_key */
+    PyObject *by_names;  /* (name, qualname, file, line) -> 1 + index in fns:
+                            a code slot is forgotten when the session stops,
+                            so a restarted one finds the entry again here */
     uint64_t *per_thread;
     size_t nthreads;
     int64_t top;
@@ -118,6 +130,99 @@ c_names(PyObject *obj, PyObject *cself)
     return res;
 }
 
+/* The entry of @p code seen for the first time by this attachment (its
+ * slot @p slot empty): the one of its names if a code object of the same
+ * names was seen before (this one, before a stop and start), else new. */
+static fn_entry *
+code_entry_named(counter *c, PyCodeObject *code, void **slot)
+{
+    PyObject *names = Py_BuildValue("(OOOi)", code->co_name, code->co_qualname,
+                                    code->co_filename, code->co_firstlineno);
+    if (names == NULL || (c->by_names == NULL && (c->by_names = PyDict_New()) == NULL)) {
+        Py_XDECREF(names);
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *at = PyDict_GetItemWithError(c->by_names, names);
+    if (at != NULL) {
+        Py_DECREF(names);
+        *slot = (void *)(uintptr_t)PyLong_AsSize_t(at);
+        return &c->fns[(uintptr_t)*slot - 1];
+    }
+    PyObject *index = PyErr_Occurred() ? NULL : PyLong_FromSize_t(c->nfns + 1);
+    if (index == NULL || PTK_KIT_RESERVE(c->fns, c->capfns, c->nfns + 1, 256) != 0 ||
+        PyDict_SetItem(c->by_names, names, index) < 0) {
+        Py_XDECREF(index);
+        Py_DECREF(names);
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(index);
+    fn_entry *e = &c->fns[c->nfns++];
+    memset(e, 0, sizeof(*e));
+    e->obj = names;
+    e->key = code;
+    *slot = (void *)(uintptr_t)c->nfns;
+    return e;
+}
+
+/* The entry of the Python code object @p code: through the hub's per-code
+ * slot (1 + the index; it goes with the code object, so a new code object at
+ * a freed one's address starts afresh), else the map, which then keeps the
+ * code object. NULL when out of memory. */
+static fn_entry *
+code_entry(counter *c, PyCodeObject *code)
+{
+    void **slot = c->host->struct_size > offsetof(ptk_host, code_slot) &&
+                          c->host->code_slot != NULL
+                      ? c->host->code_slot(c->ctx, code)
+                      : NULL;
+    fn_entry *e;
+    if (slot == NULL) {
+        e = lookup(c, code);
+        if (e != NULL && e->key == NULL) {
+            e->code = Py_NewRef((PyObject *)code);
+        }
+    }
+    else if (*slot != NULL) {
+        return &c->fns[(uintptr_t)*slot - 1];
+    }
+    else {
+        return code_entry_named(c, code, slot);
+    }
+    if (e == NULL || e->key != NULL) {
+        return e;
+    }
+    e->obj = Py_BuildValue("(OOOi)", code->co_name, code->co_qualname, code->co_filename,
+                           code->co_firstlineno);
+    if (e->obj == NULL) {
+        PyErr_Clear();
+        return NULL; /* e stays, without a key: never reported */
+    }
+    e->key = code;
+    return e;
+}
+
+static int
+count_py_call(counter *c, PyCodeObject *code)
+{
+    if ((const void *)code == c->last_key) {
+        c->last->calls++;
+        return PTK_OK;
+    }
+    fn_entry *e = code_entry(c, code);
+    if (e == NULL) {
+        return PTK_ENOMEM;
+    }
+    e->calls++;
+    PyObject *old = c->last_pin;
+    c->last_pin = Py_NewRef((PyObject *)code);
+    c->last_key = code;
+    c->last = e;
+    Py_XDECREF(old);
+    return PTK_OK;
+}
+
 static int
 count_call(counter *c, const void *key, PyObject *obj, PyObject *cself,
            int is_c)
@@ -163,7 +268,7 @@ counter_event(void *state, const ptk_event *ev)
     }
     c->per_thread[ti]++;
     if (ev->kind == PTK_EV_CALL) {
-        return count_call(c, ev->code, (PyObject *)ev->code, NULL, 0);
+        return count_py_call(c, ev->code);
     }
     if (ev->kind == PTK_EV_C_CALL) {
         /* Bound methods made for the event are new objects each time: the
@@ -197,12 +302,12 @@ static PyObject *
 function_record(const fn_entry *e)
 {
     if (!e->is_c) {
-        PyCodeObject *co = (PyCodeObject *)e->obj;
-        PyObject *file = abspath(co->co_filename);
-        PyObject *d = Py_BuildValue("{s:s,s:O,s:O,s:N,s:i,s:K}", "kind",
-                                    "python", "name", co->co_name, "qualname",
-                                    co->co_qualname, "file", file, "line",
-                                    co->co_firstlineno, "calls",
+        PyObject *t = e->obj; /* (name, qualname, file, line) */
+        PyObject *file = abspath(PyTuple_GET_ITEM(t, 2));
+        PyObject *d = Py_BuildValue("{s:s,s:O,s:O,s:N,s:O,s:K}", "kind",
+                                    "python", "name", PyTuple_GET_ITEM(t, 0), "qualname",
+                                    PyTuple_GET_ITEM(t, 1), "file", file, "line",
+                                    PyTuple_GET_ITEM(t, 3), "calls",
                                     (unsigned long long)e->calls);
         return d;
     }
@@ -341,23 +446,28 @@ done:
 static void
 summary_row(FILE *out, const fn_entry *e)
 {
-    PyObject *q = !e->is_c ? Py_NewRef(((PyCodeObject *)e->obj)->co_qualname)
+    PyObject *q = !e->is_c ? Py_NewRef(PyTuple_GET_ITEM(e->obj, 1))
                   : e->is_c == 2 ? ptk_kit_c_display(PyTuple_GET_ITEM(e->obj, 3))
                                  : c_display(e->obj);
     if (q == NULL) {
         PyErr_Clear();
         q = Py_NewRef(Py_None);
     }
-    const char *qs = PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : "?";
+    PyObject *hold = NULL, *fhold = NULL;
+    const char *qs = PyUnicode_Check(q) ? ptk_kit_name_bytes(q, NULL, &hold) : "?";
     if (e->is_c) {
         fprintf(out, "%12llu  %-6s %s\n", (unsigned long long)e->calls, "c", qs ? qs : "?");
     }
     else {
-        PyCodeObject *co = (PyCodeObject *)e->obj;
-        const char *f = PyUnicode_AsUTF8(co->co_filename);
-        fprintf(out, "%12llu  %-6s %s (%s:%d)\n", (unsigned long long)e->calls, "python",
-                qs ? qs : "?", f ? f : "?", co->co_firstlineno);
+        const char *f = ptk_kit_name_bytes(PyTuple_GET_ITEM(e->obj, 2), NULL, &fhold);
+        fprintf(out, "%12llu  %-6s ", (unsigned long long)e->calls, "python");
+        ptk_kit_name_write(out, qs ? qs : "?");
+        fputs(" (", out);
+        ptk_kit_name_write(out, f ? f : "?");
+        fprintf(out, ":%ld)\n", PyLong_AsLong(PyTuple_GET_ITEM(e->obj, 3)));
     }
+    Py_XDECREF(hold);
+    Py_XDECREF(fhold);
     Py_DECREF(q);
     PyErr_Clear();
 }
@@ -412,7 +522,10 @@ counter_fini(void *state)
     }
     for (size_t i = 0; i < c->nfns; i++) {
         Py_XDECREF(c->fns[i].obj);
+        Py_XDECREF(c->fns[i].code);
     }
+    Py_XDECREF(c->last_pin);
+    Py_XDECREF(c->by_names);
     free(c->fns);
     ptk_kit_map_free(&c->index);
     free(c->per_thread);

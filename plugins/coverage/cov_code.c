@@ -313,12 +313,14 @@ file_lookup(cov_state *st, PyObject *filename)
         return -2;
     }
     Py_ssize_t result = -1;
-    const char *name = PyUnicode_AsUTF8(filename);
+    PyObject *hold; /* the file system's bytes of the name (fs_name.h) */
+    const char *name = ptk_kit_name_bytes(filename, NULL, &hold);
     if (!name) {
         return -2;
     }
     if (name[0] != '\0' && name[0] != '<') {
         char *path = cov_abspath(name);
+        Py_CLEAR(hold);
         if (!path) {
             PyErr_NoMemory();
             return -2;
@@ -342,6 +344,7 @@ file_lookup(cov_state *st, PyObject *filename)
         }
         free(path);
     }
+    Py_XDECREF(hold);
     PyObject *v = PyLong_FromSsize_t(result);
     if (!v || PyDict_SetItem(st->file_index, filename, v) < 0) {
         Py_XDECREF(v);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/fs_name.h"
 #include "../common/grow.h"
 #include "pytracekit/errors.h"
 #include "pytracekit/plugin.h"

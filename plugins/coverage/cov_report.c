@@ -20,12 +20,14 @@ add_unexecuted(cov_state *st)
     }
     int rc = 0;
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(list); i++) {
-        const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i));
+        PyObject *hold;
+        const char *name = ptk_kit_name_bytes(PyList_GET_ITEM(list, i), NULL, &hold);
         if (!name) {
             rc = -1;
             break;
         }
         char *path = cov_abspath(name);
+        Py_XDECREF(hold);
         if (!path) {
             PyErr_NoMemory();
             rc = -1;
@@ -96,15 +98,18 @@ analyse_files(cov_state *st, PyObject *warnings)
         if (f->analysed) {
             continue;
         }
-        PyObject *root = PyObject_CallFunction(compile, "s", f->path);
+        /* the path's bytes back as os.fsdecode's str (fs_name.h) */
+        PyObject *name = ptk_kit_name_str(f->path);
+        PyObject *root = name ? PyObject_CallOneArg(compile, name) : NULL;
         if (!root) {
+            Py_XDECREF(name);
             return -1;
         }
         int rc = 0;
         if (PyUnicode_Check(root)) {
             f->unparsed = 1;
             PyObject *w = PyUnicode_FromFormat(
-                "couldn't parse '%s' as Python: %U%s", f->path, root,
+                "couldn't parse '%U' as Python: %U%s", name, root,
                 f->seen ? "" : " (never ran; not reported)");
             rc = w ? PyList_Append(warnings, w) : -1;
             Py_XDECREF(w);
@@ -114,6 +119,7 @@ analyse_files(cov_state *st, PyObject *warnings)
             f->analysed = 1;
         }
         Py_DECREF(root);
+        Py_DECREF(name);
         if (rc < 0) {
             return -1;
         }
@@ -271,11 +277,14 @@ build_data(const cov_state *st)
             continue;
         }
         PyObject *rec = file_data(st, st->files[i]);
-        if (!rec || PyDict_SetItemString(files, st->files[i]->path, rec) < 0) {
+        PyObject *name = rec ? ptk_kit_name_str(st->files[i]->path) : NULL;
+        if (!name || PyDict_SetItem(files, name, rec) < 0) {
+            Py_XDECREF(name);
             Py_XDECREF(rec);
             Py_DECREF(files);
             return NULL;
         }
+        Py_DECREF(name);
         Py_DECREF(rec);
     }
     PyObject *sorted = PyDict_New();

@@ -120,7 +120,10 @@ rt_strdup_str(PyObject *s, const char *fallback)
             out[o++] = (char)(0x80 | (c & 0x3F));
         }
         else if (c >= 0xD800 && c <= 0xDFFF) {
-            out[o++] = '?'; /* a lone surrogate has no UTF-8 */
+            /* a lone surrogate has no UTF-8: os.fsdecode's U+DCNN (a
+             * file name's byte that is not UTF-8) is that byte again
+             * (fs_name.h), any other '?' */
+            out[o++] = c >= 0xDC80 && c <= 0xDCFF ? (char)(c - 0xDC00) : '?';
         }
         else if (c < 0x10000) {
             out[o++] = (char)(0xE0 | (c >> 12));

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "../common/fs_name.h"
 #include "../common/grow.h"
 
 #include <pytracekit/plugin.h>

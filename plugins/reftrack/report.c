@@ -73,7 +73,7 @@ types_list(const rt_state *st, int cat)
         const rt_type *t = &st->types[idx[k]];
         const rt_stats *s = &t->s[cat];
         PyObject *e = PyDict_New();
-        if (e == NULL || set_new(e, "type", PyUnicode_FromString(t->name)) < 0 ||
+        if (e == NULL || set_new(e, "type", ptk_kit_name_str(t->name)) < 0 ||
             set_u64(e, "created", s->created) < 0 ||
             set_u64(e, "destroyed", s->destroyed) < 0 ||
             set_u64(e, "alive", s->alive) < 0 ||
@@ -128,11 +128,20 @@ leak_key(const rt_state *st, uint64_t key)
     uint32_t si = (uint32_t)(key & 0x7FFFFFFF);
     const rt_site *site = &st->site_tab[si];
     if (site->code == UINT32_MAX) {
-        return Py_BuildValue("(sOOO)", st->types[ti].name, Py_None, Py_None, Py_None);
+        PyObject *tn = ptk_kit_name_str(st->types[ti].name);
+        return tn ? Py_BuildValue("(NOOO)", tn, Py_None, Py_None, Py_None) : NULL;
     }
     const rt_code *c = &st->codes[site->code];
-    return Py_BuildValue("(sziz)", st->types[ti].name, c->file, (int)site->line,
-                         c->function);
+    PyObject *file = c->file != NULL ? ptk_kit_name_str(c->file) : Py_NewRef(Py_None);
+    PyObject *fn = c->function != NULL ? ptk_kit_name_str(c->function) : Py_NewRef(Py_None);
+    PyObject *tn = ptk_kit_name_str(st->types[ti].name);
+    if (file == NULL || fn == NULL || tn == NULL) {
+        Py_XDECREF(file);
+        Py_XDECREF(fn);
+        Py_XDECREF(tn);
+        return NULL;
+    }
+    return Py_BuildValue("(NNiN)", tn, file, (int)site->line, fn);
 }
 
 /* {group key: objects} of the program objects alive at stop. Same-looking
@@ -195,10 +204,11 @@ leak_row(PyObject *k, PyObject *v, Py_ssize_t pos)
         PyDict_SetItemString(entry, "file", file) == 0 &&
         PyDict_SetItemString(entry, "line", line) == 0 &&
         PyDict_SetItemString(entry, "function", fn) == 0) {
-        row = Py_BuildValue("(OOsisnO)", neg, PyTuple_GET_ITEM(k, 0),
-                            file == Py_None ? "" : PyUnicode_AsUTF8(file),
+        row = Py_BuildValue("(OONiNnO)", neg, PyTuple_GET_ITEM(k, 0),
+                            file == Py_None ? PyUnicode_FromString("") : Py_NewRef(file),
                             line == Py_None ? 0 : (int)PyLong_AsLong(line),
-                            fn == Py_None ? "" : PyUnicode_AsUTF8(fn), pos, entry);
+                            fn == Py_None ? PyUnicode_FromString("") : Py_NewRef(fn), pos,
+                            entry);
     }
     Py_XDECREF(entry);
     Py_XDECREF(neg);
@@ -253,18 +263,30 @@ summary_leaks(FILE *out, PyObject *leaks, Py_ssize_t shown)
         PyObject *file = PyDict_GetItemString(e, "file");
         PyObject *line = PyDict_GetItemString(e, "line");
         PyObject *fn = PyDict_GetItemString(e, "function");
-        const char *tn = PyUnicode_AsUTF8(PyDict_GetItemString(e, "type"));
+        PyObject *hold0;
+        const char *tn = ptk_kit_name_bytes(PyDict_GetItemString(e, "type"), NULL, &hold0);
         unsigned long long c =
             PyLong_AsUnsignedLongLong(PyDict_GetItemString(e, "count"));
         if (file == NULL || file == Py_None) {
-            fprintf(out, "  %10llu  %s  (site not recorded)\n", c,
-                    tn ? tn : "?");
+            fprintf(out, "  %10llu  ", c);
+            ptk_kit_name_write(out, tn ? tn : "?");
+            fputs("  (site not recorded)\n", out);
         }
         else {
-            fprintf(out, "  %10llu  %s  %s:%ld in %s\n", c, tn ? tn : "?",
-                    PyUnicode_AsUTF8(file), PyLong_AsLong(line),
-                    PyUnicode_AsUTF8(fn));
+            PyObject *hold, *hold2;
+            const char *f = ptk_kit_name_bytes(file, NULL, &hold);
+            const char *n = ptk_kit_name_bytes(fn, NULL, &hold2);
+            fprintf(out, "  %10llu  ", c);
+            ptk_kit_name_write(out, tn ? tn : "?");
+            fputs("  ", out);
+            ptk_kit_name_write(out, f ? f : "?");
+            fprintf(out, ":%ld in ", PyLong_AsLong(line));
+            ptk_kit_name_write(out, n ? n : "?");
+            fputc('\n', out);
+            Py_XDECREF(hold);
+            Py_XDECREF(hold2);
         }
+        Py_XDECREF(hold0);
     }
     PyErr_Clear();
 }

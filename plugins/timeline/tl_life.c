@@ -480,6 +480,26 @@ tl_fini(void *state)
     free(st);
 }
 
+/* A thread ended: its open spans end at its last event, and its stack
+ * (128 frames at first: ~5 KB) goes; the record stays, small (its track,
+ * its name, its count of unmatched returns: what the report needs). A
+ * thread that calls Python again grows a stack anew. */
+static void
+tl_thread_end(void *state, const ptk_thread *t)
+{
+    tl_state *st = state;
+    tl_thread *th = t->index < st->nthreads ? st->threads[t->index] : NULL;
+    if (th == NULL) {
+        return;
+    }
+    while (th->sp > 0) {
+        tl__pop(st, th, th->last_ns, 0);
+    }
+    free(th->stack);
+    th->stack = NULL;
+    th->cap = 0;
+}
+
 static const ptk_plugin_desc tl_desc = {
     PTK_PLUGIN_HEADER,
     .name = "timeline",
@@ -496,6 +516,7 @@ static const ptk_plugin_desc tl_desc = {
     .on_ref = NULL,
     .report = tl_report,
     .fini = tl_fini,
+    .on_thread_end = tl_thread_end,
 };
 
 PTK_PLUGIN_DEFINE(tl_desc)

@@ -5,6 +5,7 @@
  */
 #include "timeline.h"
 #include "../common/c_label.h"
+#include "../common/fs_name.h"
 #include "../common/json_quote.h"
 
 #include <stdlib.h>
@@ -15,18 +16,21 @@
 static int
 tl_set_text(tl_name *n, PyObject *text)
 {
+    /* the JSON carries the bytes of a name that is not UTF-8 whole; the
+     * trace's strings must be UTF-8: their text form (fs_name.h) */
     Py_ssize_t len;
-    const char *u = PyUnicode_AsUTF8AndSize(text, &len);
+    PyObject *hold;
+    const char *u = ptk_kit_name_bytes(text, &len, &hold);
     if (u == NULL) {
         return -1;
     }
-    n->text = malloc((size_t)len + 1);
+    n->text = ptk_kit_name_text(u);
     n->json = ptk_kit_json_quote(u, (size_t)len);
+    Py_XDECREF(hold);
     if (n->text == NULL || n->json == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    memcpy(n->text, u, (size_t)len + 1);
     return 0;
 }
 
@@ -47,18 +51,22 @@ tl_file_get(tl_state *st, PyObject *filename)
         return f;
     }
     Py_ssize_t len;
-    const char *u = PyUnicode_AsUTF8AndSize(filename, &len);
+    PyObject *hold;
+    const char *u = ptk_kit_name_bytes(filename, &len, &hold);
     if (u == NULL) {
         return NULL;
     }
     if (PTK_KIT_RESERVE(st->file_list, st->files_cap, st->nfiles + 1, 64) != 0) {
+        Py_XDECREF(hold);
         PyErr_NoMemory();
         return NULL;
     }
     f = calloc(1, sizeof(*f));
-    if (f == NULL || (f->text = strdup(u)) == NULL ||
-        (f->json = ptk_kit_json_quote(u, (size_t)len)) == NULL ||
-        ptk_kit_map_put(&st->files, filename, NULL, f) != 0) {
+    int bad = f == NULL || (f->text = ptk_kit_name_text(u)) == NULL ||
+              (f->json = ptk_kit_json_quote(u, (size_t)len)) == NULL ||
+              ptk_kit_map_put(&st->files, filename, NULL, f) != 0;
+    Py_XDECREF(hold);
+    if (bad) {
         if (f != NULL) {
             free(f->text);
             free(f->json);
@@ -71,14 +79,16 @@ tl_file_get(tl_state *st, PyObject *filename)
     return f;
 }
 
-/* Registers @p n (filled in) under (key, kind); takes @p ref. */
+/* Registers @p n (filled in) under (key, kind) (in the list only when
+ * @p keyed is 0: a code slot finds it); takes @p ref. */
 static tl_name *
-tl_name_add(tl_state *st, tl_name *n)
+tl_name_add_as(tl_state *st, tl_name *n, int keyed)
 {
     if (PTK_KIT_RESERVE(st->name_list, st->names_cap, st->nnames + 1, 256) != 0) {
         goto fail;
     }
-    if (ptk_kit_map_put(&st->names, n->key, (const void *)(uintptr_t)n->kind, n) != 0) {
+    if (keyed &&
+        ptk_kit_map_put(&st->names, n->key, (const void *)(uintptr_t)n->kind, n) != 0) {
         goto fail;
     }
     st->name_list[st->nnames++] = n;
@@ -86,6 +96,12 @@ tl_name_add(tl_state *st, tl_name *n)
 fail:
     PyErr_NoMemory();
     return NULL;
+}
+
+static tl_name *
+tl_name_add(tl_state *st, tl_name *n)
+{
+    return tl_name_add_as(st, n, 1);
 }
 
 static void
@@ -102,8 +118,11 @@ tl_name_drop(tl_name *n)
 tl_name *
 tl__name_code(tl_state *st, PyCodeObject *code)
 {
-    /* the hub's per-(instance, code) slot when it has one (ABI 1.2), else
-     * our map; the name holds a reference, so the code object stays */
+    /* the hub's per-(instance, code) slot when it has one (ABI 1.2): it
+     * goes with the code object, so the name keeps only its text (a
+     * program that makes and drops code keeps none of it alive); else our
+     * map, keyed by the address, and the name holds a reference, so the
+     * code object stays */
     void **slot = NULL;
     if (st->host->struct_size > offsetof(ptk_host, code_slot) &&
         st->host->code_slot != NULL) {
@@ -139,8 +158,8 @@ tl__name_code(tl_state *st, PyCodeObject *code)
         return NULL;
     }
     Py_DECREF(text);
-    n->ref = Py_NewRef((PyObject *)code);
-    if (tl_name_add(st, n) == NULL) {
+    n->ref = slot != NULL ? NULL : Py_NewRef((PyObject *)code);
+    if (tl_name_add_as(st, n, slot == NULL) == NULL) {
         tl_name_drop(n);
         return NULL;
     }

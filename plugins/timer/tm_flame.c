@@ -340,7 +340,7 @@ tm_folded_visit(void *arg, const tm_rtree *r, uint32_t node, int in,
     c->cum_us += us;
     for (size_t i = 0; i < depth; i++) {
         if ((i > 0 && fputc(';', c->f) == EOF) ||
-            fputs(tm_rname(c->L, r, c->path[i]), c->f) == EOF) {
+            ptk_kit_name_write(c->f, tm_rname(c->L, r, c->path[i])) < 0) {
             return -1;
         }
     }
@@ -419,7 +419,8 @@ tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
              ptk_kit_json_write(f, tm_rname(L, r, (uint32_t)i)) == 0;
         if (ok && i < L->n) {
             PyObject *key = PyList_GET_ITEM(L->keys, i);
-            const char *file = PyUnicode_AsUTF8(PyTuple_GET_ITEM(key, 0));
+            PyObject *hold;
+            const char *file = ptk_kit_name_bytes(PyTuple_GET_ITEM(key, 0), NULL, &hold);
             long line = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
             if (file == NULL) {
                 PyErr_Clear();
@@ -428,6 +429,7 @@ tm_write_speedscope(tm_state *st, const tm_labels *L, const tm_rtree *r,
                 ok = fputs(",\"file\":", f) != EOF && ptk_kit_json_write(f, file) == 0 &&
                      fprintf(f, ",\"line\":%ld", line) >= 0;
             }
+            Py_XDECREF(hold);
         }
         ok = ok && fputc('}', f) != EOF;
     }

@@ -43,11 +43,14 @@ tm_write_buf(FILE *f, const char *buf, const char *end)
 static int
 tm_json_pystr(FILE *f, PyObject *s)
 {
-    const char *u = PyUnicode_AsUTF8(s);
+    PyObject *hold;
+    const char *u = ptk_kit_name_bytes(s, NULL, &hold);
     if (u == NULL) {
         return -1;
     }
-    return ptk_kit_json_write(f, u);
+    int rc = ptk_kit_json_write(f, u);
+    Py_XDECREF(hold);
+    return rc;
 }
 
 /* "total_ns":…,"calls":…,"primitive_calls":…,"functions":[…],"edges":[…] */
@@ -66,9 +69,11 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
             continue;
         }
         PyObject *key = PyList_GET_ITEM(L->keys, i);
-        const char *file = PyUnicode_AsUTF8(PyTuple_GET_ITEM(key, 0));
+        PyObject *hold;
+        const char *file = ptk_kit_name_bytes(PyTuple_GET_ITEM(key, 0), NULL, &hold);
         long line = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
         if (file == NULL || PyErr_Occurred()) {
+            Py_XDECREF(hold);
             return -1;
         }
         int is_c = strcmp(file, "~") == 0 && line == 0;
@@ -86,8 +91,10 @@ tm_json_figures(FILE *f, const tm_labels *L, const tm_view *v)
             fputs(",\"short\":", f) == EOF ||
             tm_json_pystr(f, PyList_GET_ITEM(L->shorts, i)) < 0 ||
             fprintf(f, ",\"kind\":\"%s\"}", is_c ? "c" : "python") < 0) {
+            Py_XDECREF(hold);
             return -1;
         }
+        Py_XDECREF(hold);
         first = 0;
     }
     if (fputs("],\n\"edges\":[", f) == EOF) {

@@ -69,8 +69,10 @@ tm_count_suffixes(PyObject *flist, PyObject *counts, int k)
 {
     PyDict_Clear(counts);
     for (Py_ssize_t j = 0; j < PyList_GET_SIZE(flist); j++) {
-        const char *f = PyUnicode_AsUTF8(PyList_GET_ITEM(flist, j));
-        PyObject *suf = f ? PyUnicode_FromString(tm_path_suffix(f, k)) : NULL;
+        PyObject *hold;
+        const char *f = ptk_kit_name_bytes(PyList_GET_ITEM(flist, j), NULL, &hold);
+        PyObject *suf = f ? ptk_kit_name_str(tm_path_suffix(f, k)) : NULL;
+        Py_XDECREF(hold);
         PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
         PyObject *n = suf && !PyErr_Occurred()
                           ? PyLong_FromLong(c ? PyLong_AsLong(c) + 1 : 1)
@@ -100,9 +102,11 @@ tm_settle_suffixes(PyObject *flist, PyObject *files, PyObject *counts)
             if (PyDict_GetItemWithError(files, file) != Py_None) {
                 continue; /* settled */
             }
-            const char *f = PyUnicode_AsUTF8(file);
+            PyObject *hold;
+            const char *f = ptk_kit_name_bytes(file, NULL, &hold);
             const char *sufs = f ? tm_path_suffix(f, k) : NULL;
-            PyObject *suf = sufs ? PyUnicode_FromString(sufs) : NULL;
+            PyObject *suf = sufs ? ptk_kit_name_str(sufs) : NULL;
+            Py_XDECREF(hold);
             PyObject *c = suf ? PyDict_GetItemWithError(counts, suf) : NULL;
             if (c == NULL) {
                 Py_XDECREF(suf);
@@ -222,7 +226,8 @@ tm_labels_index(tm_state *st, tm_labels *L, PyObject *index)
     return 0;
 }
 
-/* L->cnames and L->snames: the UTF-8 of the names and short names, kept
+/* L->cnames and L->snames: the text form and the bytes (fs_name.h) of the
+ * names and short names, kept
  * alive by L->cname_objs, with ';' (separates frames) and newlines (end a
  * line) replaced. -1 on error. */
 static int
@@ -238,7 +243,17 @@ tm_labels_cnames(tm_labels *L)
         /* ';' separates frames and a newline ends the line: replace both. */
         PyObject *name = i < L->n ? PyList_GET_ITEM(L->names, i)
                                   : PyList_GET_ITEM(L->shorts, i - L->n);
-        PyObject *b = PyUnicode_AsEncodedString(name, "utf-8", "replace");
+        /* the bytes a file name stands for (fs_name.h); the table shows
+         * the text form of those that are not UTF-8 */
+        PyObject *hold;
+        const char *u = ptk_kit_name_bytes(name, NULL, &hold);
+        char *text = u != NULL && i < L->n ? ptk_kit_name_text(u) : NULL;
+        PyObject *b = u == NULL                       ? NULL
+                      : i < L->n && text != NULL      ? PyBytes_FromString(text)
+                      : i < L->n                      ? PyErr_NoMemory()
+                                                      : PyBytes_FromString(u);
+        free(text);
+        Py_XDECREF(hold);
         if (b == NULL || PyList_Append(L->cname_objs, b) < 0) {
             Py_XDECREF(b);
             return -1;

@@ -20,6 +20,7 @@
 #include "timer.h"
 
 #include "../common/c_label.h"
+#include "../common/fs_name.h"
 #include "../common/json_quote.h"
 #include "../common/put_decimal.h"
 

@@ -973,6 +973,238 @@ def case_html_long_paths(tmp):
           "a temporary was left")
 
 
+# ---- 5: a file name that is not UTF-8 loses no report -----------------------
+
+def case_non_utf8_names(tmp):
+    """A module whose file name is not UTF-8 (bad\\xff.py, legal on Linux;
+    Python names it bad\\udcff.py, as os.fsdecode does) is run under every
+    plugin: every report is written and carries the name whole: in JSON and
+    pstats as that str (json.loads and os.fsencode give the bytes back), in
+    text formats (lcov, XML, HTML, folded, the summary, the Perfetto trace's
+    strings) as bad\\xff.py. Timer, timeline and coverage wrote nothing and
+    exited 3 (UnicodeEncodeError: surrogates not allowed). `pytracekit
+    combine` reads back what they wrote."""
+    import pstats
+    LC = "<listcomp>"  # a function before 3.12 (PEP 709)
+    import xml.etree.ElementTree as ET
+    d = os.path.join(tmp, "src")
+    os.mkdir(d)
+    with open(os.path.join(os.fsencode(d), b"bad\xff.py"), "w") as f:
+        f.write("class Obj:\n    pass\n"
+                "def f(x):\n    if x:\n        return 1\n    return 2\n"
+                "keep = [Obj() for _ in range(40)]\nf(1)\nf(1)\n")
+    bad = os.path.join(d, os.fsdecode(b"bad\xff.py"))
+    modname = os.fsdecode(b"bad\xff")
+    shown = os.path.join(d, "bad\\xff.py")
+    main = write(os.path.join(tmp, "main.py"), f"""\
+        import sys
+        sys.path.insert(0, {d!r})
+        m = __import__({modname!r})
+        m.f(1)
+        """)
+    specs = ["-p", "counter", "-p", "timer:speedscope=true,folded=true",
+             "-p", "timeline:format=json", "-p", "coverage:branch=true,html=true",
+             "-p", "reftrack:sites=true"]
+    reftrack = sys.version_info >= (3, 13)  # the reference tracer is 3.13+
+    if not reftrack:
+        print("reftrack left out: it needs CPython 3.13+")
+        specs = specs[:-2]
+    outs = []
+    for k in range(2):
+        out = os.path.join(tmp, f"out{k}")
+        outs.append(out)
+        p = run_cli(specs + ["-o", out, main], cwd=tmp)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        check(shown in p.stdout + p.stderr or "src/bad\\xff.py" in p.stdout + p.stderr,
+              f"the summary does not name the file: {p.stdout[-800:]!r}")
+    out = outs[0]
+    with open(os.path.join(out, "run.json")) as f:
+        listed = sorted(json.load(f)["files"])
+    want = ["counter.json", "coverage.json", "coverage.lcov", "coverage.xml", "html/",
+            "reftrack.json", "timeline.json", "timeline.summary.json", "timer.folded",
+            "timer.json", "timer.pstats", "timer.speedscope.json"]
+    if not reftrack:
+        want.remove("reftrack.json")
+    check(all(w in listed for w in want), f"reports {listed}")
+
+    def load(name, d=out):
+        with open(os.path.join(d, name), encoding="utf-8") as f:
+            return json.load(f)
+
+    counted = sorted((x["qualname"], x["calls"]) for x in load("counter.json")["functions"]
+                     if x["file"] == bad and x["qualname"] != LC)
+    check(counted == [("<module>", 1), ("Obj", 1), ("f", 3)], f"counter: {counted}")
+    timed = sorted((x["name"], x["calls"]) for x in load("timer.json")["functions"]
+                   if x["file"] == bad and x["name"] != LC)
+    check(timed == [("<module>", 1), ("Obj", 1), ("f", 3)], f"timer.json: {timed}")
+    st = pstats.Stats(os.path.join(out, "timer.pstats"))
+    ps = sorted((k[2], v[1]) for k, v in st.stats.items()
+                if k[0] == bad and k[2] != LC)
+    check(ps == [("<module>", 1), ("Obj", 1), ("f", 3)], f"timer.pstats: {ps}")
+    frames = load("timer.speedscope.json")["shared"]["frames"]
+    named = sorted(x["name"] for x in frames
+                   if x.get("file") == bad and not x["name"].startswith(LC))
+    check(named == ["<module> (bad\udcff.py:1)", "Obj (bad\udcff.py:1)",
+                    "f (bad\udcff.py:3)"], f"speedscope {named}")
+    with open(os.path.join(out, "timer.folded"), encoding="utf-8") as f:
+        folded = f.read()
+    check(";f (bad\\xff.py:3) " in folded, f"timer.folded: {folded[:600]!r}")
+    events = load("timeline.json")
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    spans = sorted({e["name"] for e in events if e.get("ph") in ("B", "X")
+                    and bad in e["name"] and LC not in e["name"]})
+    check(spans == [bad + ":1(<module>)", bad + ":1(Obj)", bad + ":3(f)"], f"timeline: {spans}")
+    files = load("coverage.json")["files"]
+    check(bad in files, f"coverage.json: {list(files)}")
+    rec = files[bad]
+    check(rec["lines"] == [1, 2, 3, 4, 5, 6, 7, 8, 9] and rec["missing_lines"] == [6]
+          and rec["branches"] == [[4, [5, 6]]] and rec["summary"]["missing_branches"] == 1,
+          f"coverage of the file: {rec}")
+    with open(os.path.join(out, "coverage.lcov"), encoding="utf-8") as f:
+        sf = sorted(x for x in f.read().split("\n") if x.startswith("SF:"))
+    check(sf == sorted(["SF:" + main, "SF:" + shown]), f"lcov: {sf}")
+    tree = ET.parse(os.path.join(out, "coverage.xml"))
+    names = sorted(c.get("filename") for c in tree.iter("class"))
+    check(names == ["main.py", "src/bad\\xff.py"], f"XML names {names}")
+    with open(os.path.join(out, "html", "index.html"), encoding="utf-8") as f:
+        check("bad\\xff.py" in f.read(), "html/index.html does not name the file")
+    with open(os.path.join(out, "timeline.json"), "rb") as f:
+        check(b"bad\\udcff.py" in f.read(), "timeline.json: not the \\udcNN escape")
+    refs = load("reftrack.json") if reftrack else {"leaks": [], "types": []}
+    obj = modname + ".Obj"
+    leaks = [x for x in refs["leaks"] if x["type"] == obj]
+    if reftrack:
+        check(leaks == [{"type": obj, "count": 40, "file": bad, "line": 7,
+                         "function": "<module>"}], f"reftrack leaks: {leaks}")
+        check([x["alive"] for x in refs["types"] if x["type"] == obj] == [40],
+              "reftrack types")
+    # the Perfetto trace: its strings are UTF-8, the name in its text form
+    p = run_cli(["-p", "timeline", "-o", os.path.join(tmp, "pf"), main], cwd=tmp)
+    check(p.returncode == 0, f"perfetto: exit {p.returncode}: {p.stderr[-1500:]}")
+    with open(os.path.join(tmp, "pf", "timeline.perfetto-trace"), "rb") as f:
+        check(os.fsencode(shown) in f.read(), "the trace does not name the file")
+    # combine reads back what the plugins wrote
+    both = os.path.join(tmp, "both")
+    p = run_cli(["combine", "-o", both] + outs, cwd=tmp)
+    check(p.returncode == 0, f"combine: exit {p.returncode}: {p.stderr[-1500:]}")
+    files = load("coverage.json", both)["files"]
+    rec = files.get(bad, {})
+    hits = dict(rec.get("hits", []))
+    check(sorted(set(rec.get("lines", [])) - set(hits)) == [6] and hits.get(4) == 6,
+          f"combined coverage {rec}")
+    timed = sorted((x["name"], x["calls"]) for x in load("timer.json", both)["functions"]
+                   if x["file"] == bad and x["name"] != LC)
+    check(timed == [("<module>", 2), ("Obj", 2), ("f", 6)], f"combined timer.json: {timed}")
+    st = pstats.Stats(os.path.join(both, "timer.pstats"))
+    ps = sorted((k[2], v[1]) for k, v in st.stats.items()
+                if k[0] == bad and k[2] != LC)
+    check(ps == [("<module>", 2), ("Obj", 2), ("f", 6)], f"combined timer.pstats: {ps}")
+    counted = sorted((x["qualname"], x["calls"])
+                     for x in load("counter.json", both)["functions"]
+                     if x["file"] == bad and x["qualname"] != LC)
+    check(counted == [("<module>", 2), ("Obj", 2), ("f", 6)], f"combined counter: {counted}")
+    with open(os.path.join(both, "coverage.lcov"), encoding="utf-8") as f:
+        check("SF:" + shown + "\n" in f.read(), "combined lcov")
+
+
+# ---- 12: long-running processes: no code object or thread kept -------------
+
+MALLINFO = """
+import ctypes, gc, sys
+class _Mi(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                 "fsmblks", "uordblks", "fordblks", "keepcost")]
+_libc = ctypes.CDLL(None)
+_libc.mallinfo2.restype = _Mi
+def in_use():
+    gc.collect()
+    m = _libc.mallinfo2()
+    return m.uordblks + m.hblkhd
+"""
+
+
+def case_code_refs(tmp):
+    """Code objects made, run once and dropped under counter, timeline and
+    reftrack are freed (a weak reference to each is dead afterwards, but for
+    the one the counter saw last); each had a 100 KB constant, and the bytes
+    in use grow by less than 4 KB per function (the names). Counter and
+    timeline kept every code object: +101 KB per function (3,000: +300 MB)."""
+    n = 200
+    plugins = ("counter", "timeline") + (("reftrack",) if sys.version_info >= (3, 13) else ())
+    for plugin in plugins:
+        p = run_py(tmp, MALLINFO + f"""
+import os, weakref, pytracekit
+s = pytracekit.Session([{plugin!r}], output_dir={os.path.join(tmp, plugin)!r})
+s.start()
+def batch(k, n):
+    refs = []
+    for i in range(n):
+        ns = {{}}
+        exec(compile(f"def g{{i}}():\\n    return {{(str(i) + ' ' + 'x' * 100000)!r}}\\n",
+                     f"gen_{{k}}_{{i}}.py", "exec"), ns)
+        ns[f"g{{i}}"]()
+        refs.append(weakref.ref(ns[f"g{{i}}"].__code__))
+        del ns
+    return refs
+batch("warm", 20)
+before = in_use()
+refs = batch("m", {n})
+grown = in_use() - before
+alive = sum(r() is not None for r in refs)
+s.stop()
+rc = s.report()
+s.close()
+print(alive, grown, rc)
+""", timeout=60)
+        check(p.returncode == 0, f"{plugin}: exit {p.returncode}: {p.stderr[-1500:]}")
+        alive, grown, rc = (int(x) for x in p.stdout.split()[-3:])
+        check(rc == 0, f"{plugin}: report {rc}")
+        check(alive <= 1, f"{plugin} keeps {alive} of {n} dropped code objects alive")
+        if os.environ.get("PTK_SANITIZE") != "1":  # ASan's allocator: no mallinfo
+            check(grown < n * 4096, f"{plugin}: +{grown} bytes for {n} dropped functions")
+
+
+def case_thread_end(tmp):
+    """2,000 threads started and ended under the timeline (threads="all"):
+    its per-thread state goes when a thread ends (on_thread_end), but for a
+    small record its report needs. It kept a 128-frame stack for every
+    thread ever started: +6.6 KB per thread (20,000 threads: +130 MB); now
+    about 0.5 KB with the hub's own record (the counter alone: 0.3 KB)."""
+    if os.environ.get("PTK_SANITIZE") == "1":
+        skip("ASan's allocator has no mallinfo2: the bytes in use cannot be read")
+    n = 2000
+    res = {}
+    for plugin in ("counter", "timeline"):
+        p = run_py(tmp, MALLINFO + f"""
+import os, threading, pytracekit
+s = pytracekit.Session([{plugin!r}], output_dir={os.path.join(tmp, plugin)!r},
+                       threads="all")
+s.start()
+def body():
+    pass
+def run(n):
+    for _ in range(n):
+        t = threading.Thread(target=body)
+        t.start()
+        t.join()
+run(50)
+before = in_use()
+run({n})
+grown = in_use() - before
+s.stop()
+rc = s.report()
+s.close()
+print(grown, rc)
+""", timeout=60)
+        check(p.returncode == 0, f"{plugin}: exit {p.returncode}: {p.stderr[-1500:]}")
+        grown, rc = (int(x) for x in p.stdout.split()[-2:])
+        check(rc == 0, f"{plugin}: report {rc}")
+        res[plugin] = grown / n
+    check(res["timeline"] < 1024 and res["timeline"] - res["counter"] < 512,
+          f"bytes kept per ended thread: {res}")
+
+
 def main():
     if CLI is None:
         skip("PTK_CLI is not set")

@@ -111,9 +111,20 @@ init_extra(void)
         return 0;
     }
     extra_index = code_extra_index(rec_free);
-    if (extra_index < 0) {
-        return -1;
+    return extra_index < 0 ? -1 : 0;
+}
+
+/* The prologue opcodes, from the opcode module: read when the first line
+ * record is made, not with the first code record (a filter or a
+ * host->code_slot alone would import opcode for nothing). */
+static void
+init_ops(void)
+{
+    static int ready;
+    if (ready) {
+        return;
     }
+    ready = 1;
     static const char *const names[] = {"CACHE", "RESUME", "RETURN_GENERATOR",
                                         "POP_TOP", "MAKE_CELL",
                                         "COPY_FREE_VARS", "EXTENDED_ARG",
@@ -139,7 +150,6 @@ init_extra(void)
     }
     Py_XDECREF(opmap);
     PyErr_Clear();
-    return 0;
 }
 
 static coderec *
@@ -167,6 +177,7 @@ rec_get(PyCodeObject *code)
 static int
 rec_lines(coderec *r, PyCodeObject *code)
 {
+    init_ops();
     PyObject *bytes = PyCode_GetCode(code);
     PyObject *it = bytes ? PyObject_CallMethod((PyObject *)code, "co_lines", NULL) : NULL;
     PyObject *list = it ? PySequence_List(it) : NULL;

@@ -188,39 +188,45 @@ def table(paths):
         return "–" if t is None else "%.2f (%.2f–%.2f, n=%d)" % t
 
     keys = sorted({(p, s) for _, p, s, _ in runs})
-    print("Instructions (callgrind, whole process, summed over processes), ratio to bare:\n")
-    print("| Python | suite | bare Ir | counter | timer | cProfile | profiling.tracing "
-          "| cov line | cov branch | coverage.py line | coverage.py branch "
-          "| timer ÷ cProfile | cov line ÷ coverage.py | cov branch ÷ coverage.py "
-          "| branch ÷ line |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for p, s in keys:
-        b = instr(p, s, "bare")
-        if b is None:
+    names = {"counter": "counter", "timer": "timer", "cprofile": "cProfile",
+             "tracing": "profiling.tracing", "sampling": "sampler", "cov_line": "cov line",
+             "cov_branch": "cov branch", "covpy_line": "coverage.py line",
+             "covpy_branch": "coverage.py branch"}
+    # the target ratios: (label, variant, base); "prof" is profiling.tracing
+    # where there is one (3.15), else cProfile
+    targets = [("timer ÷ cProfile", "timer", "prof"), ("timer ÷ sampler", "timer", "sampling"),
+               ("cov line ÷ coverage.py", "cov_line", "covpy_line"),
+               ("cov branch ÷ coverage.py", "cov_branch", "covpy_branch"),
+               ("cov branch ÷ cov line", "cov_branch", "cov_line"),
+               ("coverage.py branch ÷ line", "covpy_branch", "covpy_line")]
+    for mode in ("callgrind", "cpu"):
+        rows = [(p, s) for p, s in keys if runs.get((mode, p, s, "bare"))]
+        if not rows:
             continue
-        prof = "tracing" if instr(p, s, "tracing") else "cprofile"
-        print("| %s | %s | %.2f G | %s |" % (p, s, b / 1e9, " | ".join(
-            [f(ir(p, s, v, "bare")) for v in ("counter", "timer", "cprofile", "tracing",
-                                              "cov_line", "cov_branch", "covpy_line",
-                                              "covpy_branch")]
-            + [f(ir(p, s, "timer", prof)), f(ir(p, s, "cov_line", "covpy_line")),
-               f(ir(p, s, "cov_branch", "covpy_branch")),
-               f(ir(p, s, "cov_branch", "cov_line"))])))
-    print("\nCPU time (user + sys, whole process), median of per-round ratios "
-          "(min–max, rounds):\n")
-    print("| Python | suite | bare CPU | timer ÷ bare | cProfile ÷ bare | sampler ÷ bare "
-          "| timer ÷ cProfile | timer ÷ sampler | cov line ÷ bare | cov line ÷ coverage.py |")
-    print("|---|---|---:|---|---|---|---|---|---|---|")
-    for p, s in keys:
-        bare = [x["cpu_s"] for x in runs.get(("cpu", p, s, "bare"), [])]
-        if not bare:
-            continue
-        prof = "tracing" if runs.get(("cpu", p, s, "tracing")) else "cprofile"
-        print("| %s | %s | %.2f s | %s |" % (p, s, statistics.median(bare), " | ".join([
-            c(cpu_ratio(p, s, "timer", "bare")), c(cpu_ratio(p, s, prof, "bare")),
-            c(cpu_ratio(p, s, "sampling", "bare")), c(cpu_ratio(p, s, "timer", prof)),
-            c(cpu_ratio(p, s, "timer", "sampling")), c(cpu_ratio(p, s, "cov_line", "bare")),
-            c(cpu_ratio(p, s, "cov_line", "covpy_line"))])))
+        if mode == "callgrind":
+            print("Instructions (callgrind, whole process, summed over its processes):\n")
+            val = lambda p, s, v, b: f(ir(p, s, v, b))  # noqa: E731
+            base = lambda p, s: "%.2f G" % (instr(p, s, "bare") / 1e9)  # noqa: E731
+        else:
+            print("\nCPU time (user + sys, whole process): median of the per-round ratios "
+                  "(min–max, rounds):\n")
+            val = lambda p, s, v, b: c(cpu_ratio(p, s, v, b))  # noqa: E731
+            base = lambda p, s: "%.2f s" % statistics.median(  # noqa: E731
+                x["cpu_s"] for x in runs[("cpu", p, s, "bare")])
+        present = [v for v in VARIANTS[1:] if any(runs.get((mode, p, s, v)) for p, s in rows)]
+        print("| Python | suite | bare | " + " | ".join("%s ÷ bare" % names[v] for v in present)
+              + " |")
+        print("|---|---|---:|" + "---:|" * len(present))
+        for p, s in rows:
+            print("| %s | %s | %s | %s |" % (p, s, base(p, s), " | ".join(
+                val(p, s, v, "bare") for v in present)))
+        print()
+        print("| Python | suite | " + " | ".join(t[0] for t in targets) + " |")
+        print("|---|---|" + "---:|" * len(targets))
+        for p, s in rows:
+            prof = "tracing" if runs.get((mode, p, s, "tracing")) else "cprofile"
+            print("| %s | %s | %s |" % (p, s, " | ".join(
+                val(p, s, v, prof if b == "prof" else b) for _, v, b in targets)))
     bad = sorted({(k[1], k[2], k[3], r["rc"]) for k, rs in runs.items() for r in rs
                   if r["rc"] != 0})
     for b in bad:

@@ -58,6 +58,9 @@ from bench_realprog import MEASURED, cache_value, run_once  # noqa: E402
 SUITES = ["test_difflib", "test_enum", "test_argparse", "test_json"]
 VARIANTS = ["bare", "counter", "timer", "cprofile", "tracing", "sampling",
             "cov_line", "cov_branch", "covpy_line", "covpy_branch"]
+# the same through `python -m pytracekit` (the interpreter itself, not the
+# CLI, which embeds libpython: see bench/README.md)
+MODULE_VARIANTS = ["counter_m", "timer_m", "cov_line_m", "cov_branch_m"]
 VENV = os.environ.get("PTK_VENV_DIR", "/var/cache/pytracekit/venv")
 
 
@@ -76,6 +79,9 @@ def command(variant, python, build, suite, outdir):
     test = [os.path.join(HERE, "run_suite.py"), suite]
     cli = [os.path.join(build, "tools", "pytracekit"), "-o", outdir,
            "--plugin-path", os.path.join(build, "plugins")]
+    if variant.endswith("_m"):
+        variant = variant[:-2]
+        cli = [python, "-m", "pytracekit"] + cli[1:]
     include = MEASURED.get(suite, "*/%s.py" % suite[5:])
     if variant == "bare":
         return [python] + test
@@ -127,6 +133,7 @@ def measure(args):
     if args.mode == "callgrind":
         variants = [v for v in variants if v != "sampling"]
     reps = 1 if args.mode == "callgrind" else args.reps
+    batch = time.strftime("%Y-%m-%dT%H:%M:%S")  # a ratio pairs runs of one batch and round
     for rnd in range(reps):
         for suite in args.suites:
             order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
@@ -135,8 +142,12 @@ def measure(args):
                 outdir = os.path.join(work, "out")
                 os.mkdir(outdir)
                 argv = command(variant, python, build, suite, outdir)
+                if variant.endswith("_m"):  # the build's package, for -m pytracekit
+                    os.environ["PYTHONPATH"] = os.path.join(build, "python")
+                else:
+                    os.environ.pop("PYTHONPATH", None)
                 rec = {"python": version, "suite": suite, "variant": variant,
-                       "mode": args.mode, "round": rnd, "argv": argv}
+                       "mode": args.mode, "batch": batch, "round": rnd, "argv": argv}
                 t0 = time.monotonic()
                 if args.mode == "callgrind":
                     keep = (os.path.join(args.keep, "%s-%s-%s" % (version, suite, variant))
@@ -172,8 +183,8 @@ def table(paths):
 
     def cpu_ratio(p, s, v, base):
         """median and min over rounds of v's CPU / base's CPU in the same round"""
-        a = {x["round"]: x["cpu_s"] for x in runs.get(("cpu", p, s, v), [])}
-        b = {x["round"]: x["cpu_s"] for x in runs.get(("cpu", p, s, base), [])}
+        a = {(x.get("batch"), x["round"]): x["cpu_s"] for x in runs.get(("cpu", p, s, v), [])}
+        b = {(x.get("batch"), x["round"]): x["cpu_s"] for x in runs.get(("cpu", p, s, base), [])}
         q = [a[k] / b[k] for k in a if k in b and b[k]]
         return (statistics.median(q), min(q), max(q), len(q)) if q else None
 
@@ -191,14 +202,18 @@ def table(paths):
     names = {"counter": "counter", "timer": "timer", "cprofile": "cProfile",
              "tracing": "profiling.tracing", "sampling": "sampler", "cov_line": "cov line",
              "cov_branch": "cov branch", "covpy_line": "coverage.py line",
-             "covpy_branch": "coverage.py branch"}
+             "covpy_branch": "coverage.py branch", "counter_m": "-m counter",
+             "timer_m": "-m timer", "cov_line_m": "-m cov line", "cov_branch_m": "-m cov branch"}
     # the target ratios: (label, variant, base); "prof" is profiling.tracing
     # where there is one (3.15), else cProfile
     targets = [("timer ÷ cProfile", "timer", "prof"), ("timer ÷ sampler", "timer", "sampling"),
                ("cov line ÷ coverage.py", "cov_line", "covpy_line"),
                ("cov branch ÷ coverage.py", "cov_branch", "covpy_branch"),
                ("cov branch ÷ cov line", "cov_branch", "cov_line"),
-               ("coverage.py branch ÷ line", "covpy_branch", "covpy_line")]
+               ("coverage.py branch ÷ line", "covpy_branch", "covpy_line"),
+               ("-m timer ÷ cProfile", "timer_m", "prof"), ("-m timer ÷ sampler", "timer_m", "sampling"),
+               ("-m cov line ÷ coverage.py", "cov_line_m", "covpy_line"),
+               ("-m cov branch ÷ coverage.py", "cov_branch_m", "covpy_branch")]
     for mode in ("callgrind", "cpu"):
         rows = [(p, s) for p, s in keys if runs.get((mode, p, s, "bare"))]
         if not rows:
@@ -213,7 +228,7 @@ def table(paths):
             val = lambda p, s, v, b: c(cpu_ratio(p, s, v, b))  # noqa: E731
             base = lambda p, s: "%.2f s" % statistics.median(  # noqa: E731
                 x["cpu_s"] for x in runs[("cpu", p, s, "bare")])
-        present = [v for v in VARIANTS[1:] if any(runs.get((mode, p, s, v)) for p, s in rows)]
+        present = [v for v in VARIANTS[1:] + MODULE_VARIANTS if any(runs.get((mode, p, s, v)) for p, s in rows)]
         print("| Python | suite | bare | " + " | ".join("%s ÷ bare" % names[v] for v in present)
               + " |")
         print("|---|---|---:|" + "---:|" * len(present))
@@ -227,6 +242,7 @@ def table(paths):
             prof = "tracing" if runs.get((mode, p, s, "tracing")) else "cprofile"
             print("| %s | %s | %s |" % (p, s, " | ".join(
                 val(p, s, v, prof if b == "prof" else b) for _, v, b in targets)))
+        print()
     bad = sorted({(k[1], k[2], k[3], r["rc"]) for k, rs in runs.items() for r in rs
                   if r["rc"] != 0})
     for b in bad:

@@ -207,7 +207,8 @@ class SourceModel:
         # expression, a comprehension) is no branch there.
         import ast
         self.branch_lines = set()
-        for node in ast.walk(ast.parse(text)):
+        tree = ast.parse(text)  # (parsed once: a report reads every file)
+        for node in ast.walk(tree):
             if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor)):
                 self.branch_lines.add(node.lineno)
             elif isinstance(node, getattr(ast, "match_case", ())):
@@ -218,7 +219,6 @@ class SourceModel:
         # of its code object)}
         self.oneliners = {}
         self.allowed = {}
-        tree = ast.parse(text)
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
         # Logical lines: [first, last] and their tokens.
         logical = []

@@ -42,7 +42,7 @@ ptk_kit_json_quote(const char *s, size_t n)
     *p++ = '"';
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        size_t k;
+        size_t k = 0;
         if (json_plain(c)) {
             *p++ = (char)c;
         }
@@ -72,7 +72,7 @@ ptk_kit_json_write(FILE *f, const char *s)
     const unsigned char *p = (const unsigned char *)s;
     for (;;) {
         const unsigned char *run = p;
-        size_t k;
+        size_t k = 0;
         while (*p != 0 && (json_plain(*p) || (k = json_multi(p)) > 0)) {
             p += json_plain(*p) ? 1 : k;
         }

@@ -192,5 +192,29 @@ def case_reports():
     print("PASS")
 
 
+def case_html():
+    """lines.html as a browser shows it: the hottest line red."""
+    from ptk_browser import browser_env, chromium, chromium_args, dump_dom, png_pixels
+    browser = chromium()
+    with tempfile.TemporaryDirectory() as tmp:
+        _, out, _, _ = run_lines(tmp, "lines:modules=__main__", SLEEPY)
+        page = os.path.join(out, "lines.html")
+        dom = dump_dom(browser, tmp, page)
+        check('id="f2l8" class="hottest"' in dom and "Line timing" in dom,
+              "the page renders with outer's hottest line")
+        shot = os.path.join(tmp, "lines.png")
+        p = subprocess.run(chromium_args(browser, tmp) + [
+            "--window-size=1000,1400", "--screenshot=" + shot, "file://" + page + "#f2"],
+            env=browser_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=120)
+        check(p.returncode == 0 and os.path.exists(shot),
+              f"chromium --screenshot failed ({p.returncode}):\n{p.stderr}")
+        pixels = png_pixels(shot)
+    hot = (255, 65, 65)
+    check(any(all(abs(a - b) <= 2 for a, b in zip(px, hot)) for px in pixels),
+          f"the screenshot has no hottest-line red {hot}")
+    print("PASS: rendered, the hottest line red")
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]]()

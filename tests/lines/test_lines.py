@@ -84,18 +84,25 @@ def run_lines(tmp, spec, prog=PROG):
     with open(path, "w") as f:
         f.write(prog)
     out = os.path.join(tmp, "out")
-    p = run_cli(["-o", out, "-p", spec, path], cwd=tmp)
+    args = ["-o", out]
+    for one in spec.split("\0-p"):
+        args += ["-p", one]
+    p = run_cli(args + [path], cwd=tmp)
     check(p.returncode == 0, f"run failed: {p.stdout}\n{p.stderr}")
     with open(os.path.join(out, "lines.json")) as f:
         return path, out, json.load(f), p.stderr
 
 
+def settrace_hits(path):
+    p = subprocess.run([PYTHON, "-c", ORACLE, path], capture_output=True, text=True,
+                       check=True)
+    return {int(k): v for k, v in json.loads(p.stdout).items()}
+
+
 def case_settrace():
     with tempfile.TemporaryDirectory() as tmp:
         path, _, data, _ = run_lines(tmp, "lines:modules=__main__,html=false")
-        p = subprocess.run([PYTHON, "-c", ORACLE, path], capture_output=True, text=True,
-                           check=True)
-        oracle = {int(k): v for k, v in json.loads(p.stdout).items()}
+        oracle = settrace_hits(path)
     ours = {int(k): v["hits"] for k, v in data["files"][path]["lines"].items()}
     if ours != oracle:
         fail(f"hits differ from sys.settrace's: "
@@ -111,6 +118,22 @@ def case_settrace():
     check(funcs["gen"]["calls"] == 150, f"gen started 150 times (resumes are no calls): {funcs['gen']}")
     check(funcs["fails"]["calls"] == 150, f"fails: {funcs['fails']}")
     print(f"PASS: {sum(ours.values())} hits on {len(ours)} lines equal to sys.settrace's")
+
+
+def case_coverage():
+    """Beside the coverage plugin, which switches each line off once it has
+    run: the lines plugin still sees every LINE (each DISABLE is its own)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out, data, _ = run_lines(
+            tmp, "lines:modules=__main__,html=false\0-pcoverage:source=" + tmp)
+        oracle = settrace_hits(path)
+        with open(os.path.join(out, "coverage.json")) as f:
+            cov = json.load(f)
+    ours = {int(k): v["hits"] for k, v in data["files"][path]["lines"].items()}
+    check(ours == oracle, f"hits beside coverage differ from sys.settrace's: {ours} {oracle}")
+    executed = [n for n, hits in cov["files"][path]["hits"] if hits]
+    check(executed == sorted(oracle), f"coverage's lines {executed}, run: {sorted(oracle)}")
+    print(f"PASS: {sum(ours.values())} hits beside coverage, which has {len(executed)} lines")
 
 
 SLEEPY = textwrap.dedent("""\

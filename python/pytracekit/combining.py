@@ -14,9 +14,9 @@ coverage.json (through the
 coverage plugin's own merge, which writes coverage.lcov and coverage.xml
 too). A report directory that has a run.json contributes only the files that
 run.json lists, so the leftovers of an earlier run are never mixed in.
-What is not combined (a timeline, reftrack.json, per-thread timer files), and
-a format that only some of a plugin's report sets have, is said on stderr
-and listed in the output's run.json under "left_out".
+What is not combined (a timeline, reftrack.json, lines.json, per-thread timer
+files), and a format that only some of a plugin's report sets have, is said
+on stderr and listed in the output's run.json under "left_out".
 
 --paths maps file names recorded on other machines onto this one, as the
 [paths] section of coverage.py does: a recorded path that starts with one of

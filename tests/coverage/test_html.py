@@ -14,13 +14,11 @@ three highlight colours. Skips (77), saying why, when Chromium is absent
 import html.parser
 import os
 import re
-import struct
 import subprocess
-import zlib
 
 import ptk_coverage_util as u
 import ptk_sanitize  # noqa: F401 (a PLAIN_DRIVER: the command gets PYTHONMALLOC back)
-from ptk_browser import browser_env, chromium, chromium_args, dump_dom
+from ptk_browser import browser_env, chromium, chromium_args, dump_dom, png_pixels
 
 COLOURS = {"run": (0xdd, 0xff, 0xdd), "mis": (0xff, 0xdd, 0xdd), "par": (0xff, 0xff, 0xaa)}
 
@@ -74,52 +72,6 @@ def parse(text):
     d = Dom()
     d.feed(text)
     return d
-
-
-def png_pixels(path):
-    """The RGB(A) pixels of a PNG file (8-bit, non-interlaced), as a set."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:8] != b"\x89PNG\r\n\x1a\n":
-        u.fail("%s is not a PNG" % path)
-    pos, idat, width = 8, b"", 0
-    while pos < len(raw):
-        n, kind = struct.unpack(">I4s", raw[pos:pos + 8])
-        chunk = raw[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
-            if depth != 8 or ctype not in (2, 6) or interlace:
-                u.fail("unexpected PNG format: depth %d, colour type %d" % (depth, ctype))
-            bpp = 3 if ctype == 2 else 4
-        elif kind == b"IDAT":
-            idat += chunk
-        pos += 12 + n
-    data = zlib.decompress(idat)
-    stride = width * bpp
-    prev = bytearray(stride)
-    out = set()
-    for y in range(height):
-        f = data[y * (stride + 1)]
-        line = bytearray(data[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            left = line[i - bpp] if i >= bpp else 0
-            up = prev[i]
-            ul = prev[i - bpp] if i >= bpp else 0
-            if f == 1:
-                line[i] = (line[i] + left) & 255
-            elif f == 2:
-                line[i] = (line[i] + up) & 255
-            elif f == 3:
-                line[i] = (line[i] + (left + up) // 2) & 255
-            elif f == 4:
-                p = left + up - ul
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - ul)
-                pred = left if pa <= pb and pa <= pc else (up if pb <= pc else ul)
-                line[i] = (line[i] + pred) & 255
-        for x in range(0, stride, bpp):
-            out.add(tuple(line[x:x + 3]))
-        prev = line
-    return out
 
 
 def expected_classes(rec):

@@ -53,10 +53,11 @@ def main():
     if len(heads) != len(set(heads)):
         fail("a repeated section: %s" % heads)
     for want in ("== counter:", "== timer:", "== coverage:", "== timeline:",
-                 "== what was written, and what opens it"):
+                 "== lines:", "== what was written, and what opens it"):
         if not any(h.startswith(want) for h in heads):
             fail("no section %r: %s" % (want, heads))
-    for opener in ("pstats", "speedscope", "ui.perfetto.dev", "genhtml", "index.html"):
+    for opener in ("pstats", "speedscope", "ui.perfetto.dev", "genhtml", "index.html",
+                   "lines.html"):
         if opener not in out.split("== what was written")[-1]:
             fail("the list does not say what opens the reports (%s)" % opener)
     # the counter's table appears once

@@ -66,7 +66,7 @@ def load(out, name):
 def counts(out):
     """What the reports say that does not change from run to run: the files
     written, the counter's events and calls, the timer's calls, the lines
-    coverage saw, the timeline's span names."""
+    coverage saw, the timeline's span names, the lines plugin's hits."""
     got = {}
     run = load(out, "run.json")
     got["files"] = sorted(run["files"]) if run else None
@@ -86,6 +86,10 @@ def counts(out):
         events = d.get("traceEvents", [d]) if isinstance(d, dict) else d
         got["timeline"] = sorted(collections.Counter(
             e["name"] for e in events if e.get("ph") == "B").items())
+    d = load(out, "lines.json")
+    if d is not None:  # hits are the same every run; times are not
+        got["lines"] = {f: sorted((n, v["hits"]) for n, v in e["lines"].items())
+                        for f, e in d["files"].items()}
     d = load(out, "reftrack.json")
     if d is not None:  # its counts vary from run to run; its types do not
         got["reftrack"] = (sorted(t["type"] for t in d["types"]),

@@ -1,0 +1,256 @@
+"""The lines plugin's reports, made from what the plugin measured
+(embedded in the plugin; docs/lines.md).
+
+render(funcs, calls, top, html) takes one tuple per code object seen,
+(file, qualname, first line, calls, {line: (hits, time_ns)}), and returns
+(the lines.json object, lines.txt as bytes, lines.html as bytes or None,
+the summary text)."""
+import os
+
+_UNIT = 1e-6  # the text and HTML reports' time unit: microseconds
+
+
+def _text(s):
+    """`s` for a UTF-8 text report: a byte os.fsdecode turned into a lone
+    surrogate is written \\xNN, as the other plugins' text reports do."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif 0xD800 <= o <= 0xDFFF:
+            out.append("\\u%04x" % o)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _h(s):
+    return (_text(s).replace("&", "&amp;").replace("<", "&lt;")
+            .replace(">", "&gt;").replace('"', "&quot;"))
+
+
+def _read_source(path):
+    """The file's lines, or None when it is not a readable regular file."""
+    import io
+    import stat
+    import tokenize
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as raw:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            os.set_blocking(fd, True)
+            data = raw.read()
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(enc).splitlines()
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _last_line(src, first, measured):
+    """The function's last line: the end of its block in the source (as
+    line_profiler shows it), at least its last measured line."""
+    last = max(measured) if measured else first
+    if src and 0 < first <= len(src):
+        import inspect
+        try:
+            block = inspect.getblock([s + "\n" for s in src[first - 1:]])
+            last = max(last, first + len(block) - 1)
+        except Exception:  # a block the tokenizer cannot read: measured lines
+            pass
+    return last
+
+
+class _Func:
+    def __init__(self, file, qualname, first, ncalls, lines):
+        self.file = file
+        self.qualname = qualname
+        self.first = first
+        self.calls = ncalls
+        self.lines = lines  # {line: (hits, time_ns)}
+        self.time_ns = sum(t for _, t in lines.values())
+        self.key = qualname
+
+
+def _merge(funcs):
+    """One _Func per (file, qualname, first line): code objects made again
+    for the same function (a module imported twice) are added up."""
+    merged = {}
+    for file, qualname, first, ncalls, lines in funcs:
+        k = (file, qualname, first)
+        f = merged.get(k)
+        if f is None:
+            merged[k] = _Func(file, qualname, first, ncalls, dict(lines))
+            continue
+        f.calls += ncalls
+        for n, (hits, t) in lines.items():
+            h0, t0 = f.lines.get(n, (0, 0))
+            f.lines[n] = (h0 + hits, t0 + t)
+        f.time_ns = sum(t for _, t in f.lines.values())
+    out = sorted(merged.values(), key=lambda f: (f.file, f.first, f.qualname))
+    # a qualified name twice in one file (two lambdas, a redefinition):
+    # each keyed with its first line
+    seen = {}
+    for f in out:
+        seen.setdefault((f.file, f.qualname), []).append(f)
+    for group in seen.values():
+        if len(group) > 1:
+            for f in group:
+                f.key = "%s:%d" % (f.qualname, f.first)
+    return out
+
+
+def _json(funcs, calls):
+    files = {}
+    for f in funcs:
+        entry = files.setdefault(f.file, {"lines": {}, "functions": {}})
+        entry["functions"][f.key] = {"line": f.first, "calls": f.calls,
+                                     "time_ns": f.time_ns}
+        lines = entry["lines"]
+        for n, (hits, t) in f.lines.items():
+            old = lines.get(n)
+            lines[n] = (hits, t) if old is None else (old[0] + hits, old[1] + t)
+    for entry in files.values():
+        entry["lines"] = {str(n): {"hits": h, "time_ns": t}
+                          for n, (h, t) in sorted(entry["lines"].items())}
+    return {"calls": bool(calls), "files": files}
+
+
+def _fmt_time(ns):
+    return "%.1f" % (ns * 1e-9 / _UNIT)
+
+
+def _text_report(funcs, sources, calls):
+    template = "%6s %9s %12s %8s %8s  %-s"
+    header = template % ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
+    out = ["Timer unit: %g s" % _UNIT, ""]
+    if not calls:
+        out += ["(calls=false: the time of the calls each line makes is left out)", ""]
+    for f in funcs:
+        src = sources.get(f.file)
+        last = _last_line(src, f.first, f.lines)
+        out.append("Total time: %g s" % (f.time_ns * 1e-9))
+        out.append("File: %s" % _text(f.file))
+        out.append("Function: %s at line %d" % (_text(f.qualname), f.first))
+        out.append("")
+        out.append(header)
+        out.append("=" * len(header))
+        for n in range(min([f.first] + list(f.lines)), last + 1):
+            text = src[n - 1] if src and 0 < n <= len(src) else ""
+            hits, t = f.lines.get(n, (0, 0))
+            if hits == 0 and t == 0:
+                out.append(template % (n, "", "", "", "", _text(text)))
+                continue
+            per = _fmt_time(t / hits) if hits else ""
+            pc = "%.1f" % (100.0 * t / f.time_ns) if f.time_ns else ""
+            out.append(template % (n, hits, _fmt_time(t), per, pc, _text(text)))
+        out.append("")
+        out.append("")
+    return "\n".join(out).encode("utf-8")
+
+
+_CSS = """
+body { font-family: sans-serif; margin: 1em 2em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; }
+table.index { border-collapse: collapse; }
+table.index td, table.index th { padding: 0.2em 0.8em; border-bottom: 1px solid #ddd; }
+table.index td.num, table.index th.num { text-align: right; }
+.source { font-family: monospace; font-size: 0.9em; white-space: pre; }
+.source p { margin: 0; padding: 0 0.3em; display: flex; }
+.source span.n { display: inline-block; width: 4em; text-align: right; color: #888;
+                 padding-right: 0.8em; }
+.source span.hits, .source span.time, .source span.pc { display: inline-block;
+  text-align: right; padding-right: 0.8em; color: #555; }
+.source span.hits { width: 6em; } .source span.time { width: 9em; }
+.source span.pc { width: 4.5em; }
+.source p.head { font-weight: bold; border-bottom: 1px solid #888; }
+.source p.hottest span.t { font-weight: bold; }
+"""
+
+
+def _heat(t, tmax):
+    """The background of a line that took `t` of its function's hottest
+    line's `tmax`: white to red."""
+    if tmax <= 0 or t <= 0:
+        return ""
+    a = min(1.0, t / tmax)
+    g = int(round(255 - 190 * a))
+    return " style=\"background: rgb(255,%d,%d)\"" % (g, g)
+
+
+def _html_report(funcs, sources, calls):
+    total = sum(f.time_ns for f in funcs)
+    rows = []
+    body = []
+    ranked = sorted(range(len(funcs)), key=lambda i: -funcs[i].time_ns)
+    for i in ranked:
+        f = funcs[i]
+        pc = 100.0 * f.time_ns / total if total else 0.0
+        rows.append("<tr><td class=\"name\"><a href=\"#f%d\">%s</a></td><td>%s:%d</td>"
+                    "<td class=\"num\">%d</td><td class=\"num\">%s</td>"
+                    "<td class=\"num\">%.1f%%</td></tr>"
+                    % (i, _h(f.qualname), _h(f.file), f.first, f.calls,
+                       _fmt_time(f.time_ns), pc))
+    for i, f in enumerate(funcs):
+        src = sources.get(f.file)
+        last = _last_line(src, f.first, f.lines)
+        tmax = max([t for _, t in f.lines.values()] + [0])
+        out = ["<p class=\"head\"><span class=\"n\">Line</span><span class=\"hits\">Hits"
+               "</span><span class=\"time\">Time (\u00b5s)</span><span class=\"pc\">% Time"
+               "</span><span class=\"t\">Line Contents</span></p>"]
+        for n in range(min([f.first] + list(f.lines)), last + 1):
+            text = src[n - 1] if src and 0 < n <= len(src) else ""
+            hits, t = f.lines.get(n, (0, 0))
+            cls = " class=\"hottest\"" if tmax > 0 and t == tmax else ""
+            pc = "%.1f" % (100.0 * t / f.time_ns) if f.time_ns and hits else ""
+            out.append("<p id=\"f%dl%d\"%s%s><span class=\"n\">%d</span>"
+                       "<span class=\"hits\">%s</span><span class=\"time\">%s</span>"
+                       "<span class=\"pc\">%s</span><span class=\"t\">%s</span></p>"
+                       % (i, n, cls, _heat(t, tmax), n, hits if hits else "",
+                          _fmt_time(t) if hits else "", pc, _h(text) or " "))
+        note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
+        body.append("<h2 id=\"f%d\">%s</h2>\n<p>%s, line %d: %d calls, %s \u00b5s</p>\n%s"
+                    "<div class=\"source\">\n%s\n</div>"
+                    % (i, _h(f.qualname), _h(f.file), f.first, f.calls,
+                       _fmt_time(f.time_ns), note, "\n".join(out)))
+    what = ("time of each line with the calls it makes" if calls else
+            "time of each line without the calls it makes")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>Line timing</title>\n<style>%s</style>\n</head>\n<body>\n"
+            "<h1>Line timing</h1>\n<p>%d functions, the %s; the redder a line, the more "
+            "of its function's time it took.</p>\n"
+            "<table class=\"index\" id=\"index\">\n<thead><tr><th>Function</th><th>Where</th>"
+            "<th class=\"num\">Calls</th><th class=\"num\">Time (\u00b5s)</th>"
+            "<th class=\"num\">Share</th></tr></thead>\n<tbody>\n%s\n</tbody>\n</table>\n"
+            "%s\n</body>\n</html>\n"
+            % (_CSS, len(funcs), what, "\n".join(rows), "\n".join(body)))
+    return page.encode("utf-8")
+
+
+def _summary(funcs, top):
+    nlines = sum(len(f.lines) for f in funcs)
+    out = ["%d functions, %d lines measured" % (len(funcs), nlines)]
+    if top > 0:
+        allines = []
+        for f in funcs:
+            for n, (hits, t) in f.lines.items():
+                allines.append((t, hits, f, n))
+        allines.sort(key=lambda r: (-r[0], r[2].file, r[3]))
+        if allines:
+            out.append("%12s %9s  %s" % ("time (us)", "hits", "line"))
+        for t, hits, f, n in allines[:top]:
+            out.append("%12s %9d  %s:%d (%s)" % (_fmt_time(t), hits, _text(f.file), n,
+                                                _text(f.qualname)))
+    return "\n".join(out) + "\n"
+
+
+def render(funcs, calls, top, html):
+    funcs = _merge(funcs)
+    sources = {}
+    for f in funcs:
+        if f.file not in sources:
+            sources[f.file] = _read_source(f.file)
+    page = _html_report(funcs, sources, calls) if html else None
+    return (_json(funcs, calls), _text_report(funcs, sources, calls), page,
+            _summary(funcs, top))

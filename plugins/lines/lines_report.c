@@ -1,0 +1,160 @@
+/* lines: the reports, made by the embedded lines_format.py from the
+ * figures of every code object seen. */
+#include "lines.h"
+
+#include <marshal.h>
+
+#include "lines_embedded.h"
+
+/* The embedded module's dict: its marshalled code when this interpreter
+ * is the one it was built by, else its source compiled. */
+static PyObject *
+ln_load_format(void)
+{
+    PyObject *mod = PyModule_New("_ptk_lines_format");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *dict = PyModule_GetDict(mod); /* borrowed */
+    if (PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins()) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    PyObject *code = NULL;
+    if ((unsigned long)(Py_Version >> 16) == COV_EMBED_PY_VERSION) {
+        code = PyMarshal_ReadObjectFromString((const char *)lines_format_py_code,
+                                              (Py_ssize_t)lines_format_py_code_len);
+        if (code == NULL || !PyCode_Check(code)) {
+            Py_CLEAR(code);
+            PyErr_Clear();
+        }
+    }
+    if (code == NULL) {
+        code = Py_CompileString(lines_format_py, "_ptk_lines_format", Py_file_input);
+    }
+    if (code == NULL) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    PyObject *res = PyEval_EvalCode(code, dict, dict);
+    Py_DECREF(code);
+    if (res == NULL) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    Py_DECREF(res);
+    Py_INCREF(dict);
+    Py_DECREF(mod);
+    return dict;
+}
+
+/* (file, qualname, first, calls, {line: (hits, time_ns)}) per code object. */
+static PyObject *
+ln_funcs_list(const ln_state *st)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < st->nfuncs; i++) {
+        const ln_func *fn = st->funcs[i];
+        PyObject *lines = PyDict_New();
+        if (lines == NULL) {
+            goto fail;
+        }
+        for (size_t j = 0; j < fn->nlines; j++) {
+            const ln_line *l = &fn->lines[j];
+            if (l->hits == 0 && l->time_ns == 0) {
+                continue;
+            }
+            PyObject *k = PyLong_FromLong((long)fn->base + (long)j);
+            PyObject *v = Py_BuildValue("(KK)", (unsigned long long)l->hits,
+                                        (unsigned long long)l->time_ns);
+            int bad = k == NULL || v == NULL || PyDict_SetItem(lines, k, v) < 0;
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (bad) {
+                Py_DECREF(lines);
+                goto fail;
+            }
+        }
+        PyObject *t = Py_BuildValue("(OOiKN)", fn->file, fn->qualname, (int)fn->first,
+                                    (unsigned long long)fn->calls, lines);
+        if (t == NULL || PyList_Append(list, t) < 0) {
+            Py_XDECREF(t);
+            goto fail;
+        }
+        Py_DECREF(t);
+    }
+    return list;
+fail:
+    Py_DECREF(list);
+    return NULL;
+}
+
+/* Writes @p data (bytes) as output_dir/@p name, atomically. */
+static int
+ln_write_bytes(ln_state *st, const char *name, PyObject *data)
+{
+    if (!PyBytes_Check(data)) {
+        return st->host->fail(st->ctx, PTK_EPYTHON, "%s: the formatter gave no bytes", name);
+    }
+    void *token = NULL;
+    FILE *f = st->host->report_open(st->ctx, name, &token);
+    if (f == NULL) {
+        return PTK_EIO; /* the reason is recorded */
+    }
+    size_t n = (size_t)PyBytes_GET_SIZE(data);
+    int bad = fwrite(PyBytes_AS_STRING(data), 1, n, f) != n || ferror(f);
+    if (st->host->report_commit(token, !bad) != PTK_OK || bad) {
+        return st->host->fail(st->ctx, PTK_EIO, "cannot write %s", name);
+    }
+    return PTK_OK;
+}
+
+int
+ln__report(ln_state *st, const ptk_report_args *args)
+{
+    int rc = PTK_EPYTHON;
+    PyObject *fmt = NULL, *funcs = NULL, *res = NULL;
+    fmt = ln_load_format();
+    funcs = fmt != NULL ? ln_funcs_list(st) : NULL;
+    PyObject *render = fmt != NULL ? PyDict_GetItemString(fmt, "render") : NULL;
+    if (funcs != NULL && render != NULL) {
+        res = PyObject_CallFunction(render, "OiLi", funcs, st->calls, (long long)st->top,
+                                    st->html);
+    }
+    if (res == NULL || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 4) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "the lines formatter gave no 4-tuple");
+        }
+        rc = st->host->fail(st->ctx, PTK_EPYTHON, "making the reports failed");
+        goto done;
+    }
+    rc = st->host->report_write_object(args->ctx, "lines.json", PyTuple_GET_ITEM(res, 0),
+                                       PTK_FMT_JSON);
+    if (rc != PTK_OK) {
+        goto done;
+    }
+    rc = ln_write_bytes(st, "lines.txt", PyTuple_GET_ITEM(res, 1));
+    if (rc == PTK_OK && PyTuple_GET_ITEM(res, 2) != Py_None) {
+        rc = ln_write_bytes(st, "lines.html", PyTuple_GET_ITEM(res, 2));
+    }
+    if (rc != PTK_OK) {
+        goto done;
+    }
+    const char *summary = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 3));
+    if (summary == NULL) {
+        PyErr_Clear();
+    }
+    else if (args->summary != NULL) {
+        fprintf(args->summary, "lines: %s", summary);
+        fprintf(args->summary, "lines: written %s/lines.json, lines.txt%s\n",
+                args->output_dir, st->html ? ", lines.html" : "");
+    }
+done:
+    Py_XDECREF(res);
+    Py_XDECREF(funcs);
+    Py_XDECREF(fmt);
+    return rc;
+}

@@ -1,0 +1,243 @@
+"""The lines plugin on programs of its own: hits per line against
+sys.settrace's line events (recursion, a generator, an exception, two
+threads), the time of a line with and without its calls, the filter, and
+the reports' forms.
+
+    python test_lines.py settrace|calls|filter|reports
+"""
+import json
+import os
+import sys
+import tempfile
+import textwrap
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from ptk_testlib import PYTHON, check, fail, run_cli  # noqa: E402
+import subprocess  # noqa: E402
+
+PROG = textwrap.dedent("""\
+    import threading
+    import time
+
+    def rec(n):
+        if n == 0:
+            return 0
+        return 1 + rec(n - 1)
+
+    def gen(n):
+        for i in range(n):
+            yield i * 2
+
+    def fails(x):
+        try:
+            raise ValueError(x)
+        except ValueError:
+            return -1
+
+    def sleeper():
+        for _ in range(3):
+            time.sleep(0.02)
+
+    def work():
+        total = 0
+        for k in range(50):
+            total += rec(k % 7)
+            total += sum(gen(4))
+            total += fails(k)
+        return total
+
+    def main():
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        work()
+        for t in threads:
+            t.join()
+        sleeper()
+
+    main()
+    """)
+
+ORACLE = textwrap.dedent("""\
+    import json, sys, threading
+    path = sys.argv[1]
+    hits = {}
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != path:
+            return None
+        if event == "line":
+            hits[frame.f_lineno] = hits.get(frame.f_lineno, 0) + 1
+        return tracer
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    src = open(path).read()
+    g = {"__name__": "__main__", "__file__": path}
+    exec(compile(src, path, "exec"), g)
+    sys.settrace(None)
+    threading.settrace(None)
+    print(json.dumps(hits))
+    """)
+
+
+def run_lines(tmp, spec, prog=PROG):
+    path = os.path.join(tmp, "prog.py")
+    with open(path, "w") as f:
+        f.write(prog)
+    out = os.path.join(tmp, "out")
+    args = ["-o", out]
+    for one in spec.split("\0-p"):
+        args += ["-p", one]
+    p = run_cli(args + [path], cwd=tmp)
+    check(p.returncode == 0, f"run failed: {p.stdout}\n{p.stderr}")
+    with open(os.path.join(out, "lines.json")) as f:
+        return path, out, json.load(f), p.stderr
+
+
+def settrace_hits(path):
+    p = subprocess.run([PYTHON, "-c", ORACLE, path], capture_output=True, text=True,
+                       check=True)
+    return {int(k): v for k, v in json.loads(p.stdout).items()}
+
+
+def case_settrace():
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, data, _ = run_lines(tmp, "lines:modules=__main__,html=false")
+        oracle = settrace_hits(path)
+    ours = {int(k): v["hits"] for k, v in data["files"][path]["lines"].items()}
+    if ours != oracle:
+        fail(f"hits differ from sys.settrace's: "
+             f"{ {n: (oracle.get(n), ours.get(n)) for n in sorted(set(ours) | set(oracle)) if ours.get(n) != oracle.get(n)} }")
+    funcs = data["files"][path]["functions"]
+    expect = ["<module>", "fails", "gen", "main", "rec", "sleeper", "work"]
+    if sys.version_info < (3, 12):  # a comprehension is a function of its own (PEP 709)
+        expect.insert(4, "main.<locals>.<listcomp>")
+    check(sorted(funcs) == expect, f"functions: {sorted(funcs)}")
+    # 3 x 50 calls of work's loop; rec: 3 x 50 outer calls + the recursion
+    check(funcs["work"]["calls"] == 3, f"work calls: {funcs['work']}")
+    check(funcs["rec"]["calls"] == 3 * sum(k % 7 + 1 for k in range(50)), f"rec: {funcs['rec']}")
+    check(funcs["gen"]["calls"] == 150, f"gen started 150 times (resumes are no calls): {funcs['gen']}")
+    check(funcs["fails"]["calls"] == 150, f"fails: {funcs['fails']}")
+    print(f"PASS: {sum(ours.values())} hits on {len(ours)} lines equal to sys.settrace's")
+
+
+def case_coverage():
+    """Beside the coverage plugin, which switches each line off once it has
+    run: the lines plugin still sees every LINE (each DISABLE is its own)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out, data, _ = run_lines(
+            tmp, "lines:modules=__main__,html=false\0-pcoverage:source=" + tmp)
+        oracle = settrace_hits(path)
+        with open(os.path.join(out, "coverage.json")) as f:
+            cov = json.load(f)
+    ours = {int(k): v["hits"] for k, v in data["files"][path]["lines"].items()}
+    check(ours == oracle, f"hits beside coverage differ from sys.settrace's: {ours} {oracle}")
+    executed = [n for n, hits in cov["files"][path]["hits"] if hits]
+    check(executed == sorted(oracle), f"coverage's lines {executed}, run: {sorted(oracle)}")
+    print(f"PASS: {sum(ours.values())} hits beside coverage, which has {len(executed)} lines")
+
+
+SLEEPY = textwrap.dedent("""\
+    import time
+
+    def inner():
+        time.sleep(0.05)
+
+    def outer():
+        for _ in range(2):
+            inner()
+        x = 0
+        return x
+
+    outer()
+    """)
+
+
+def case_calls():
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, with_calls, _ = run_lines(tmp, "lines:modules=__main__", SLEEPY)
+    with tempfile.TemporaryDirectory() as tmp:
+        path2, _, without, _ = run_lines(tmp, "lines:modules=__main__,calls=false", SLEEPY)
+    check(with_calls["calls"] is True and without["calls"] is False, "the mode is in the report")
+    a = with_calls["files"][path]["lines"]
+    b = without["files"][path2]["lines"]
+    check({k: v["hits"] for k, v in a.items()} == {k: v["hits"] for k, v in b.items()},
+          "the same hits either way")
+    # line 8 calls inner() twice, which sleeps 50 ms each time (line 4)
+    check(a["8"]["time_ns"] >= 100_000_000, f"calls=true: line 8 has inner's 100 ms: {a['8']}")
+    check(a["4"]["time_ns"] >= 100_000_000, f"line 4 sleeps 100 ms: {a['4']}")
+    check(b["8"]["time_ns"] < 10_000_000, f"calls=false: line 8 without inner's time: {b['8']}")
+    check(b["4"]["time_ns"] < 10_000_000, f"calls=false: line 4 without time.sleep: {b['4']}")
+    check(a["12"]["time_ns"] >= 100_000_000, f"the module's line 12 has outer(): {a['12']}")
+    print("PASS: line 8 %.1f ms with calls, %.3f ms without"
+          % (a["8"]["time_ns"] / 1e6, b["8"]["time_ns"] / 1e6))
+
+
+def case_filter():
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, data, _ = run_lines(tmp, "lines:functions=rec;gen,html=false")
+    check(list(data["files"]) == [path], f"only prog.py: {list(data['files'])}")
+    funcs = data["files"][path]["functions"]
+    check(sorted(funcs) == ["gen", "rec"], f"only rec and gen: {sorted(funcs)}")
+    lines = sorted(int(n) for n in data["files"][path]["lines"])
+    check(lines == [5, 6, 7, 10, 11], f"only their lines: {lines}")
+    print("PASS")
+
+
+def case_reports():
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out, data, err = run_lines(tmp, "lines:modules=__main__,top=2", SLEEPY)
+        with open(os.path.join(out, "lines.txt")) as f:
+            text = f.read()
+        with open(os.path.join(out, "lines.html")) as f:
+            page = f.read()
+        with open(os.path.join(out, "run.json")) as f:
+            run = json.load(f)
+    check("lines.json" in run["files"] and "lines.txt" in run["files"]
+          and "lines.html" in run["files"], f"run.json lists the reports: {run['files']}")
+    check(data["run"]["pid"] == run["run"]["pid"], "lines.json carries the run's identity")
+    block = text.split("Function: inner at line 3\n", 1)
+    check(len(block) == 2, f"a block for inner:\n{text}")
+    rows = block[1].split("\n\n\n")[0].splitlines()
+    check(rows[1] == "Line #      Hits         Time  Per Hit   % Time  Line Contents",
+          f"line_profiler's header: {rows[1]!r}")
+    check(rows[2] == "=" * len(rows[1]), "the rule under it")
+    check(rows[3].split() == ["3", "def", "inner():"], f"the def line, no figures: {rows[3]!r}")
+    f4 = rows[4].split()
+    check(f4[0] == "4" and f4[1] == "2" and f4[4] == "100.0" and rows[4].endswith("time.sleep(0.05)"),
+          f"line 4: 2 hits, 100% of inner: {rows[4]!r}")
+    check(float(f4[2]) >= 100000.0 and abs(float(f4[3]) - float(f4[2]) / 2) < 0.1,
+          f"time in microseconds, per hit half of it: {rows[4]!r}")
+    # the heatmap: the hottest line of outer (8) is the one marked and reddest
+    check('<p id="f2l8" class="hottest" style="background: rgb(255,65,65)">' in page,
+          "outer's line 8 is the hottest line")
+    check("time.sleep(0.05)" in page, "the source is shown")
+    check(err.count("\n") >= 3 and "prog.py:12 (<module>)" in err, f"summary: {err}")
+    print("PASS")
+
+
+def case_html():
+    """lines.html as a browser shows it: the hottest line red."""
+    from ptk_browser import browser_env, chromium, chromium_args, dump_dom, png_pixels
+    browser = chromium()
+    with tempfile.TemporaryDirectory() as tmp:
+        _, out, _, _ = run_lines(tmp, "lines:modules=__main__", SLEEPY)
+        page = os.path.join(out, "lines.html")
+        dom = dump_dom(browser, tmp, page)
+        check('id="f2l8" class="hottest"' in dom and "Line timing" in dom,
+              "the page renders with outer's hottest line")
+        shot = os.path.join(tmp, "lines.png")
+        p = subprocess.run(chromium_args(browser, tmp) + [
+            "--window-size=1000,1400", "--screenshot=" + shot, "file://" + page + "#f2"],
+            env=browser_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=120)
+        check(p.returncode == 0 and os.path.exists(shot),
+              f"chromium --screenshot failed ({p.returncode}):\n{p.stderr}")
+        pixels = png_pixels(shot)
+    hot = (255, 65, 65)
+    check(any(all(abs(a - b) <= 2 for a, b in zip(px, hot)) for px in pixels),
+          f"the screenshot has no hottest-line red {hot}")
+    print("PASS: rendered, the hottest line red")
+
+
+if __name__ == "__main__":
+    globals()["case_" + sys.argv[1]]()

@@ -2,7 +2,9 @@
 of the standard library added to it (LineProfiler.add_function: nothing of
 the standard library is edited), and writes line_profiler's figures as JSON.
 
-    python lp_driver.py MODULE:QUALNAME[+MODULE:QUALNAME...] SUITE OUT.json
+    python lp_driver.py MODULE:QUALNAME[+MODULE:QUALNAME...] TESTS OUT.json
+
+TESTS is a comma-separated list of unittest names (test.test_difflib).
 
 QUALNAME is a dotted path of attributes from MODULE. Several targets name
 the copies of one function in modules imported afresh (test_json's
@@ -33,7 +35,7 @@ def main():
     cpu = time.process_time()
     prof.enable_by_count()
     try:
-        unittest.main(module="test." + suite, exit=False, argv=["lp_driver", "-q"])
+        unittest.main(module=None, exit=False, argv=["lp_driver", "-q", *suite.split(",")])
     finally:
         prof.disable_by_count()
     cpu = time.process_time() - cpu

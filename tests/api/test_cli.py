@@ -165,6 +165,34 @@ class Arguments(Case):
             # nothing of python -m pytracekit's own
             self.assertEqual({f for f in files if "importlib" in f or
                               f.endswith(os.sep + "__main__.py")}, set(), out)
+            # nor a C call of the runner's (python -m pytracekit's exec of
+            # the program's code, its sys.exit): the program calls none
+            self.assertEqual(sorted((f["kind"], f["qualname"], f["calls"]) for f in funcs),
+                             [("python", "<module>", 1), ("python", "f", 1)], out)
+        # -m MODULE: python's own lookup of the module (runpy, importlib)
+        # runs as under cProfile's -m, but not the import of runpy itself,
+        # which python does before it runs anything of the program
+        c, _ = self.both("-m", "plain", reports=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        for out in ("out-cmd", "out-mod"):
+            with open(os.path.join(self.dir, out, "counter.json")) as f:
+                funcs = json.load(f)["functions"]
+            self.assertEqual(sorted(f["file"] for f in funcs if f["qualname"] == "<module>"),
+                             [os.path.join(self.dir, "plain.py")], out)
+            self.assertEqual(sorted({f["file"] for f in funcs if f["kind"] == "python"
+                                     and not f["file"].startswith("<frozen importlib")
+                                     and f["file"] != "<frozen runpy>"}),
+                             [os.path.join(self.dir, "plain.py")], out)
+        # the same for -c CODE
+        c, _ = self.both("-c", "def f():\n    return 1\nf()\n", reports=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        for out in ("out-cmd", "out-mod"):
+            with open(os.path.join(self.dir, out, "counter.json")) as f:
+                funcs = json.load(f)["functions"]
+            self.assertEqual(sorted((f["kind"], f["qualname"], f["file"], f["calls"])
+                                    for f in funcs),
+                             [("python", "<module>", "<string>", 1),
+                              ("python", "f", "<string>", 1)], out)
 
     def test_filter_options(self):
         # the program's own file only, two frames deep (the last --max-depth):

@@ -562,6 +562,22 @@ def case_manifest(tmp):
     check(set(files) == want, f"run.json lists {sorted(files)}, the run wrote {sorted(want)}")
     for must in ("timeline.perfetto-trace", "html/", "coverage.json"):
         check(must in files, f"{must} not in {files}")
+    # the other form of the timeline's trace, the timer's optional files and
+    # coverage.py's .coverage (written where coverage.py is importable)
+    out2 = os.path.join(tmp, "out2")
+    p = run_cli(["-p", "timeline:format=json", "-p", "coverage:coveragepy=auto", "-p",
+                 "timer:top=0,folded=true,per_thread=true", "-o", out2, prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    with open(os.path.join(out2, "run.json")) as f:
+        files = json.load(f)["files"]
+    want = {n + "/" if os.path.isdir(os.path.join(out2, n)) else n
+            for n in os.listdir(out2)} - {"run.json"}
+    check(sorted(files) == sorted(want), f"run.json lists {sorted(files)}, the run "
+          f"wrote {sorted(want)}")
+    for must in ("timeline.json", "timer.folded", "timer.thread-0-MainThread.pstats"):
+        check(must in files, f"{must} not in {files}")
+    print("run.json complete;", ".coverage" in files and ".coverage listed" or
+          "coverage.py not importable here: no .coverage written")
 
 
 SESSION_CHILD = """\

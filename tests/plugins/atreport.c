@@ -73,9 +73,9 @@ atr_report(void *state, const ptk_report_args *a)
         fprintf(f, "{\"calls\": %ld}\n", r->calls);
         fflush(f);
         struct timespec nap = {r->hold_ms / 1000, (r->hold_ms % 1000) * 1000000L};
-        Py_BEGIN_ALLOW_THREADS
+        PyThreadState *ts = PyEval_SaveThread();
         nanosleep(&nap, NULL);
-        Py_END_ALLOW_THREADS
+        PyEval_RestoreThread(ts);
         return r->host->report_commit(token, 1);
     }
     PyObject *obj = Py_BuildValue("{s:l}", "calls", r->calls);

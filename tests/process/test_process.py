@@ -612,9 +612,11 @@ s.start()
 p = subprocess.Popen([sys.executable, "-c", "def work(): pass\\nwork()\\nwork()\\n"])
 d = os.path.join(out, "pid-%d" % p.pid)
 end = time.time() + 60
-# until the child writes its report (its temporary file is there)
-while time.time() < end and not (
-        os.path.isdir(d) and any(n.startswith(".") for n in os.listdir(d))):
+# until the child writes its report (the report's temporary file is there;
+# not the probe of the directory a session makes when it starts)
+while time.time() < end and not (os.path.isdir(d) and any(
+        n.startswith(".pytracekit-tmp.") and ".atreport.json." in n
+        for n in os.listdir(d))):
     time.sleep(0.002)
 t0 = time.time()
 s.stop()

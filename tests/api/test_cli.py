@@ -288,13 +288,16 @@ class Errors(Case):
         for opt in ("-p", "-o", "--threads", "--backend", "--plugin-path", "-m", "-c",
                     "--include", "--exclude", "--modules", "--functions",
                     "--thread-names", "--max-depth"):
-            self.usage_error(opt, message=f"pytracekit: {opt} needs a value")
+            c = self.usage_error(opt, message=f"pytracekit: {opt} needs a value")
+            # one line, saying where the rest is
+            self.assertEqual(c.stderr, f"pytracekit: {opt} needs a value (see --help)\n")
 
     def test_bad_values(self):
-        self.usage_error("--threads", "x", "prog.py",
-                         message="--threads expects 'current' or 'all', found 'x'")
-        self.usage_error("--backend", "x", "prog.py",
-                         message="--backend expects 'auto', 'legacy' or 'monitoring', found 'x'")
+        for opt, text in (("--threads", "--threads expects 'current' or 'all', found 'x'"),
+                          ("--backend", "--backend expects 'auto', 'legacy' or "
+                                        "'monitoring', found 'x'")):
+            c = self.usage_error(opt, "x", "prog.py", message=text)
+            self.assertEqual(c.stderr, f"pytracekit: {text} (see --help)\n")
         self.usage_error("--max-depth", "x", "prog.py", message="max_depth")
 
     def test_bad_plugin(self):

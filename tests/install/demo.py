@@ -3,7 +3,8 @@ copy of the checkout, for this build's Python and then again (built once:
 the second run must be quick). It must say which Python and backend it
 used, head every plugin's table (reftrack's on 3.13+), not repeat a
 section, and end with what opens each report; without an argument it must
-take the newest CPython of pyenv's and PATH's. usage: demo.py PYTHON"""
+take the newest CPython of pyenv's and PATH's. usage: demo.py PYTHON;
+demo.py --setup: what tools/setup-machine --demo installs."""
 import os
 import re
 import shutil
@@ -111,4 +112,40 @@ def default_python(root, python, v):
     return pool[1][0] if len(pool) > 1 else None
 
 
-main()
+def setup_packages():
+    """tools/setup-machine --demo, on a machine where nothing is installed
+    (dpkg-query and apt-get stand-ins on PATH that record what is asked):
+    it installs what a build needs and nothing of the test set-up
+    (chromium, protobuf-compiler, speedscope, the unstable root, venvs)."""
+    fake = os.path.join(ENV["PTK_WORK"], "demo-setup")
+    shutil.rmtree(fake, ignore_errors=True)
+    os.makedirs(fake)
+    log = os.path.join(fake, "asked")
+    for name, body in (("dpkg-query", "exit 1"),
+                       ("apt-get", 'echo "apt-get $*" >> "%s"' % log),
+                       ("npm", 'echo "npm $*" >> "%s"' % log)):
+        with open(os.path.join(fake, name), "w") as f:
+            f.write("#!/bin/sh\n%s\n" % body)
+        os.chmod(os.path.join(fake, name), 0o755)
+    env = clean_env(PATH=fake + os.pathsep + ENV.get("PATH", ""))
+    p = subprocess.run([os.path.join(SOURCE, "tools", "setup-machine"), "--demo"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail("setup-machine --demo exited %d: %s" % (p.returncode, p.stderr))
+    with open(log) as f:
+        asked = f.read().split("\n")
+    installs = [ln.split() for ln in asked if ln.startswith("apt-get install")]
+    if len(installs) != 1:
+        fail("apt-get calls %r" % asked)
+    pkgs = sorted(w for w in installs[0][2:] if not w.startswith("-"))
+    if pkgs != sorted(["cmake", "gcc", "make", "pkg-config", "python3", "python3-dev"]):
+        fail("setup-machine --demo installs %s" % pkgs)
+    if any(ln.startswith("npm") for ln in asked):
+        fail("setup-machine --demo ran npm: %r" % asked)
+    print("ok: setup-machine --demo installs only %s" % " ".join(pkgs))
+
+
+if sys.argv[1:] == ["--setup"]:
+    setup_packages()
+else:
+    main()

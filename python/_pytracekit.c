@@ -392,6 +392,27 @@ Session_start(SessionObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* _start_and_run(code, globals): starts the session, then runs @p code in
+ * @p globals, for python -m pytracekit. Started here, in C, the program's
+ * code is the first thing the hub sees: no runner's call (builtins.exec)
+ * enters the program's profile, and this method's own return, whose call
+ * the hub never saw, is dropped as start()'s is. */
+static PyObject *
+Session_start_and_run(SessionObject *self, PyObject *args)
+{
+    PyObject *code, *globals;
+    if (!PyArg_ParseTuple(args, "O!O!:_start_and_run", &PyCode_Type, &code,
+                          &PyDict_Type, &globals)) {
+        return NULL;
+    }
+    PyObject *r = Session_start(self, NULL);
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    return PyEval_EvalCode(code, globals, globals);
+}
+
 /* After a stop: followed children writing their reports get a bounded wait,
  * those still running are named (tools/follow_wait.c). */
 static void
@@ -537,6 +558,8 @@ static PyMethodDef Session_methods[] = {
      "remove_plugin(name): detach a plugin"},
     {"start", (PyCFunction)Session_start, METH_NOARGS, "start delivering events"},
     {"stop", (PyCFunction)Session_stop, METH_NOARGS, "stop delivering events"},
+    {"_start_and_run", (PyCFunction)Session_start_and_run, METH_VARARGS,
+     "_start_and_run(code, globals): start, then exec code in globals"},
     {"report", (PyCFunction)Session_report, METH_NOARGS,
      "write the reports; returns the number of failed plugins"},
     {"close", (PyCFunction)Session_close, METH_NOARGS, "free the session"},

@@ -143,7 +143,8 @@ child_done(const char *outdir, long pid)
 }
 
 /* Whether a report is being written into OUTDIR/NAME now (a report's
- * temporary file, ".NAME.PID.XXXXXX", is there). */
+ * temporary file, ".pytracekit-tmp.IDENTITY.NAME.XXXXXX", is there; not
+ * the start's probe of the directory, nor a report such as .coverage). */
 static int
 child_writing(const char *outdir, const char *name)
 {
@@ -153,13 +154,29 @@ child_writing(const char *outdir, const char *name)
     struct dirent *e;
     int writing = 0;
     while (d != NULL && !writing && (e = readdir(d)) != NULL) {
-        writing = e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 &&
-                  strcmp(e->d_name, "..") != 0;
+        writing = strncmp(e->d_name, ".pytracekit-tmp.", 16) == 0;
     }
     if (d != NULL) {
         closedir(d);
     }
     return writing;
+}
+
+/* Adds @p name to @p c (not there yet); on a failed allocation it is not
+ * added, and that child is no longer waited for once it pauses. */
+static void
+child_dirs_add(child_dirs *c, const char *name)
+{
+    char **v = realloc(c->names, (c->n + 1) * sizeof *v);
+    char *copy = strdup(name);
+    if (v != NULL) {
+        c->names = v;
+    }
+    if (v == NULL || copy == NULL) {
+        free(copy);
+        return;
+    }
+    c->names[c->n++] = copy;
 }
 
 /* Closes every descriptor from 3 up: the program is over, and a child
@@ -196,6 +213,9 @@ ptk_wait_for_children(const char *outdir, const child_dirs *before, int writing_
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     child_dirs c = {NULL, 0};
+    /* writing_only: the children seen writing, waited for from then on (a
+     * child is between two files, with none open, now and then) */
+    child_dirs seen = {NULL, 0};
     long kids[64];
     size_t nkids = 0;
     for (;;) {
@@ -203,11 +223,16 @@ ptk_wait_for_children(const char *outdir, const child_dirs *before, int writing_
         ptk_child_dirs_read(outdir, &c);
         int running = 0;
         for (size_t k = 0; k < c.n; k++) {
-            if (!child_dirs_has(before, c.names[k]) &&
-                child_pending(outdir, c.names[k]) == 1 &&
-                (!writing_only || child_writing(outdir, c.names[k]))) {
-                running = 1;
+            if (child_dirs_has(before, c.names[k]) ||
+                child_pending(outdir, c.names[k]) != 1) {
+                continue;
             }
+            int was = child_dirs_has(&seen, c.names[k]);
+            int writing = !writing_only || was || child_writing(outdir, c.names[k]);
+            if (writing && writing_only && !was) {
+                child_dirs_add(&seen, c.names[k]);
+            }
+            running |= writing;
         }
         /* and the children that have not made their directory yet */
         nkids = writing_only ? 0 : followed_children(kids, 64);
@@ -225,7 +250,7 @@ ptk_wait_for_children(const char *outdir, const child_dirs *before, int writing_
     }
     for (size_t k = 0; k < c.n; k++) {
         int p = child_dirs_has(before, c.names[k]) ? 0 : child_pending(outdir, c.names[k]);
-        if (p == 1 && writing_only && !child_writing(outdir, c.names[k])) {
+        if (p == 1 && writing_only && !child_dirs_has(&seen, c.names[k])) {
             fprintf(stderr, "pytracekit: followed child %s is still running: its "
                             "report will be in %s/%s when it ends\n",
                     c.names[k] + 4,
@@ -251,4 +276,5 @@ ptk_wait_for_children(const char *outdir, const child_dirs *before, int writing_
         }
     }
     ptk_child_dirs_free(&c);
+    ptk_child_dirs_free(&seen);
 }

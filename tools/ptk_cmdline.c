@@ -19,6 +19,11 @@ usage_error(ptk_cmdline *o, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(o->error, sizeof o->error, fmt, ap);
     va_end(ap);
+    /* one line, and where the rest is */
+    size_t n = strlen(o->error);
+    if (strstr(o->error, "see --help") == NULL && n + 15 < sizeof o->error) {
+        memcpy(o->error + n, " (see --help)", 14);
+    }
     return -1;
 }
 

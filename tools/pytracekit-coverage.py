@@ -2066,14 +2066,14 @@ def report_main(cmd, argv, stdout=None, stderr=None):
             if name in takes:
                 if not eq:
                     if i + 1 >= len(argv):
-                        raise ConfigError("%s needs a value" % a)
+                        raise ConfigError("%s needs a value (see %s --help)" % (a, prog))
                     i += 1
                     val = argv[i]
                 opts[takes[name]] = val
             elif a in flags:
                 opts[flags[a][0]] = flags[a][1]
             elif a.startswith("-") and a != "-":
-                stderr.write("%s: unknown option %r\n%s" % (prog, a, REPORT_USAGE))
+                stderr.write("%s: unknown option %r (see %s --help)\n" % (prog, a, prog))
                 return 2
             else:
                 inputs.append(a)

@@ -364,6 +364,15 @@ program_starts(const char *event, PyObject *args, void *data)
         strcmp(what, "stdin") != 0) {
         return 0;
     }
+    if (strcmp(what, "module") == 0) {
+        /* python -m imports runpy right after this event: imported before
+         * the start, its import (runpy, importlib.util, types) is not in
+         * the program's profile; sys.modules ends up the same. A failure
+         * is left for python to report when it imports runpy itself. */
+        PyObject *runpy = PyImport_ImportModule("runpy");
+        Py_XDECREF(runpy);
+        PyErr_Clear();
+    }
     if (strcmp(what, "file") == 0 && PyTuple_Check(args) &&
         PyTuple_GET_SIZE(args) == 1) {
         PyObject *bytes = NULL;

@@ -98,6 +98,13 @@ def _start(session):
     session.start()
 
 
+def _start_and_exec(session, code, main):
+    """Starts the session and runs @code in @main's namespace, both in one C
+    call: the builtin exec is the runner's call, not the program's."""
+    atexit.register(session.stop)
+    session._start_and_run(code, main.__dict__)
+
+
 def _run(o, session):
     """Runs the program as `python` would, with the session started."""
     mode, target, args = o["mode"], o["target"], o["args"]
@@ -106,8 +113,7 @@ def _run(o, session):
         sys.path[0] = ""
         main = _fresh_main()
         code = compile(target, "<string>", "exec")
-        _start(session)
-        exec(code, main.__dict__)
+        _start_and_exec(session, code, main)
     elif mode == "-m":
         import runpy
         sys.argv = ["-m"] + args
@@ -139,8 +145,7 @@ def _run(o, session):
         filename = target if target == "<stdin>" else path
         main = _fresh_main(None if target == "<stdin>" else filename)
         code = compile(source, filename, "exec")
-        _start(session)
-        exec(code, main.__dict__)
+        _start_and_exec(session, code, main)
 
 
 def _is_zip(path):
@@ -250,4 +255,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # a raise, not sys.exit(): a call of sys.exit while the session still
+    # runs (it stops at exit) would be a runner's call in the profile
+    raise SystemExit(main())

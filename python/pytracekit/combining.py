@@ -645,6 +645,10 @@ the combination, which is written all the same).
 """
 
 
+# a usage mistake is one line, and says where the rest is
+SEE_HELP = " (see pytracekit combine --help)"
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     outdir = "pytracekit-combined"
@@ -657,7 +661,7 @@ def main(argv=None):
             return 0
         if a in ("-o", "--output", "--paths"):
             if i + 1 >= len(argv):
-                sys.stderr.write("pytracekit combine: %s needs a value\n" % a)
+                sys.stderr.write("pytracekit combine: %s needs a value%s\n" % (a, SEE_HELP))
                 return 2
             if a == "--paths":
                 paths.append(argv[i + 1])
@@ -668,13 +672,13 @@ def main(argv=None):
         if a == "--no-summary":
             show = False
         elif a.startswith("-"):
-            sys.stderr.write("pytracekit combine: unknown option %r\n%s" % (a, USAGE))
+            sys.stderr.write("pytracekit combine: unknown option %r%s\n" % (a, SEE_HELP))
             return 2
         else:
             inputs.append(a)
         i += 1
     if not inputs:
-        sys.stderr.write("pytracekit combine: no input directories\n%s" % USAGE)
+        sys.stderr.write("pytracekit combine: no input directories%s\n" % SEE_HELP)
         return 2
     try:
         # coverage.py's [paths] when --paths gives none

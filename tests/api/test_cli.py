@@ -148,23 +148,58 @@ class Arguments(Case):
         self.same_reports()
 
 
+    def profiled(self, out):
+        """(kind, name, file, calls) of every function in OUT's timer.json,
+        but for the interpreter's shutdown of threading (threading._shutdown
+        and what it calls) where python itself imports threading before any
+        program runs (a .pth file may): no program's, nor a runner's."""
+        with open(os.path.join(self.dir, out, "timer.json")) as f:
+            t = json.load(f)
+        at_start = subprocess.run([T.PYTHON, "-c", "import sys; print('threading' in "
+                                   "sys.modules)"], capture_output=True, text=True).stdout
+        drop = set()
+        if at_start.strip() == "True":
+            drop = {f["id"] for f in t["functions"] if f["name"] == "_shutdown"
+                    and f["file"].endswith(os.sep + "threading.py")}
+            more = True
+            while more:
+                below = {e["callee"] for e in t["edges"] if e["caller"] in drop}
+                more = not below <= drop
+                drop |= below
+        return sorted((f["kind"], f["name"], f["file"], f["calls"]) for f in t["functions"]
+                      if f["id"] not in drop)
+
     def test_runner_frames_are_not_the_programs(self):
         # neither the interpreter's work for the script (importlib's
         # FileLoader.__init__ for __main__.__loader__) nor the module's
-        # atexit callback is in the program's profile
-        with open(os.path.join(self.dir, "plain.py"), "w") as f:
+        # atexit callback is in the program's profile, nor a C call of the
+        # runner's (python -m pytracekit's exec of the program's code, its
+        # sys.exit): the program calls no C function
+        plain = os.path.join(self.dir, "plain.py")
+        with open(plain, "w") as f:
             f.write("def f():\n    return 1\nf()\n")  # imports nothing
-        c, _ = self.both("plain.py", reports=True)
+        timer = ("-p", "counter:top=0", "-p", "timer:top=0")
+        c, _ = self.both(*timer, "plain.py", reports=True)
         self.assertEqual(c.returncode, 0, c.stderr)
         for out in ("out-cmd", "out-mod"):
-            with open(os.path.join(self.dir, out, "counter.json")) as f:
-                funcs = json.load(f)["functions"]
-            files = {f["file"] for f in funcs if f["kind"] == "python"}
-            self.assertIn(os.path.join(self.dir, "plain.py"), files, out)
-            # a program that imports nothing runs no importlib code, and
-            # nothing of python -m pytracekit's own
-            self.assertEqual({f for f in files if "importlib" in f or
-                              f.endswith(os.sep + "__main__.py")}, set(), out)
+            self.assertEqual(self.profiled(out), [("python", "<module>", plain, 1),
+                                                  ("python", "f", plain, 1)], out)
+        # -m MODULE: python's own lookup of the module (runpy, importlib)
+        # runs as under cProfile's -m, but not the import of runpy itself,
+        # which python does before it runs anything of the program
+        c, _ = self.both(*timer, "-m", "plain", reports=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        # (each module imported would run its <module>: only plain's runs)
+        for out in ("out-cmd", "out-mod"):
+            funcs = self.profiled(out)
+            self.assertEqual([f[2] for f in funcs if f[1] == "<module>"], [plain], out)
+            self.assertIn(("python", "f", plain, 1), funcs, out)
+        # the same for -c CODE
+        c, _ = self.both(*timer, "-c", "def f():\n    return 1\nf()\n", reports=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        for out in ("out-cmd", "out-mod"):
+            self.assertEqual(self.profiled(out), [("python", "<module>", "<string>", 1),
+                                                  ("python", "f", "<string>", 1)], out)
 
     def test_filter_options(self):
         # the program's own file only, two frames deep (the last --max-depth):
@@ -260,13 +295,16 @@ class Errors(Case):
         for opt in ("-p", "-o", "--threads", "--backend", "--plugin-path", "-m", "-c",
                     "--include", "--exclude", "--modules", "--functions",
                     "--thread-names", "--max-depth"):
-            self.usage_error(opt, message=f"pytracekit: {opt} needs a value")
+            c = self.usage_error(opt, message=f"pytracekit: {opt} needs a value")
+            # one line, saying where the rest is
+            self.assertEqual(c.stderr, f"pytracekit: {opt} needs a value (see --help)\n")
 
     def test_bad_values(self):
-        self.usage_error("--threads", "x", "prog.py",
-                         message="--threads expects 'current' or 'all', found 'x'")
-        self.usage_error("--backend", "x", "prog.py",
-                         message="--backend expects 'auto', 'legacy' or 'monitoring', found 'x'")
+        for opt, text in (("--threads", "--threads expects 'current' or 'all', found 'x'"),
+                          ("--backend", "--backend expects 'auto', 'legacy' or "
+                                        "'monitoring', found 'x'")):
+            c = self.usage_error(opt, "x", "prog.py", message=text)
+            self.assertEqual(c.stderr, f"pytracekit: {text} (see --help)\n")
         self.usage_error("--max-depth", "x", "prog.py", message="max_depth")
 
     def test_bad_plugin(self):

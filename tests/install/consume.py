@@ -165,6 +165,14 @@ def step_layout():
         if name:
             exists(f"lib/pytracekit/plugins/{name}.so")
     exists("bin/pytracekit")
+    # every command installed is one a user can read about: named, as a
+    # command, in the getting-started guide
+    with open(os.path.join(SOURCE, "docs", "getting-started.md"), encoding="utf-8") as f:
+        guide = f.read()
+    for prog in sorted(os.listdir(os.path.join(STAGE, "bin"))):
+        check(f"`{prog}`" in guide or f"\n    {prog} " in guide,
+              f"bin/{prog} is installed but docs/getting-started.md does not name it")
+        print("ok bin/%s documented" % prog)
     exists("lib/pkgconfig/pytracekit.pc")
     for f in ("pytracekitConfig.cmake", "pytracekitConfigVersion.cmake",
               "pytracekitTargets.cmake"):

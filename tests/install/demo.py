@@ -1,8 +1,10 @@
 """tools/run-demo, one of the README's two commands, as written: on a clean
 copy of the checkout, for this build's Python and then again (built once:
 the second run must be quick). It must say which Python and backend it
-used, head every plugin's table, not repeat a section, and end with what
-opens each report. usage: demo.py PYTHON"""
+used, head every plugin's table (reftrack's on 3.13+), not repeat a
+section, and end with what opens each report; without an argument it must
+take the newest CPython of pyenv's and PATH's. usage: demo.py PYTHON;
+demo.py --setup: what tools/setup-machine --demo installs."""
 import os
 import re
 import shutil
@@ -63,7 +65,88 @@ def main():
     # the counter's table appears once
     if out.count("pytracekit counter:") != 1:
         fail("the counter's figures are shown %d times" % out.count("pytracekit counter:"))
-    print("ok: demo for Python %s (%s), second run %.1f s" % (v, backend, spent))
+    if tuple(map(int, v.split(".")[:2])) >= (3, 13) and \
+            not any(h.startswith("== reftrack:") for h in heads):
+        fail("no reftrack section on Python %s: %s" % (v, heads))
+    older = default_python(root, python, v)
+    print("ok: demo for Python %s (%s), second run %.1f s; without an argument it "
+          "took it over %s" % (v, backend, spent, older or "no older interpreter here"))
 
 
-main()
+def version_key(python):
+    out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:3])"],
+                         capture_output=True, text=True).stdout.split()
+    return tuple(map(int, out)) if len(out) == 3 else None
+
+
+def default_python(root, python, v):
+    """tools/run-demo with no argument takes the newest CPython 3.11+ of
+    pyenv's versions and python3 on PATH: here PYENV_ROOT holds this build's
+    Python and an older one where there is one, and PATH's python3 is the
+    older (the first on PATH is not the one to take); it must say it used
+    this build's Python. Returns the older."""
+    fake = os.path.join(ENV["PTK_WORK"], "demo-pythons")
+    shutil.rmtree(fake, ignore_errors=True)
+    pool = [(v, python)]
+    mine = version_key(python)
+    for cand in ("/usr/bin/python3", "/usr/bin/python3.11"):
+        k = version_key(cand) if os.path.exists(cand) else None
+        if k is not None and (3, 11) <= k < mine:
+            pool.append(("%d.%d.%d" % k, cand))
+            break
+    for ver, exe in pool:
+        os.makedirs(os.path.join(fake, "versions", ver, "bin"))
+        os.symlink(exe, os.path.join(fake, "versions", ver, "bin", "python3"))
+    os.makedirs(os.path.join(fake, "bin"))
+    os.symlink(pool[-1][1], os.path.join(fake, "bin", "python3"))
+    env = clean_env(PYENV_ROOT=fake,
+                    PATH=os.path.join(fake, "bin") + os.pathsep + ENV.get("PATH", ""))
+    p = subprocess.run([os.path.join(root, "tools", "run-demo")], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        fail("run-demo without an argument exited %d:\n%s\n%s"
+             % (p.returncode, p.stdout, p.stderr))
+    if not re.search(r"^== building pytracekit for Python %s \(" % re.escape(v), p.stdout,
+                     re.M):
+        fail("without an argument it did not take the newest, %s, of %s:\n%s"
+             % (v, [x[0] for x in pool], p.stdout))
+    return pool[1][0] if len(pool) > 1 else None
+
+
+def setup_packages():
+    """tools/setup-machine --demo, on a machine where nothing is installed
+    (dpkg-query and apt-get stand-ins on PATH that record what is asked):
+    it installs what a build needs and nothing of the test set-up
+    (chromium, protobuf-compiler, speedscope, the unstable root, venvs)."""
+    fake = os.path.join(ENV["PTK_WORK"], "demo-setup")
+    shutil.rmtree(fake, ignore_errors=True)
+    os.makedirs(fake)
+    log = os.path.join(fake, "asked")
+    for name, body in (("dpkg-query", "exit 1"),
+                       ("apt-get", 'echo "apt-get $*" >> "%s"' % log),
+                       ("npm", 'echo "npm $*" >> "%s"' % log)):
+        with open(os.path.join(fake, name), "w") as f:
+            f.write("#!/bin/sh\n%s\n" % body)
+        os.chmod(os.path.join(fake, name), 0o755)
+    env = clean_env(PATH=fake + os.pathsep + ENV.get("PATH", ""))
+    p = subprocess.run([os.path.join(SOURCE, "tools", "setup-machine"), "--demo"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail("setup-machine --demo exited %d: %s" % (p.returncode, p.stderr))
+    with open(log) as f:
+        asked = f.read().split("\n")
+    installs = [ln.split() for ln in asked if ln.startswith("apt-get install")]
+    if len(installs) != 1:
+        fail("apt-get calls %r" % asked)
+    pkgs = sorted(w for w in installs[0][2:] if not w.startswith("-"))
+    if pkgs != sorted(["cmake", "gcc", "make", "pkg-config", "python3", "python3-dev"]):
+        fail("setup-machine --demo installs %s" % pkgs)
+    if any(ln.startswith("npm") for ln in asked):
+        fail("setup-machine --demo ran npm: %r" % asked)
+    print("ok: setup-machine --demo installs only %s" % " ".join(pkgs))
+
+
+if sys.argv[1:] == ["--setup"]:
+    setup_packages()
+else:
+    main()

@@ -3,12 +3,15 @@
  * after doing what the options say:
  *   signal=N   raise signal N first (a second Ctrl-C during reporting)
  *   fail=BOOL  fail instead of writing (a report that cannot be written)
+ *   hold=MS    keep atreport.json's temporary file open MS milliseconds
+ *              before it is renamed into place (a report still being written)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <pytracekit/plugin.h>
 
@@ -17,11 +20,13 @@ typedef struct {
     long calls;
     int signum;
     int fail;
+    long hold_ms;
 } atr;
 
 static const ptk_option_spec options[] = {
     {"signal", PTK_OPT_INT, "0", "signal raised at report time", NULL},
     {"fail", PTK_OPT_BOOL, "false", "fail to write the report", NULL},
+    {"hold", PTK_OPT_INT, "0", "milliseconds the report's file stays open", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -35,6 +40,7 @@ atr_init(const ptk_init_args *a, void **state, unsigned int *events)
     r->host = a->host;
     r->signum = (int)a->host->option(a, "signal")->i;
     r->fail = (int)a->host->option(a, "fail")->i;
+    r->hold_ms = (long)a->host->option(a, "hold")->i;
     *events = PTK_MASK(PTK_EV_CALL);
     *state = r;
     return PTK_OK;
@@ -57,6 +63,20 @@ atr_report(void *state, const ptk_report_args *a)
     }
     if (r->fail) {
         return r->host->fail(a->ctx, PTK_EIO, "atreport: told to fail");
+    }
+    if (r->hold_ms > 0) {
+        void *token = NULL;
+        FILE *f = r->host->report_open(a->ctx, "atreport.json", &token);
+        if (f == NULL) {
+            return PTK_EIO;
+        }
+        fprintf(f, "{\"calls\": %ld}\n", r->calls);
+        fflush(f);
+        struct timespec nap = {r->hold_ms / 1000, (r->hold_ms % 1000) * 1000000L};
+        PyThreadState *ts = PyEval_SaveThread();
+        nanosleep(&nap, NULL);
+        PyEval_RestoreThread(ts);
+        return r->host->report_commit(token, 1);
     }
     PyObject *obj = Py_BuildValue("{s:l}", "calls", r->calls);
     if (obj == NULL) {

@@ -280,6 +280,20 @@ def case_errors(tmp):
         check(p.returncode == 2, f"{args}: exit {p.returncode}")
         check(what in p.stderr, f"{args}: {p.stderr!r} lacks {what!r}")
         check(not os.path.exists(comb), f"{args}: wrote {comb}")
+    # a usage mistake is one line, not the usage text
+    for args, line in ((["combine", "--bogus", bad],
+                        "pytracekit combine: unknown option '--bogus' "
+                        "(see pytracekit combine --help)\n"),
+                       (["combine"], "pytracekit combine: no input directories "
+                                     "(see pytracekit combine --help)\n"),
+                       (["combine", bad, "-o"], "pytracekit combine: -o needs a value "
+                                                "(see pytracekit combine --help)\n"),
+                       (["html", "--nope"], "pytracekit html: unknown option '--nope' "
+                                            "(see pytracekit html --help)\n"),
+                       (["report", "--rcfile"], "pytracekit report: --rcfile needs a value "
+                                                "(see pytracekit report --help)\n")):
+        p = run_cli(args, cwd=tmp)
+        check((p.returncode, p.stderr) == (2, line), f"{args}: {p.returncode} {p.stderr!r}")
     empty = os.path.join(tmp, "empty")
     os.makedirs(empty)
     p = run_cli(["combine", "-o", comb, empty], cwd=tmp)

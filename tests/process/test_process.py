@@ -562,6 +562,22 @@ def case_manifest(tmp):
     check(set(files) == want, f"run.json lists {sorted(files)}, the run wrote {sorted(want)}")
     for must in ("timeline.perfetto-trace", "html/", "coverage.json"):
         check(must in files, f"{must} not in {files}")
+    # the other form of the timeline's trace, the timer's optional files and
+    # coverage.py's .coverage (written where coverage.py is importable)
+    out2 = os.path.join(tmp, "out2")
+    p = run_cli(["-p", "timeline:format=json", "-p", "coverage:coveragepy=auto", "-p",
+                 "timer:top=0,folded=true,per_thread=true", "-o", out2, prog], cwd=tmp)
+    check(p.returncode == 0, p.stderr)
+    with open(os.path.join(out2, "run.json")) as f:
+        files = json.load(f)["files"]
+    want = {n + "/" if os.path.isdir(os.path.join(out2, n)) else n
+            for n in os.listdir(out2)} - {"run.json"}
+    check(sorted(files) == sorted(want), f"run.json lists {sorted(files)}, the run "
+          f"wrote {sorted(want)}")
+    for must in ("timeline.json", "timer.folded", "timer.thread-0-MainThread.pstats"):
+        check(must in files, f"{must} not in {files}")
+    print("run.json complete;", ".coverage" in files and ".coverage listed" or
+          "coverage.py not importable here: no .coverage written")
 
 
 SESSION_CHILD = """\
@@ -585,6 +601,51 @@ s.report()
 s.close()
 p.wait()
 """
+
+
+SESSION_WRITING = """\
+import os, subprocess, sys, time
+import pytracekit
+out, plugin = sys.argv[1], sys.argv[2]
+s = pytracekit.Session([plugin + ":hold=1500"], output_dir=out, follow_children=True)
+s.start()
+p = subprocess.Popen([sys.executable, "-c", "def work(): pass\\nwork()\\nwork()\\n"])
+d = os.path.join(out, "pid-%d" % p.pid)
+end = time.time() + 60
+# until the child writes its report (the report's temporary file is there;
+# not the probe of the directory a session makes when it starts)
+while time.time() < end and not (os.path.isdir(d) and any(
+        n.startswith(".pytracekit-tmp.") and ".atreport.json." in n
+        for n in os.listdir(d))):
+    time.sleep(0.002)
+t0 = time.time()
+s.stop()
+print(p.pid, os.path.exists(os.path.join(d, "run.json")), "%.2f" % (time.time() - t0),
+      flush=True)
+p.wait()
+s.report()
+s.close()
+"""
+
+
+def case_session_writing(tmp):
+    """Session.stop() with follow_children waits for a child that is writing
+    its report (atreport holds its file open 1.5 s) and returns once that
+    child's run.json is there, saying nothing about it."""
+    prog = os.path.join(tmp, "prog.py")
+    with open(prog, "w") as f:
+        f.write(SESSION_WRITING)
+    out = os.path.join(tmp, "out")
+    p = subprocess.run([PYTHON, prog, out, test_plugin("atreport")], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, p.stderr)
+    child, complete, waited = p.stdout.split()
+    check(complete == "True", f"stop() returned before child {child} wrote run.json "
+          f"(after {waited} s): {p.stderr}")
+    check(f"followed child {child}" not in p.stderr, p.stderr)
+    with open(os.path.join(out, f"pid-{child}", "run.json")) as f:
+        files = json.load(f)["files"]
+    check("atreport.json" in files, f"the child's run.json lists {files}")
 
 
 def case_session_child(tmp):
@@ -637,6 +698,8 @@ def main():
             case_sigkill_rerun(tmp)
         elif CASE == "session_child":
             case_session_child(tmp)
+        elif CASE == "session_writing":
+            case_session_writing(tmp)
         elif CASE == "manifest":
             case_manifest(tmp)
         elif CASE == "late_child":

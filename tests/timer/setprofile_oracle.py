@@ -7,11 +7,11 @@ as pstats keys them: (co_filename, co_firstlineno, co_name).
 The counts go to OUT (marshal) at the very end of the run: the dump is the
 first atexit handler registered, so it runs after the program's own. What
 is imported here before the profile function is set is marshal (loaded at
-start) and atexit, which leaves sys.modules again as pytracekit makes it
-leave (the interpreter keeps the registration); runpy is imported after,
-as `python -m` imports it after its audit event cpython.run_module, where
-`pytracekit -m` starts. The program's own imports run, and are counted, as
-they would be without the oracle.
+start), atexit, which leaves sys.modules again as pytracekit makes it
+leave (the interpreter keeps the registration), and runpy, which `python -m`
+imports first thing and `pytracekit -m` imports before it starts. The
+program's own imports run, and are counted, as they would be without the
+oracle.
 """
 import sys
 
@@ -42,8 +42,9 @@ def dump():
 
 
 atexit.register(dump)
-sys.setprofile(profile)
 import runpy  # noqa: E402
+
+sys.setprofile(profile)
 
 try:
     runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -38,7 +38,9 @@ def main():
         name = os.path.basename(path)[len("timer.thread-"):-len(".pstats")]
         by_name[name.split("-", 1)[1] if "-" in name else ""] = \
             counts(U.load_pstats(path), script)
-    for thread, want in (("thread-a", (1000, 0)), ("thread-b", (0, 700)),
+    # "worker b/2 (ü)": what a file name should not hold (a '/', spaces,
+    # brackets, the two bytes of the ü) as '_'
+    for thread, want in (("thread-a", (1000, 0)), ("worker_b_2_____", (0, 700)),
                          ("MainThread", (300, 0))):
         U.check(by_name.get(thread) == want, "%s: %s (files: %s)"
                 % (thread, by_name.get(thread), [os.path.basename(f) for f in files]))

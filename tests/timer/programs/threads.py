@@ -1,5 +1,6 @@
 """Three threads with known call counts: 1000 x work_a in one thread,
-700 x work_b in another, 300 x work_a in the main thread."""
+700 x work_b in another (a name a file name cannot hold as it is), 300 x
+work_a in the main thread."""
 import threading
 
 
@@ -23,7 +24,7 @@ def run_b(n):
 
 def main():
     ta = threading.Thread(target=run_a, args=(1000,), name="thread-a")
-    tb = threading.Thread(target=run_b, args=(700,), name="thread-b")
+    tb = threading.Thread(target=run_b, args=(700,), name="worker b/2 (\u00fc)")
     ta.start()
     ta.join()
     tb.start()

@@ -99,6 +99,8 @@ typedef struct cov_rec_item {
 typedef struct cov_rec {
     cov_file *file;
     int module; /* the root is a module's code (report: analysed first) */
+    int replayed; /* by an earlier report (of a session started again):
+                     its file has it */
     cov_rec_item *items;
     size_t nitems, capitems;
 } cov_rec;

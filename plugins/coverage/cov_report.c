@@ -88,11 +88,13 @@ analyse_files(cov_state *st, PyObject *warnings)
         }
     }
     for (size_t i = 0; i < st->nrecs; i++) {
-        if (st->recs[i]->module) {
-            if (cov__rec_replay(st, st->recs[i]) < 0) {
+        cov_rec *r = st->recs[i];
+        if (r->module && !r->replayed) {
+            if (cov__rec_replay(st, r) < 0) {
                 return -1;
             }
-            st->recs[i]->file->analysed = 1;
+            r->replayed = 1;
+            r->file->analysed = 1;
         }
     }
     PyObject *compile = PyDict_GetItemString(st->analysis, "compile_file");
@@ -132,8 +134,12 @@ analyse_files(cov_state *st, PyObject *warnings)
         }
     }
     for (size_t i = 0; i < st->nrecs; i++) {
-        if (!st->recs[i]->module && cov__rec_replay(st, st->recs[i]) < 0) {
-            return -1;
+        cov_rec *r = st->recs[i];
+        if (!r->module && !r->replayed) {
+            if (cov__rec_replay(st, r) < 0) {
+                return -1;
+            }
+            r->replayed = 1;
         }
     }
     return 0;

@@ -84,13 +84,16 @@ tm_code_gone(PyObject *self, PyObject *wr)
 {
     tm_state *st = PyCapsule_GetPointer(self, NULL);
     tm_func *fn = st != NULL ? ptk_kit_map_get(&st->wrs, wr, NULL) : NULL;
-    if (fn != NULL && fn->wr == wr && fn->code != NULL) {
+    if (fn != NULL && fn->wr == wr && fn->code != NULL &&
+        PTK_KIT_RESERVE(st->dead, st->capdead, st->ndead + 1, 64) == 0) {
         tm_fcache *e = tm_fcache_slot(st, fn->code);
         if (e->fn == fn) {
             e->code = NULL;
             e->fn = NULL;
         }
         fn->code = NULL;
+        st->dead[st->ndead++] = fn->wr;
+        fn->wr = NULL;
     }
     PyErr_Clear();
     Py_RETURN_NONE;
@@ -110,6 +113,17 @@ tm_code_func(tm_state *st, PyCodeObject *code)
     }
     tm_func *fn = ptk_kit_map_get(&st->codes, code, NULL);
     if (fn == NULL || fn->code != (const void *)code) {
+        if (st->ndead > 0) {
+            /* dead weak references: their callbacks ran (this is not one) */
+            PyObject **dead = st->dead;
+            size_t n = st->ndead;
+            st->dead = NULL;
+            st->ndead = st->capdead = 0;
+            for (size_t i = 0; i < n; i++) {
+                Py_DECREF(dead[i]);
+            }
+            free(dead);
+        }
         if (PTK_KIT_RESERVE(st->func_list, st->funcs_cap, st->nfuncs + 1, 256) != 0 ||
             (fn = tm__arena_alloc(&st->arena, sizeof(*fn))) == NULL) {
             return NULL;
@@ -986,6 +1000,9 @@ tm_fini(void *state)
             Py_CLEAR(fn->label);
             Py_CLEAR(fn->ref);
         }
+        for (size_t i = 0; i < st->ndead; i++) {
+            Py_DECREF(st->dead[i]);
+        }
         Py_CLEAR(st->gone_cb);
         PyGILState_Release(gil);
     }
@@ -1001,6 +1018,7 @@ tm_fini(void *state)
     ptk_kit_map_free(&st->gone.edges);
     ptk_kit_map_free(&st->gone.nodes);
     tm__arena_free(&st->gone.arena);
+    free(st->dead);
     free(st->func_list);
     ptk_kit_map_free(&st->funcs);
     ptk_kit_map_free(&st->codes);

@@ -215,6 +215,9 @@ typedef struct tm_state {
                            was reused) */
     tm_map wrs;         /* (weak reference, NULL) -> tm_func */
     PyObject *gone_cb;  /* the weak references' callback (tm_code_gone) */
+    PyObject **dead;    /* weak references whose code object died: released
+                           at the next first sight (not in their callback) */
+    size_t ndead, capdead;
     tm_fcache fcache[TM_FCACHE];
     tm_func **func_list;
     size_t nfuncs, funcs_cap;

@@ -1169,6 +1169,68 @@ print(alive, grown, rc)
                   f"({grown // n} per function)")
 
 
+def case_code_reuse(tmp):
+    """Code objects that timer and coverage no longer keep alive are freed, and
+    new ones are made at their addresses (checked: the ids repeat): each of
+    300 generated files, compiled, run and dropped in turn, is still reported
+    as itself — the timer's calls per function (as cProfile counts them) and
+    coverage's missing lines, both from what each file's function did, not
+    from a dead code object that had the same address."""
+    n = 300
+    src = os.path.join(tmp, "src")
+    os.makedirs(src)
+    body = ("def g{i}(n):\n    t = 0\n    for _ in range(n):\n        t += 1\n"
+            "    if n > {m}:\n        t += 10\n    return t\n")
+    for i in range(n):
+        write(os.path.join(src, f"gen_{i}.py"), body.format(i=i, m=i % 3))
+    out = os.path.join(tmp, "out")
+    p = run_py(tmp, f"""
+import gc, os, pytracekit
+s = pytracekit.Session(["timer:top=0", "coverage:include={src}/*"], output_dir={out!r})
+s.start()
+ids = []
+for i in range({n}):
+    path = os.path.join({src!r}, f"gen_{{i}}.py")
+    with open(path) as f:
+        code = compile(f.read(), path, "exec")
+    ns = {{}}
+    exec(code, ns)
+    g = ns[f"g{{i}}"]
+    for _ in range(i % 3 + 1):
+        g(i % 4)
+    ids.append(id(g.__code__))
+    del ns, g, code
+    gc.collect()
+s.stop()
+rc = s.report()
+s.close()
+print(len(set(ids)), rc)
+""", timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
+    distinct, rc = (int(x) for x in p.stdout.split()[-2:])
+    check(rc == 0, f"report {rc}")
+    check(distinct < n, f"no code object address was reused ({distinct} of {n} distinct): "
+          "the case tests nothing")
+    import pstats
+    st = pstats.Stats(os.path.join(out, "timer.pstats")).stats
+    got = {k[0]: (k[1], k[2], v[1]) for k, v in st.items() if k[0].startswith(src)}
+    want = {os.path.join(src, f"gen_{i}.py"): (1, f"g{i}", i % 3 + 1) for i in range(n)}
+    bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    check(not bad and len(got) == n,
+          f"timer: {len(bad)} functions wrong (got, want), e.g. {list(bad.items())[:3]}")
+    with open(os.path.join(out, "coverage.json")) as f:
+        files = json.load(f)["files"]
+    bad = {}
+    for i in range(n):
+        k = i % 4
+        missing = ([4] if k == 0 else []) + ([6] if not k > i % 3 else [])
+        rec = files.get(os.path.join(src, f"gen_{i}.py"))
+        if rec is None or rec["lines"] != list(range(1, 8)) or rec["missing_lines"] != missing:
+            bad[i] = (rec and (rec["lines"], rec["missing_lines"]), missing)
+    check(not bad and len(files) == n,
+          f"coverage: {len(bad)} files wrong of {len(files)}, e.g. {list(bad.items())[:3]}")
+
+
 def case_thread_end(tmp):
     """2,000 threads started and ended under the timeline (threads="all"):
     its per-thread state goes when a thread ends (on_thread_end), but for a

@@ -376,6 +376,9 @@ cov_fini(void *state)
     if (!st) {
         return;
     }
+    if (st->gone_box) {
+        *st->gone_box = NULL; /* a callback from here on does nothing */
+    }
     if (st->codes || st->analysis || st->format || st->file_index || st->gone_cb) {
         if (Py_IsInitialized()) {
             PyGILState_STATE g = PyGILState_Ensure();

@@ -166,6 +166,10 @@ typedef struct cov_state {
     cov_code *last; /* one-entry cache */
     ptk_kit_map wrs; /* (weak reference, NULL) -> the code object (its key) */
     PyObject *gone_cb; /* the weak references' callback */
+    void **gone_box;   /* what its capsule holds: this state, NULL once fini
+                          ran (a weak reference that outlives the instance,
+                          when fini runs after the interpreter began to
+                          finalize, then calls back into nothing) */
     PyObject **dead; /* weak references whose code object died: released at
                         the next first sight (not in their callback) */
     size_t ndead, capdead;

@@ -38,7 +38,8 @@ cov__code_free(cov_code *c)
 static PyObject *
 code_gone(PyObject *self, PyObject *wr)
 {
-    cov_state *st = PyCapsule_GetPointer(self, NULL);
+    void **box = PyCapsule_GetPointer(self, NULL);
+    cov_state *st = box ? *box : NULL;
     PyCodeObject *code = st ? ptk_kit_map_get(&st->wrs, wr, NULL) : NULL;
     cov_code *c = code ? cov__code_find(st, code) : NULL;
     if (c && c->wr == wr
@@ -58,6 +59,12 @@ code_gone(PyObject *self, PyObject *wr)
 }
 
 static PyMethodDef code_gone_def = {"_coverage_code_gone", code_gone, METH_O, NULL};
+
+static void
+box_free(PyObject *capsule)
+{
+    free(PyCapsule_GetPointer(capsule, NULL));
+}
 
 /* Inserts @p code, with a weak reference to it (or, failing that, a strong
  * one); returns the entry or NULL. */
@@ -106,12 +113,23 @@ cov__code_add(cov_state *st, PyCodeObject *code)
         st->last = NULL;
     }
     if (!st->gone_cb) {
-        PyObject *cap = PyCapsule_New(st, NULL, NULL);
-        st->gone_cb = cap ? PyCFunction_New(&code_gone_def, cap) : NULL;
-        Py_XDECREF(cap);
+        void **box = malloc(sizeof(*box));
+        if (!box) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        *box = st;
+        PyObject *cap = PyCapsule_New(box, NULL, box_free);
+        if (!cap) {
+            free(box);
+            return NULL;
+        }
+        st->gone_cb = PyCFunction_New(&code_gone_def, cap);
+        Py_DECREF(cap); /* frees the box if the function was not made */
         if (!st->gone_cb) {
             return NULL;
         }
+        st->gone_box = box;
     }
     PyObject *wr = PyWeakref_NewRef((PyObject *)code, st->gone_cb);
     if (!wr) {

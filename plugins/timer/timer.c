@@ -82,7 +82,8 @@ tm_fcache_slot(tm_state *st, const void *code)
 static PyObject *
 tm_code_gone(PyObject *self, PyObject *wr)
 {
-    tm_state *st = PyCapsule_GetPointer(self, NULL);
+    void **box = PyCapsule_GetPointer(self, NULL);
+    tm_state *st = box != NULL ? *box : NULL;
     tm_func *fn = st != NULL ? ptk_kit_map_get(&st->wrs, wr, NULL) : NULL;
     if (fn != NULL && fn->wr == wr && fn->code != NULL &&
         PTK_KIT_RESERVE(st->dead, st->capdead, st->ndead + 1, 64) == 0) {
@@ -100,6 +101,12 @@ tm_code_gone(PyObject *self, PyObject *wr)
 }
 
 static PyMethodDef tm_code_gone_def = {"_timer_code_gone", tm_code_gone, METH_O, NULL};
+
+static void
+tm_box_free(PyObject *capsule)
+{
+    free(PyCapsule_GetPointer(capsule, NULL));
+}
 
 /* The record of the Python function of @p code (first sight: its names,
  * and a weak reference that says when it dies), through the cache; NULL
@@ -128,10 +135,18 @@ tm_code_func(tm_state *st, PyCodeObject *code)
             (fn = tm__arena_alloc(&st->arena, sizeof(*fn))) == NULL) {
             return NULL;
         }
-        if (st->gone_cb == NULL) {
-            PyObject *cap = PyCapsule_New(st, NULL, NULL);
+        if (st->gone_cb == NULL && st->gone_box == NULL &&
+            (st->gone_box = malloc(sizeof(*st->gone_box))) != NULL) {
+            *st->gone_box = st;
+            PyObject *cap = PyCapsule_New(st->gone_box, NULL, tm_box_free);
+            if (cap == NULL) {
+                free(st->gone_box);
+            }
             st->gone_cb = cap != NULL ? PyCFunction_New(&tm_code_gone_def, cap) : NULL;
-            Py_XDECREF(cap);
+            Py_XDECREF(cap); /* frees the box if the function was not made */
+            if (st->gone_cb == NULL) {
+                st->gone_box = NULL;
+            }
             PyErr_Clear();
         }
         fn->wr = st->gone_cb != NULL ? PyWeakref_NewRef((PyObject *)code, st->gone_cb)
@@ -987,6 +1002,9 @@ tm_fini(void *state)
     tm_state *st = state;
     if (st == NULL) {
         return;
+    }
+    if (st->gone_box != NULL) {
+        *st->gone_box = NULL; /* a callback from here on does nothing */
     }
     if (Py_IsInitialized()) {
         PyGILState_STATE gil = PyGILState_Ensure();

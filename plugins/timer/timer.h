@@ -215,6 +215,11 @@ typedef struct tm_state {
                            was reused) */
     tm_map wrs;         /* (weak reference, NULL) -> tm_func */
     PyObject *gone_cb;  /* the weak references' callback (tm_code_gone) */
+    void **gone_box;    /* what the callback's capsule holds: this state,
+                           NULL once fini ran (a weak reference that outlives
+                           the instance, when fini runs after the interpreter
+                           began to finalize, then calls back into nothing);
+                           freed with the capsule */
     PyObject **dead;    /* weak references whose code object died: released
                            at the next first sight (not in their callback) */
     size_t ndead, capdead;

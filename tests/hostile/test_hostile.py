@@ -1231,6 +1231,32 @@ print(len(set(ids)), rc)
           f"coverage: {len(bad)} files wrong of {len(files)}, e.g. {list(bad.items())[:3]}")
 
 
+def case_code_gone_after_fini(tmp):
+    """Sessions of timer and coverage left open at exit, with functions that
+    die only as the interpreter finalizes: the plugins are freed first
+    (their weak references to code objects may outlive them), and a code
+    object dying afterwards must not call back into the freed state. It
+    crashed (SIGSEGV after the report, coverage.scope.started-late on 3.14)
+    before the callback went through a box that fini empties."""
+    for plugins in (["timer:top=0"], ["coverage:include=*"], ["timer:top=0", "coverage:include=*"]):
+        out = os.path.join(tmp, "_".join(x.split(":")[0] for x in plugins))
+        p = run_py(tmp, f"""
+import pytracekit
+keep = []
+s = pytracekit.Session({plugins!r}, output_dir={out!r})
+s.start()
+for i in range(200):
+    ns = {{}}
+    exec(compile(f"def g{{i}}():\\n    return {{i}}\\n", f"late_{{i}}.py", "exec"), ns)
+    ns[f"g{{i}}"]()
+    keep.append(ns)
+s.stop()
+print(s.report())
+""", timeout=60)
+        check(p.returncode == 0 and p.stdout.split()[-1:] == ["0"],
+              f"{plugins}: exit {p.returncode}, out {p.stdout[-200:]!r}: {p.stderr[-1500:]}")
+
+
 def case_thread_end(tmp):
     """2,000 threads started and ended under the timeline (threads="all"):
     its per-thread state goes when a thread ends (on_thread_end), but for a

@@ -1209,8 +1209,13 @@ print(len(set(ids)), rc)
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
     distinct, rc = (int(x) for x in p.stdout.split()[-2:])
     check(rc == 0, f"report {rc}")
-    check(distinct < n, f"no code object address was reused ({distinct} of {n} distinct): "
-          "the case tests nothing")
+    if os.environ.get("PTK_SANITIZE") == "1":
+        # ASan's quarantine keeps freed memory out of use: no address comes
+        # back, and what is checked is that dead code objects harm nothing
+        print(f"ASan: {distinct} of {n} code object addresses distinct (no reuse expected)")
+    else:
+        check(distinct < n, f"no code object address was reused ({distinct} of {n} "
+              "distinct): the case tests nothing")
     import pstats
     st = pstats.Stats(os.path.join(out, "timer.pstats")).stats
     got = {k[0]: (k[1], k[2], v[1]) for k, v in st.items() if k[0].startswith(src)}

@@ -88,21 +88,46 @@ code_describe(const cov_state *st, cov_code *c)
     return 0;
 }
 
-/* One analysis of a tree of code objects into a file (cov__file_analyze). */
+/* One analysis of a tree of code objects into a file (cov__file_analyze),
+ * or into a record (rec not NULL: cov__code_record). */
 typedef struct cov_an_ctx {
     cov_state *st;
     cov_file *f;
     size_t known;  /* f->branches before this analysis: not changed by it */
+    cov_rec *rec;
 } cov_an_ctx;
 
-/* A code object of the tree: its lines could run, it is a function of the
- * file, and it needs no analysis of its own at report time. */
+/* Appends a sink call to a->rec; -1 (MemoryError) when out of memory. */
 static int
-an_code(void *ctx, PyCodeObject *code, int32_t start, const int32_t *own, int32_t nown)
+rec_add(cov_an_ctx *a, const char *qualname, int32_t line, const int32_t *v, int32_t n)
 {
-    cov_an_ctx *a = ctx;
+    cov_rec *r = a->rec;
+    if (PTK_KIT_RESERVE(r->items, r->capitems, r->nitems + 1, 8) != 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    cov_rec_item *it = &r->items[r->nitems];
+    *it = (cov_rec_item){NULL, line, n, NULL};
+    if ((qualname && !(it->qualname = strdup(qualname)))
+        || (n > 0 && !(it->v = malloc((size_t)n * sizeof(int32_t))))) {
+        free(it->qualname);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (n > 0) {
+        memcpy(it->v, v, (size_t)n * sizeof(int32_t));
+    }
+    r->nitems++;
+    return 0;
+}
+
+/* A code object of the tree (its co_qualname, co_firstlineno): its lines
+ * could run, and it is a function of the file. */
+static int
+an_code_apply(cov_an_ctx *a, const char *qualname, int32_t firstline, const int32_t *own,
+              int32_t nown)
+{
     cov_file *f = a->f;
-    (void)start;
     for (int32_t i = 0; i < nown; i++) {
         if (own[i] <= 0 || own[i] > INT32_MAX / 2) {
             continue;
@@ -113,11 +138,7 @@ an_code(void *ctx, PyCodeObject *code, int32_t start, const int32_t *own, int32_
         }
         f->possible[own[i]] = 1;
     }
-    const char *qualname = PyUnicode_AsUTF8(code->co_qualname);
-    if (!qualname) {
-        return -1;
-    }
-    int32_t fi = cov__file_func(f, qualname, code->co_firstlineno);
+    int32_t fi = cov__file_func(f, qualname, firstline);
     if (fi < 0) {
         PyErr_NoMemory();
         return -1;
@@ -132,20 +153,28 @@ an_code(void *ctx, PyCodeObject *code, int32_t start, const int32_t *own, int32_
         memcpy(fn->own, own, (size_t)nown * sizeof(int32_t));
         fn->nown = nown;
     }
-    cov_code *c = cov__code_find(a->st, code);
-    if (c) {
-        c->analysed = 1;
-    }
     return 0;
+}
+
+static int
+an_code(void *ctx, PyCodeObject *code, int32_t start, const int32_t *own, int32_t nown)
+{
+    cov_an_ctx *a = ctx;
+    (void)start;
+    const char *qualname = PyUnicode_AsUTF8(code->co_qualname);
+    if (!qualname) {
+        return -1;
+    }
+    return a->rec ? rec_add(a, qualname, code->co_firstlineno, own, nown)
+                  : an_code_apply(a, qualname, code->co_firstlineno, own, nown);
 }
 
 /* A branch line and its destinations: merged into what this analysis found
  * on that line before (another code object of the tree), left alone if an
  * earlier analysis of the file knew it. */
 static int
-an_branch(void *ctx, int32_t line, const int32_t *dest, int32_t ndest)
+an_branch_apply(cov_an_ctx *a, int32_t line, const int32_t *dest, int32_t ndest)
 {
-    cov_an_ctx *a = ctx;
     cov_file *f = a->f;
     size_t k;
     for (k = 0; k < f->nbranches && f->branches[k].line != line; k++) {
@@ -176,6 +205,13 @@ an_branch(void *ctx, int32_t line, const int32_t *dest, int32_t ndest)
     }
     b->dest[b->ndest] = 0;
     return 0;
+}
+
+static int
+an_branch(void *ctx, int32_t line, const int32_t *dest, int32_t ndest)
+{
+    cov_an_ctx *a = ctx;
+    return a->rec ? rec_add(a, NULL, line, dest, ndest) : an_branch_apply(a, line, dest, ndest);
 }
 
 /* int32 items of a list of ints into @p out (@p n of them); -1 on error. */
@@ -260,24 +296,95 @@ done:
     return rc;
 }
 
-/*
- * Analyses @p root (a code object and those nested in it) and records in
- * @p f which lines could run, its functions and its branches; the code
- * objects of the tree that ran are marked as analysed. Report time only.
- */
-int
-cov__file_analyze(cov_state *st, cov_file *f, PyObject *root)
+/* Analyses @p root into @p a (a file, or a record). */
+static int
+an_run(cov_an_ctx *a, PyObject *root)
 {
-    cov_an_ctx a = {st, f, f->nbranches};
+    cov_state *st = a->st;
     if (st->py_analysis) {
-        return file_analyze_py(&a, root);
+        return file_analyze_py(a, root);
     }
     if (!PyCode_Check(root)) {
         PyErr_SetString(PyExc_TypeError, "coverage analysis of something not a code object");
         return -1;
     }
-    const cov_an_sink sink = {&a, an_code, an_branch};
+    const cov_an_sink sink = {a, an_code, an_branch};
     return cov_analyze(&st->an_ops, (PyCodeObject *)root, st->branch, &sink);
+}
+
+/*
+ * Analyses @p root (a code object and those nested in it) and records in
+ * @p f which lines could run, its functions and its branches.
+ */
+int
+cov__file_analyze(cov_state *st, cov_file *f, PyObject *root)
+{
+    cov_an_ctx a = {st, f, f->nbranches, NULL};
+    return an_run(&a, root);
+}
+
+static int
+is_module_code(PyCodeObject *code)
+{
+    return PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
+}
+
+void
+cov__rec_free(cov_rec *r)
+{
+    if (!r) {
+        return;
+    }
+    for (size_t i = 0; i < r->nitems; i++) {
+        free(r->items[i].qualname);
+        free(r->items[i].v);
+    }
+    free(r->items);
+    free(r);
+}
+
+/*
+ * Analyses @p code (and the code objects nested in it), of the measured
+ * entry @p c, into a record appended to st->recs: what cov__file_analyze
+ * would do with it at report time, done while it lives.
+ */
+int
+cov__code_record(cov_state *st, cov_code *c, PyCodeObject *code)
+{
+    if (PTK_KIT_RESERVE(st->recs, st->caprecs, st->nrecs + 1, 64) != 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    cov_rec *r = calloc(1, sizeof(*r));
+    if (!r) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    r->file = c->file;
+    r->module = is_module_code(code);
+    cov_an_ctx a = {st, c->file, 0, r};
+    if (an_run(&a, (PyObject *)code) < 0) {
+        cov__rec_free(r);
+        return -1;
+    }
+    st->recs[st->nrecs++] = r;
+    c->recorded = 1;
+    return 0;
+}
+
+/* Replays @p r into its file, as cov__file_analyze of its root would. */
+int
+cov__rec_replay(cov_state *st, const cov_rec *r)
+{
+    cov_an_ctx a = {st, r->file, r->file->nbranches, NULL};
+    for (size_t i = 0; i < r->nitems; i++) {
+        const cov_rec_item *it = &r->items[i];
+        if ((it->qualname ? an_code_apply(&a, it->qualname, it->line, it->v, it->n)
+                          : an_branch_apply(&a, it->line, it->v, it->n)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 cov_file *
@@ -369,6 +476,11 @@ code_first_sight(cov_state *st, PyCodeObject *code)
     if (!c || fi < 0) {
         return c;
     }
+    if (st->py_analysis && !c->pin) {
+        /* analysis.py runs at report time (it is the reference, not the
+         * way measurements are taken): the code object is kept until then */
+        c->pin = Py_NewRef((PyObject *)code);
+    }
     cov_file *f = st->files[fi];
     const char *qualname = PyUnicode_AsUTF8(code->co_qualname);
     if (!qualname) {
@@ -384,6 +496,9 @@ code_first_sight(cov_state *st, PyCodeObject *code)
     }
     c->file = f;
     f->seen = 1;
+    if (!st->py_analysis && cov__code_record(st, c, code) < 0) {
+        return NULL;
+    }
     return c;
 }
 

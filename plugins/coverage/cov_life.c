@@ -340,30 +340,30 @@ fail:
     return rc;
 }
 
-/* Frees what an entry of the code table owns besides its references. */
-static void
-code_free(cov_code *c)
-{
-    free(c->bridx);
-    free(c->brs);
-    free(c->succ);
-}
-
 /* Drops every Python reference; needs the GIL. */
 static void
 cov_release_python(cov_state *st)
 {
     for (size_t i = 0; i < st->capcodes; i++) {
-        if (st->codes[i].code) {
-            Py_CLEAR(st->codes[i].bytecode);
-            Py_CLEAR(st->codes[i].code);
-            code_free(&st->codes[i]);
+        cov_code *c = &st->codes[i];
+        if (c->code && c->code != COV_GONE) {
+            Py_CLEAR(c->wr); /* first: no callback from here on */
+            Py_CLEAR(c->pin);
+            Py_CLEAR(c->bytecode);
+            cov__code_free(c);
         }
     }
     free(st->codes);
     st->codes = NULL;
     st->capcodes = st->ncodes = 0;
     st->last = NULL;
+    for (size_t i = 0; i < st->ndead; i++) {
+        Py_DECREF(st->dead[i]);
+    }
+    free(st->dead);
+    st->dead = NULL;
+    st->ndead = st->capdead = 0;
+    Py_CLEAR(st->gone_cb);
     Py_CLEAR(st->file_index);
     Py_CLEAR(st->analysis);
     Py_CLEAR(st->format);
@@ -376,7 +376,10 @@ cov_fini(void *state)
     if (!st) {
         return;
     }
-    if (st->codes || st->analysis || st->format || st->file_index) {
+    if (st->gone_box) {
+        *st->gone_box = NULL; /* a callback from here on does nothing */
+    }
+    if (st->codes || st->analysis || st->format || st->file_index || st->gone_cb) {
         if (Py_IsInitialized()) {
             PyGILState_STATE g = PyGILState_Ensure();
             cov_release_python(st);
@@ -384,11 +387,17 @@ cov_fini(void *state)
         }
         else {
             for (size_t i = 0; i < st->capcodes; i++) {
-                code_free(&st->codes[i]);
+                cov__code_free(&st->codes[i]);
             }
             free(st->codes); /* the interpreter and its objects are gone */
+            free(st->dead);
         }
     }
+    ptk_kit_map_free(&st->wrs);
+    for (size_t i = 0; i < st->nrecs; i++) {
+        cov__rec_free(st->recs[i]);
+    }
+    free(st->recs);
     for (size_t i = 0; i < st->nfiles; i++) {
         cov__file_free(st->files[i]);
     }

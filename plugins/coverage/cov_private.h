@@ -10,7 +10,9 @@
  * Executed lines come from LINE events; the lines that could run come from
  * the code objects themselves (co_lines(), walking nested code objects
  * through co_consts from the module's code object), so a function that never
- * ran still counts as missed. See docs/coverage.md.
+ * ran still counts as missed. A code object is analysed when it is first
+ * seen and the result recorded (cov_rec): the report replays the records,
+ * and no code object is kept alive. See docs/coverage.md.
  */
 #ifndef PTK_COVERAGE_PRIVATE_H
 #define PTK_COVERAGE_PRIVATE_H
@@ -26,6 +28,7 @@
 
 #include "../common/fs_name.h"
 #include "../common/grow.h"
+#include "../common/pair_map.h"
 #include "pytracekit/errors.h"
 #include "pytracekit/plugin.h"
 
@@ -83,15 +86,44 @@ typedef struct cov_br {
     int32_t n;       /* how many of dest[] are set */
 } cov_br;
 
+/* What an analysis of a tree of code objects found (cov_analyze's sink
+ * calls, in order), recorded when its root is first seen and replayed into
+ * the file by the report: the code objects need not live until then. */
+typedef struct cov_rec_item {
+    char *qualname; /* a code object: its co_qualname; NULL: a branch */
+    int32_t line;   /* co_firstlineno, or the branch's line */
+    int32_t n;      /* own lines, or destinations */
+    int32_t *v;
+} cov_rec_item;
+
+typedef struct cov_rec {
+    cov_file *file;
+    int module; /* the root is a module's code (report: analysed first) */
+    int replayed; /* by an earlier report (of a session started again):
+                     its file has it */
+    cov_rec_item *items;
+    size_t nitems, capitems;
+} cov_rec;
+
+/* The key of an entry whose code object died (cov__code_gone): never a code
+ * object's address, and not an empty slot. */
+extern char cov__gone_marker;
+#define COV_GONE ((PyCodeObject *)(void *)&cov__gone_marker)
+
 typedef struct cov_code {
-    PyCodeObject *code; /* strong reference; the key; NULL = empty slot */
+    PyCodeObject *code; /* the key (not a reference): NULL = empty slot,
+                           COV_GONE = its code object died */
+    PyObject *wr;       /* a weak reference to it, whose callback
+                           (cov__code_gone) empties the entry */
+    PyObject *pin;      /* a strong reference, only when no weak one could be
+                           made, or for the Python analysis at report time */
     cov_file *file;     /* NULL: not measured */
     int32_t func;       /* index in file->funcs */
     int32_t firstline;
     int32_t start;      /* byte offset of the first RESUME */
     int generator;      /* generator, coroutine or async generator */
     PyObject *bytecode; /* co_code (generators, and code with branch events) */
-    int analysed;       /* its lines are in the file's analysis (report time) */
+    int recorded;       /* its analysis is in st->recs */
     int32_t *bridx;     /* branch events: per code unit, 1 + index in brs, or 0 */
     cov_br *brs;
     int32_t nbrs, capbrs;
@@ -130,8 +162,19 @@ typedef struct cov_state {
     int found_coveragepy; /* coverage.py is importable (looked for unless COVPY_NO) */
 
     cov_code *codes; /* open addressing on the code pointer */
-    size_t ncodes, capcodes;
+    size_t ncodes, capcodes; /* ncodes counts COV_GONE entries too */
     cov_code *last; /* one-entry cache */
+    ptk_kit_map wrs; /* (weak reference, NULL) -> the code object (its key) */
+    PyObject *gone_cb; /* the weak references' callback */
+    void **gone_box;   /* what its capsule holds: this state, NULL once fini
+                          ran (a weak reference that outlives the instance,
+                          when fini runs after the interpreter began to
+                          finalize, then calls back into nothing) */
+    PyObject **dead; /* weak references whose code object died: released at
+                        the next first sight (not in their callback) */
+    size_t ndead, capdead;
+    cov_rec **recs;  /* the analyses, in the order their roots were seen */
+    size_t nrecs, caprecs;
 
     cov_file **files;
     size_t nfiles, capfiles;
@@ -172,6 +215,8 @@ enum { COVPY_NO,
 /* ---- coverage.c ---- */
 
 cov_code *cov__code_add(cov_state *st, PyCodeObject *code);
+/* Frees what an entry of the code table owns besides its references. */
+void cov__code_free(cov_code *c);
 int cov__file_reserve(cov_file *f, int32_t line);
 void cov__file_free(cov_file *f);
 int32_t cov__file_func(cov_file *f, const char *qualname, int32_t line);
@@ -183,6 +228,11 @@ int cov__on_event(void *state, const ptk_event *ev);
 PyObject *cov__load_module(const char *name, const char *source, const unsigned char *code_bytes,
                            size_t code_len);
 int cov__file_analyze(cov_state *st, cov_file *f, PyObject *root);
+/* The analysis of a measured entry's code object, recorded (first sight). */
+int cov__code_record(cov_state *st, cov_code *c, PyCodeObject *code);
+/* A record replayed into its file (report time). */
+int cov__rec_replay(cov_state *st, const cov_rec *r);
+void cov__rec_free(cov_rec *r);
 cov_file *cov__file_new(cov_state *st, const char *path);
 
 /* ---- cov_report.c ---- */

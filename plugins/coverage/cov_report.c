@@ -63,29 +63,38 @@ ensure_python(cov_state *st)
     return st->format ? 0 : -1;
 }
 
-static int
-is_module_code(PyCodeObject *code)
-{
-    return PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
-}
-
 /*
  * Which lines of each measured file could run: analysed from the module
  * code objects that ran, else from the file's source (compiled again), and
  * then from every code object that ran but is in neither (exec(), a reload,
- * a module imported before measuring began). A file whose source does not
- * compile gets a warning in @p warnings.
+ * a module imported before measuring began). The code objects were analysed
+ * when first seen (cov__code_record): their records are replayed here, in
+ * that order, modules first. A code object inside a module analysed before
+ * adds nothing when its own record is replayed (the same lines, functions
+ * and branch lines, which an analysis leaves as an earlier one found them).
+ * A file whose source does not compile gets a warning in @p warnings.
  */
 static int
 analyse_files(cov_state *st, PyObject *warnings)
 {
-    for (size_t i = 0; i < st->capcodes; i++) {
-        cov_code *c = &st->codes[i];
-        if (c->code && c->file && !c->analysed && is_module_code(c->code)) {
-            if (cov__file_analyze(st, c->file, (PyObject *)c->code) < 0) {
+    if (st->py_analysis) {
+        /* analysis.py: the code objects were kept for it (code_first_sight) */
+        for (size_t i = 0; i < st->capcodes; i++) {
+            cov_code *c = &st->codes[i];
+            if (c->code && c->code != COV_GONE && c->file && c->pin && !c->recorded
+                && cov__code_record(st, c, (PyCodeObject *)c->pin) < 0) {
                 return -1;
             }
-            c->file->analysed = 1;
+        }
+    }
+    for (size_t i = 0; i < st->nrecs; i++) {
+        cov_rec *r = st->recs[i];
+        if (r->module && !r->replayed) {
+            if (cov__rec_replay(st, r) < 0) {
+                return -1;
+            }
+            r->replayed = 1;
+            r->file->analysed = 1;
         }
     }
     PyObject *compile = PyDict_GetItemString(st->analysis, "compile_file");
@@ -124,11 +133,13 @@ analyse_files(cov_state *st, PyObject *warnings)
             return -1;
         }
     }
-    for (size_t i = 0; i < st->capcodes; i++) {
-        cov_code *c = &st->codes[i];
-        if (c->code && c->file && !c->analysed
-            && cov__file_analyze(st, c->file, (PyObject *)c->code) < 0) {
-            return -1;
+    for (size_t i = 0; i < st->nrecs; i++) {
+        cov_rec *r = st->recs[i];
+        if (!r->module && !r->replayed) {
+            if (cov__rec_replay(st, r) < 0) {
+                return -1;
+            }
+            r->replayed = 1;
         }
     }
     return 0;

@@ -16,12 +16,81 @@
 
 /* ---- small tables ------------------------------------------------------ */
 
-/* Inserts @p code (taking a new reference); returns the entry or NULL. */
+char cov__gone_marker;
+
+void
+cov__code_free(cov_code *c)
+{
+    free(c->bridx);
+    free(c->brs);
+    free(c->succ);
+    c->bridx = NULL;
+    c->brs = NULL;
+    c->succ = NULL;
+    c->nsucc = 0;
+    c->nbrs = c->capbrs = 0;
+}
+
+/* The callback of the weak reference to a code object: it died. Its entry
+ * is emptied (COV_GONE), so that a code object made at its address later is
+ * new to the plugin; what it counted is in its file, and its analysis in
+ * st->recs. The weak reference is released later, not under its callback. */
+static PyObject *
+code_gone(PyObject *self, PyObject *wr)
+{
+    void **box = PyCapsule_GetPointer(self, NULL);
+    cov_state *st = box ? *box : NULL;
+    PyCodeObject *code = st ? ptk_kit_map_get(&st->wrs, wr, NULL) : NULL;
+    cov_code *c = code ? cov__code_find(st, code) : NULL;
+    if (c && c->wr == wr
+        && PTK_KIT_RESERVE(st->dead, st->capdead, st->ndead + 1, 64) == 0) {
+        st->dead[st->ndead++] = c->wr;
+        c->wr = NULL;
+        if (st->last == c) {
+            st->last = NULL;
+        }
+        Py_CLEAR(c->bytecode);
+        cov__code_free(c);
+        c->code = COV_GONE;
+        c->file = NULL;
+    }
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef code_gone_def = {"_coverage_code_gone", code_gone, METH_O, NULL};
+
+static void
+box_free(PyObject *capsule)
+{
+    free(PyCapsule_GetPointer(capsule, NULL));
+}
+
+/* Inserts @p code, with a weak reference to it (or, failing that, a strong
+ * one); returns the entry or NULL. */
 cov_code *
 cov__code_add(cov_state *st, PyCodeObject *code)
 {
+    if (st->ndead) {
+        /* dead weak references: their callbacks ran (this is not one) */
+        PyObject **dead = st->dead;
+        size_t n = st->ndead;
+        st->dead = NULL;
+        st->ndead = st->capdead = 0;
+        for (size_t i = 0; i < n; i++) {
+            Py_DECREF(dead[i]);
+        }
+        free(dead);
+    }
     if ((st->ncodes + 1) * 2 > st->capcodes) {
-        size_t cap = st->capcodes ? st->capcodes * 2 : 256;
+        size_t live = 0;
+        for (size_t j = 0; j < st->capcodes; j++) {
+            live += st->codes[j].code && st->codes[j].code != COV_GONE;
+        }
+        size_t cap = st->capcodes ? st->capcodes : 256;
+        while ((live + 1) * 2 > cap / 2) { /* at most a quarter full after */
+            cap *= 2;
+        }
         cov_code *t = calloc(cap, sizeof(*t));
         if (!t) {
             PyErr_NoMemory();
@@ -29,7 +98,7 @@ cov__code_add(cov_state *st, PyCodeObject *code)
         }
         for (size_t j = 0; j < st->capcodes; j++) {
             cov_code *o = &st->codes[j];
-            if (o->code) {
+            if (o->code && o->code != COV_GONE) {
                 size_t i = ptr_hash(o->code, cap - 1);
                 while (t[i].code) {
                     i = (i + 1) & (cap - 1);
@@ -40,7 +109,36 @@ cov__code_add(cov_state *st, PyCodeObject *code)
         free(st->codes);
         st->codes = t;
         st->capcodes = cap;
+        st->ncodes = live;
         st->last = NULL;
+    }
+    if (!st->gone_cb) {
+        void **box = malloc(sizeof(*box));
+        if (!box) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        *box = st;
+        PyObject *cap = PyCapsule_New(box, NULL, box_free);
+        if (!cap) {
+            free(box);
+            return NULL;
+        }
+        st->gone_cb = PyCFunction_New(&code_gone_def, cap);
+        Py_DECREF(cap); /* frees the box if the function was not made */
+        if (!st->gone_cb) {
+            return NULL;
+        }
+        st->gone_box = box;
+    }
+    PyObject *wr = PyWeakref_NewRef((PyObject *)code, st->gone_cb);
+    if (!wr) {
+        PyErr_Clear();
+    }
+    else if (ptk_kit_map_put(&st->wrs, wr, NULL, code) != 0) {
+        Py_DECREF(wr);
+        PyErr_NoMemory();
+        return NULL;
     }
     size_t mask = st->capcodes - 1;
     size_t i = ptr_hash(code, mask);
@@ -49,8 +147,11 @@ cov__code_add(cov_state *st, PyCodeObject *code)
     }
     cov_code *c = &st->codes[i];
     memset(c, 0, sizeof(*c));
-    Py_INCREF(code);
     c->code = code;
+    c->wr = wr;
+    if (!wr) {
+        c->pin = Py_NewRef((PyObject *)code); /* its address stays its own */
+    }
     c->func = -1;
     c->firstline = code->co_firstlineno;
     c->start = -1;

@@ -69,11 +69,122 @@ tm__cpu_now(void)
 
 /* ---- functions ---------------------------------------------------------- */
 
-/* The shared record of a function, made on first sight. */
+/* The direct-mapped entry of @p code in tm_state::fcache. */
+static inline tm_fcache *
+tm_fcache_slot(tm_state *st, const void *code)
+{
+    return &st->fcache[((uintptr_t)code >> 4) & (TM_FCACHE - 1)];
+}
+
+/* The callback of the weak reference to a code object: it died. Its record
+ * stays (the figures name it) but no code object finds it any more: a new
+ * one at its address gets a record of its own. Calls nothing. */
+static PyObject *
+tm_code_gone(PyObject *self, PyObject *wr)
+{
+    void **box = PyCapsule_GetPointer(self, NULL);
+    tm_state *st = box != NULL ? *box : NULL;
+    tm_func *fn = st != NULL ? ptk_kit_map_get(&st->wrs, wr, NULL) : NULL;
+    if (fn != NULL && fn->wr == wr && fn->code != NULL &&
+        PTK_KIT_RESERVE(st->dead, st->capdead, st->ndead + 1, 64) == 0) {
+        tm_fcache *e = tm_fcache_slot(st, fn->code);
+        if (e->fn == fn) {
+            e->code = NULL;
+            e->fn = NULL;
+        }
+        fn->code = NULL;
+        st->dead[st->ndead++] = fn->wr;
+        fn->wr = NULL;
+    }
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef tm_code_gone_def = {"_timer_code_gone", tm_code_gone, METH_O, NULL};
+
+static void
+tm_box_free(PyObject *capsule)
+{
+    free(PyCapsule_GetPointer(capsule, NULL));
+}
+
+/* The record of the Python function of @p code (first sight: its names,
+ * and a weak reference that says when it dies), through the cache; NULL
+ * when out of memory. */
+static __attribute__((noinline)) tm_func *
+tm_code_func(tm_state *st, PyCodeObject *code)
+{
+    tm_fcache *e = tm_fcache_slot(st, code);
+    if (e->code == (const void *)code) {
+        return e->fn;
+    }
+    tm_func *fn = ptk_kit_map_get(&st->codes, code, NULL);
+    if (fn == NULL || fn->code != (const void *)code) {
+        if (st->ndead > 0) {
+            /* dead weak references: their callbacks ran (this is not one) */
+            PyObject **dead = st->dead;
+            size_t n = st->ndead;
+            st->dead = NULL;
+            st->ndead = st->capdead = 0;
+            for (size_t i = 0; i < n; i++) {
+                Py_DECREF(dead[i]);
+            }
+            free(dead);
+        }
+        if (PTK_KIT_RESERVE(st->func_list, st->funcs_cap, st->nfuncs + 1, 256) != 0 ||
+            (fn = tm__arena_alloc(&st->arena, sizeof(*fn))) == NULL) {
+            return NULL;
+        }
+        if (st->gone_cb == NULL && st->gone_box == NULL &&
+            (st->gone_box = malloc(sizeof(*st->gone_box))) != NULL) {
+            *st->gone_box = st;
+            PyObject *cap = PyCapsule_New(st->gone_box, NULL, tm_box_free);
+            if (cap == NULL) {
+                free(st->gone_box);
+            }
+            st->gone_cb = cap != NULL ? PyCFunction_New(&tm_code_gone_def, cap) : NULL;
+            Py_XDECREF(cap); /* frees the box if the function was not made */
+            if (st->gone_cb == NULL) {
+                st->gone_box = NULL;
+            }
+            PyErr_Clear();
+        }
+        fn->wr = st->gone_cb != NULL ? PyWeakref_NewRef((PyObject *)code, st->gone_cb)
+                                     : NULL;
+        if (fn->wr == NULL) {
+            PyErr_Clear();
+            fn->pin = Py_NewRef((PyObject *)code); /* the address stays its own */
+        }
+        fn->key = fn;
+        fn->code = code;
+        fn->filename = Py_NewRef(code->co_filename);
+        fn->name = Py_NewRef(code->co_name);
+        fn->qualname = Py_NewRef(code->co_qualname);
+        fn->line = code->co_firstlineno;
+        fn->id = (uint32_t)st->nfuncs;
+        st->func_list[st->nfuncs++] = fn; /* released at fini, even if the
+                                             maps below fail */
+        if (ptk_kit_map_put(&st->codes, code, NULL, fn) != 0 ||
+            (fn->wr != NULL && ptk_kit_map_put(&st->wrs, fn->wr, NULL, fn) != 0)) {
+            Py_CLEAR(fn->wr); /* no callback without its map entry */
+            fn->code = NULL;
+            return NULL;
+        }
+    }
+    e->code = code;
+    e->fn = fn;
+    return fn;
+}
+
+/* The shared record of a function, made on first sight (a Python
+ * function's was made by tm_code_func: @p key is it). */
 static tm_func *
 tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
             int is_c)
 {
+    if (!is_c) {
+        return (tm_func *)key;
+    }
     tm_func *fn = ptk_kit_map_get(&st->funcs, key, NULL);
     if (fn != NULL) {
         return fn;
@@ -87,21 +198,15 @@ tm_func_get(tm_state *st, const void *key, PyObject *obj, PyObject *cself,
     }
     fn->key = key;
     fn->is_c = is_c;
-    if (is_c) {
-        fn->label = ptk_kit_c_label(obj, cself);
-        if (fn->label == NULL) {
-            return NULL;
-        }
-        if (!PyCFunction_Check(obj)) {
-            fn->ref = Py_NewRef(obj); /* keyed by identity: keep it alive */
-        }
+    fn->label = ptk_kit_c_label(obj, cself);
+    if (fn->label == NULL) {
+        return NULL;
     }
-    else {
-        fn->code = Py_NewRef(obj);
+    if (!PyCFunction_Check(obj)) {
+        fn->ref = Py_NewRef(obj); /* keyed by identity: keep it alive */
     }
     if (ptk_kit_map_put(&st->funcs, key, NULL, fn) != 0) {
         Py_CLEAR(fn->label);
-        Py_CLEAR(fn->code);
         Py_CLEAR(fn->ref);
         return NULL;
     }
@@ -151,7 +256,7 @@ tm_thread_get(tm_state *st, const ptk_thread *t)
  * and root_edge are distinct objects, so the keys never collide. */
 static tm_node *
 tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
-             PyObject *obj, PyObject *cself, int is_c)
+             const void *match, PyObject *obj, PyObject *cself, int is_c)
 {
     int merged = parent->merged || !st->contexts ||
                  (st->max_contexts > 0 &&
@@ -200,6 +305,7 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     }
     n->parent = parent;
     n->key = key;
+    n->match = match;
     n->stat = s;
     n->edge = e;
     n->merged = merged;
@@ -243,10 +349,11 @@ tm_fig_leave(tm_fig *f, uint64_t tt, uint64_t it)
  * after recording the failure. */
 TM_COLD tm_node *
 tm_enter_slow(tm_state *st, tm_thread *th, tm_node *parent, tm_node *n,
-              const void *key, PyObject *obj, PyObject *cself, int is_c)
+              const void *key, const void *match, PyObject *obj, PyObject *cself,
+              int is_c)
 {
     if (n == NULL || n->key != key) {
-        n = tm_node_find(st, th, parent, key, obj, cself, is_c);
+        n = tm_node_find(st, th, parent, key, match, obj, cself, is_c);
         if (n == NULL) {
             if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
@@ -323,23 +430,24 @@ tm_push(tm_thread *th, tm_node *n, uint64_t now)
     n->edge->fig.level++;
 }
 
-/* Is the top frame one of @p key? */
+/* Is the top frame one that returns with @p match (a code object, or a C
+ * key)? */
 TM_INLINE int
-tm_is_top(const tm_thread *th, const void *key)
+tm_is_top(const tm_thread *th, const void *match)
 {
-    return th->top->key == key; /* (the root's key is NULL: no function's) */
+    return th->top->match == match; /* (the root's is NULL: no function's) */
 }
 
 /* A call of @p key at @p now: its node (guessed, else found) pushed. */
 TM_INLINE int
-tm_enter(tm_state *st, tm_thread *th, const void *key, PyObject *obj,
+tm_enter(tm_state *st, tm_thread *th, const void *key, const void *match, PyObject *obj,
          PyObject *cself, int is_c, uint64_t now)
 {
     tm_node *parent = tm_top_node(th);
     tm_node **slot = tm_guess(th, parent);
     tm_node *n = tm_guess_node(th, parent, slot, key);
     if (n == NULL || th->sp == th->cap) {
-        n = tm_enter_slow(st, th, parent, n, key, obj, cself, is_c);
+        n = tm_enter_slow(st, th, parent, n, key, match, obj, cself, is_c);
         if (n == NULL) {
             return PTK_ENOMEM;
         }
@@ -371,15 +479,16 @@ tm_leave(tm_thread *th, uint64_t now)
     tm_fig_leave(&n->edge->fig, tt, it);
 }
 
-/* Closes the frame of @p key nearest the top, and any frame above it (those
- * lost their return). With @p c_only, does not look past a Python frame. */
+/* Closes the frame that returns with @p match nearest the top, and any frame
+ * above it (those lost their return). With @p c_only, does not look past a
+ * Python frame. */
 TM_COLD void
-tm_leave_key(tm_thread *th, const void *key, int c_only, uint64_t now)
+tm_leave_key(tm_thread *th, const void *match, int c_only, uint64_t now)
 {
     size_t i = th->sp;
     while (i > 0) {
         tm_node *n = th->stack[i - 1].node;
-        if (n->key == key) {
+        if (n->match == match) {
             break;
         }
         if (c_only && !n->stat->fn->is_c) {
@@ -441,8 +550,16 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
     uint64_t now = st->cpu_clock ? tm__cpu_now() : ev->time_ns;
     th->last_ns = now;
     switch (ev->kind) {
-    case PTK_EV_CALL:
-        return tm_enter(st, th, ev->code, (PyObject *)ev->code, NULL, 0, now);
+    case PTK_EV_CALL: {
+        tm_func *fn = tm_code_func(st, ev->code);
+        if (fn == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory recording a function");
+        }
+        return tm_enter(st, th, fn, ev->code, (PyObject *)ev->code, NULL, 0, now);
+    }
     case PTK_EV_RETURN:
         if (tm_is_top(th, ev->code)) {
             tm_leave(th, now);
@@ -451,8 +568,10 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
             tm_leave_key(th, ev->code, 0, now);
         }
         return PTK_OK;
-    case PTK_EV_C_CALL:
-        return tm_enter(st, th, tm_c_key(ev), ev->arg, ev->c_self, 1, now);
+    case PTK_EV_C_CALL: {
+        const void *key = tm_c_key(ev);
+        return tm_enter(st, th, key, key, ev->arg, ev->c_self, 1, now);
+    }
     case PTK_EV_C_RETURN:
     case PTK_EV_C_EXCEPTION: {
         const void *key = tm_c_key(ev);
@@ -503,9 +622,14 @@ tm_on_event(void *state, const ptk_event *ev)
     tm_thread *th = st->hot;
     const void *key;
     switch (ev->kind) {
-    case PTK_EV_CALL:
-        key = ev->code;
+    case PTK_EV_CALL: {
+        const tm_fcache *e = tm_fcache_slot(st, ev->code);
+        if (e->code != (const void *)ev->code) {
+            return tm_on_event_slow(st, ev);
+        }
+        key = e->fn;
         break;
+    }
     case PTK_EV_C_CALL:
         if ((key = tm_c_key_exact(ev)) == NULL) {
             return tm_on_event_slow(st, ev);
@@ -648,6 +772,7 @@ tm_gone_node(tm_state *st, tm_thread *g, tm_node *gparent, const tm_node *n)
         return NULL;
     }
     gn->key = n->key;
+    gn->match = n->match;
     gn->stat = gs;
     gn->edge = ge;
     gn->merged = n->merged;
@@ -878,14 +1003,25 @@ tm_fini(void *state)
     if (st == NULL) {
         return;
     }
+    if (st->gone_box != NULL) {
+        *st->gone_box = NULL; /* a callback from here on does nothing */
+    }
     if (Py_IsInitialized()) {
         PyGILState_STATE gil = PyGILState_Ensure();
         for (size_t i = 0; i < st->nfuncs; i++) {
             tm_func *fn = st->func_list[i];
-            Py_CLEAR(fn->code);
+            Py_CLEAR(fn->wr); /* first: no callback from here on */
+            Py_CLEAR(fn->pin);
+            Py_CLEAR(fn->filename);
+            Py_CLEAR(fn->name);
+            Py_CLEAR(fn->qualname);
             Py_CLEAR(fn->label);
             Py_CLEAR(fn->ref);
         }
+        for (size_t i = 0; i < st->ndead; i++) {
+            Py_DECREF(st->dead[i]);
+        }
+        Py_CLEAR(st->gone_cb);
         PyGILState_Release(gil);
     }
     for (size_t i = 0; i < st->nthreads; i++) {
@@ -900,8 +1036,11 @@ tm_fini(void *state)
     ptk_kit_map_free(&st->gone.edges);
     ptk_kit_map_free(&st->gone.nodes);
     tm__arena_free(&st->gone.arena);
+    free(st->dead);
     free(st->func_list);
     ptk_kit_map_free(&st->funcs);
+    ptk_kit_map_free(&st->codes);
+    ptk_kit_map_free(&st->wrs);
     tm__arena_free(&st->arena);
     free(st);
 }

@@ -43,13 +43,35 @@ typedef ptk_kit_map tm_map;
 
 /** One profiled function, shared by every thread (one per key). */
 typedef struct tm_func {
-    const void *key;   /* code object, or the C function's PyMethodDef */
-    PyObject *code;    /* strong reference to the code object, or NULL */
+    const void *key;   /* Python: the record itself (one per code object, and
+                          never freed before the instance: a new code object
+                          at a dead one's address gets a new record); C: the
+                          PyMethodDef, or the callable */
+    const void *code;  /* Python: the code object (not a reference), NULL
+                          once it is dead (tm_code_gone) */
+    PyObject *filename, *name, *qualname; /* Python: its names (strong) */
+    int line;          /* Python: co_firstlineno */
+    PyObject *wr;      /* Python: a weak reference to the code object whose
+                          callback says it died, or NULL */
+    PyObject *pin;     /* Python: a strong reference, only when no weak one
+                          could be made */
     PyObject *label;   /* C functions: cProfile's name for it (str) */
     PyObject *ref;     /* strong reference to a C callable keyed by itself */
     uint32_t id;       /* dense, in order of first sight */
     int is_c;
 } tm_func;
+
+/** Entries of tm_state::fcache: 1 << TM_FCACHE_BITS. */
+#define TM_FCACHE_BITS 10
+#define TM_FCACHE (1 << TM_FCACHE_BITS)
+
+/** code object -> its tm_func, direct-mapped: the call path's lookup. An
+ *  entry goes when its code object dies (tm_code_gone), so a code object
+ *  at the same address later never finds it. */
+typedef struct tm_fcache {
+    const void *code;
+    struct tm_func *fn;
+} tm_fcache;
 
 /** The four pstats figures, and the recursion level that decides them. */
 typedef struct tm_fig {
@@ -76,7 +98,10 @@ typedef struct tm_edge {
 /** A calling-context tree node: one distinct stack. */
 typedef struct tm_node {
     struct tm_node *parent;
-    const void *key;
+    const void *key;            /* its function's tm_func::key */
+    const void *match;          /* what its return event carries: the code
+                                   object (while a frame of it runs, it is
+                                   alive), or the C key */
     tm_stat *stat;              /* NULL for the root */
     tm_edge *edge;              /* NULL for the root; tm_thread::root_edge
                                    for its children */
@@ -184,7 +209,21 @@ typedef struct tm_state {
     size_t flame_merged;  /* contexts of theirs merged as too light */
     uint64_t flame_merged_ns; /* the own time of those */
     tm_arena arena;       /* tm_func records */
-    tm_map funcs;       /* (key, NULL) -> tm_func */
+    tm_map funcs;       /* C functions: (key, NULL) -> tm_func */
+    tm_map codes;       /* (code object, NULL) -> its latest tm_func (check
+                           tm_func::code: the old one's when the address
+                           was reused) */
+    tm_map wrs;         /* (weak reference, NULL) -> tm_func */
+    PyObject *gone_cb;  /* the weak references' callback (tm_code_gone) */
+    void **gone_box;    /* what the callback's capsule holds: this state,
+                           NULL once fini ran (a weak reference that outlives
+                           the instance, when fini runs after the interpreter
+                           began to finalize, then calls back into nothing);
+                           freed with the capsule */
+    PyObject **dead;    /* weak references whose code object died: released
+                           at the next first sight (not in their callback) */
+    size_t ndead, capdead;
+    tm_fcache fcache[TM_FCACHE];
     tm_func **func_list;
     size_t nfuncs, funcs_cap;
     tm_thread **threads; /* by ptk_thread::index; NULL once ended */

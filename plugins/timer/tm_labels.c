@@ -16,9 +16,7 @@ tm_func_key(const tm_func *fn)
     if (fn->is_c) {
         return Py_BuildValue("(siO)", "~", 0, fn->label);
     }
-    PyCodeObject *co = (PyCodeObject *)fn->code;
-    return Py_BuildValue("(OiO)", co->co_filename, co->co_firstlineno,
-                         co->co_name);
+    return Py_BuildValue("(OiO)", fn->filename, fn->line, fn->name);
 }
 
 /* "qualname (file:line)" for Python code, the cProfile name as pstats
@@ -29,9 +27,7 @@ tm_func_name(const tm_func *fn)
     if (fn->is_c) {
         return ptk_kit_c_display(fn->label);
     }
-    PyCodeObject *co = (PyCodeObject *)fn->code;
-    return PyUnicode_FromFormat("%U (%U:%d)", co->co_qualname, co->co_filename,
-                                co->co_firstlineno);
+    return PyUnicode_FromFormat("%U (%U:%d)", fn->qualname, fn->filename, fn->line);
 }
 
 void
@@ -142,8 +138,7 @@ tm_short_names(tm_state *st, const tm_labels *L)
     for (size_t i = 0; i < L->n; i++) {
         const tm_func *fn = st->func_list[L->first[i]];
         if (!fn->is_c &&
-            PyDict_SetItem(files, ((PyCodeObject *)fn->code)->co_filename,
-                           Py_None) < 0) {
+            PyDict_SetItem(files, fn->filename, Py_None) < 0) {
             goto fail;
         }
     }
@@ -161,14 +156,13 @@ tm_short_names(tm_state *st, const tm_labels *L)
             name = Py_NewRef(PyList_GET_ITEM(L->names, i));
         }
         else {
-            PyCodeObject *co = (PyCodeObject *)fn->code;
-            PyObject *suf = PyDict_GetItemWithError(files, co->co_filename);
+            PyObject *suf = PyDict_GetItemWithError(files, fn->filename);
             if (suf == NULL || suf == Py_None) {
-                suf = co->co_filename;
+                suf = fn->filename;
             }
             name = PyErr_Occurred() ? NULL
-                                    : PyUnicode_FromFormat("%U (%U:%d)", co->co_qualname,
-                                                           suf, co->co_firstlineno);
+                                    : PyUnicode_FromFormat("%U (%U:%d)", fn->qualname, suf,
+                                                           fn->line);
         }
         if (name == NULL) {
             goto fail;

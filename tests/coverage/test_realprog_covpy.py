@@ -53,7 +53,7 @@ def statement_first_lines(files):
     """{file: {line: first line of its statement}} from coverage.py's parser."""
     import json
     p = u.run([u.python(), "-c", MULTILINE] + [f for f in files if os.path.exists(f)],
-              os.getcwd())
+              os.getcwd(), oracle=True)
     return {f: {int(k): v for k, v in m.items()} for f, m in json.loads(p.stdout).items()}
 
 
@@ -74,7 +74,8 @@ def import_time_lines(files):
     """{file: lines of its module body} for the measured modules coverage.py
     itself imports before it starts measuring."""
     import json
-    p = u.run([u.python(), "-c", EARLY] + [f for f in files if os.path.exists(f)], os.getcwd())
+    p = u.run([u.python(), "-c", EARLY] + [f for f in files if os.path.exists(f)], os.getcwd(),
+              oracle=True)
     return {f: set(v) for f, v in json.loads(p.stdout).items()}
 
 

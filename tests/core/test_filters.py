@@ -13,7 +13,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-from ptk_testlib import MONITORING, PYTHON, run_cli, run_python, test_plugin  # noqa: E402
+from ptk_testlib import (MONITORING, PLAIN_ENV, PYTHON, run_cli, run_python,  # noqa: E402
+                         test_plugin)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "filtercorpus")
@@ -47,7 +48,7 @@ def oracle(spec, program):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "oracle.json")
         p = subprocess.run([PYTHON, ORACLE, out, spec] + program, cwd=CORPUS,
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, env=PLAIN_ENV)
         if p.returncode != 0 or not os.path.exists(out):
             raise AssertionError("oracle failed:\n" + p.stdout + p.stderr)
         with open(out) as f:

@@ -142,7 +142,7 @@ def main():
 
     # The denominator: classify every difference.
     import json
-    p = u.run([u.python(), "-c", ANALYSE] + list(data["files"]), wd)
+    p = u.run([u.python(), "-c", ANALYSE] + list(data["files"]), wd, oracle=True)
     analysis = json.loads(p.stdout)
     problems = []
     for f in sorted(data["files"]):

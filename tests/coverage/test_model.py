@@ -37,10 +37,35 @@ CPYTHON = {
     "json": (["json/*"], ["test_json/*"]),
 }
 
+# Left out of a suite, the same for both tools: test_json's pure-Python
+# encoder nested 5000 deep, where every chunk passes up the whole chain of
+# generators: 12.5 million calls under any tracer on 3.13 (0.4 s bare, 76 s
+# under the plugin on the legacy backend, minutes under coverage.py's trace
+# core), for lines that test_endless_recursion runs too.
+LEAVE_OUT = {
+    "json": ["test.test_json.test_recursion.TestPyRecursion.test_highly_nested_objects_encoding"],
+}
 DRIVER = """import sys
 import unittest
 
+LEAVE_OUT = set(%r)
+
+
+def keep(suite):
+    out = unittest.TestSuite()
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            out.addTest(keep(t))
+        elif t.id() not in LEAVE_OUT:
+            out.addTest(t)
+    return out
+
+
 sys.argv[1:] = ["-q", "test.%s"]
+if LEAVE_OUT:
+    suite = keep(unittest.defaultTestLoader.loadTestsFromName(sys.argv[2]))
+    result = unittest.TextTestRunner(verbosity=0).run(suite)
+    sys.exit(not result.wasSuccessful())
 unittest.main(module=None)
 """
 
@@ -132,7 +157,7 @@ def setup(kind, name, wd):
         mods, tests = CPYTHON[name]
         script = os.path.join(wd, "run_%s.py" % name)
         with open(script, "w") as f:
-            f.write(DRIVER % ("test_" + name))
+            f.write(DRIVER % (LEAVE_OUT.get(name, []), "test_" + name))
         return [script], ([os.path.join(lib, m) for m in mods]
                           + [os.path.join(lib, "test", t) for t in tests])
     if kind == "config":

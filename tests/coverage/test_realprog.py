@@ -4,6 +4,12 @@ test_difflib.py, against the settrace oracle (tests/python/ptk_coverage_tracer.p
 in the same interpreter.
 
     test_realprog.py [--branch]
+    test_realprog.py --oracle    only the oracle's run, into ORACLE_FILE
+
+The oracle's run is most of the cost (test_difflib under a pure-Python
+settrace collector) and the same for both modes and both backends: CTest runs
+it once (coverage.realprog.difflib.oracle, a fixture) and the four tests
+read its file; run alone, a test runs the oracle itself.
 
 The executed lines of both files must be the oracle's, difflib's import-time
 lines included (the program imports difflib itself). With --branch: on the
@@ -12,6 +18,7 @@ sys.monitoring (branch events), the branches taken must be the oracle's
 transitions out of each branch line, and every arc made must be one the
 oracle saw.
 """
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +35,10 @@ unittest.main(module=None)
 """
 
 
+# (in the test's working directory, the build's tests/coverage)
+ORACLE_FILE = os.path.join(os.getcwd(), "realprog-difflib-oracle.json")
+
+
 def main():
     branch = "--branch" in sys.argv[1:]
     probe = subprocess.run([u.python(), "-c", "import test.test_difflib"],
@@ -39,6 +50,18 @@ def main():
     script = os.path.join(wd, "run_difflib.py")
     with open(script, "w") as f:
         f.write(DRIVER)
+    if "--oracle" in sys.argv[1:]:
+        if os.path.exists(ORACLE_FILE):
+            os.unlink(ORACLE_FILE)
+        oracle = u.run_oracle(wd, [script])
+        names = sorted(os.path.basename(f) for f in oracle)
+        if "difflib.py" not in names or "test_difflib.py" not in names:
+            u.fail("the oracle did not see difflib.py and test_difflib.py run: %s" % names)
+        with open(ORACLE_FILE + ".tmp", "w") as f:
+            json.dump(oracle, f)
+        os.replace(ORACLE_FILE + ".tmp", ORACLE_FILE)
+        print("oracle: %d files, written to %s" % (len(oracle), ORACLE_FILE))
+        return
     spec = "coverage:include='*/difflib.py,*/test_difflib.py'" + (",branch=true" if branch
                                                                    else "")
     _, data = u.run_ptk(wd, [script], spec=spec)
@@ -48,7 +71,12 @@ def main():
     names = sorted(os.path.basename(f) for f in measured)
     if names != ["difflib.py", "test_difflib.py"]:
         u.fail("measured %s, expected difflib.py and test_difflib.py" % measured)
-    oracle = u.run_oracle(wd, [script])
+    if os.path.exists(ORACLE_FILE):
+        with open(ORACLE_FILE) as f:
+            oracle = json.load(f)
+        print("oracle: from %s (coverage.realprog.difflib.oracle)" % ORACLE_FILE)
+    else:
+        oracle = u.run_oracle(wd, [script])
     ours = u.executed(data)
     u.compare_sets("executed lines", ours, u.oracle_lines(oracle, measured), "oracle")
     nlines = sum(len(v) for v in ours.values())

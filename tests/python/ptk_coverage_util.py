@@ -8,6 +8,9 @@ import sys
 import tempfile
 
 from ptk_testlib import BACKEND, FRAME_HOOK, MONITORING, fail, skip  # noqa: F401,E402
+# (a PLAIN_DRIVER script: the command gets PYTHONMALLOC=malloc back; the
+# oracles, the settrace collector and coverage.py, run as the script started)
+from ptk_sanitize import ORACLE_ENV  # noqa: E402
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,8 +53,12 @@ def copy_corpus(dest, *names):
     return dest
 
 
-def run(cmd, cwd, expect=0, env_extra=None):
-    e = dict(os.environ)
+def run(cmd, cwd, expect=0, env_extra=None, oracle=False):
+    """Runs cmd; oracle: a process that loads none of our code (the
+    settrace collector, coverage.py), started in the script's environment
+    as it started (under ASan as a PLAIN_DRIVER: without the sanitizer
+    runtimes, on Python's own allocator)."""
+    e = dict(ORACLE_ENV if oracle else os.environ)
     if env_extra:
         e.update(env_extra)
     p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -99,7 +106,7 @@ def run_oracle(cwd, script_and_args, threads=False):
     """The pure-Python settrace collector on the same interpreter."""
     out = os.path.join(cwd, "oracle.json")
     cmd = [python(), TRACER, out] + (["--threads"] if threads else []) + list(script_and_args)
-    run(cmd, cwd, expect=None)
+    run(cmd, cwd, expect=None, oracle=True)
     with open(out) as f:
         return json.load(f)["files"]
 
@@ -130,7 +137,7 @@ def run_coveragepy(cwd, script_and_args, branch=False, core="ctrace", include=No
     cmd.append("--include=" + include if include else "--source=" + cwd)
     if branch:
         cmd.append("--branch")
-    run(cmd + list(script_and_args), cwd, expect=None,
+    run(cmd + list(script_and_args), cwd, expect=None, oracle=True,
         env_extra={"COVERAGE_RCFILE": os.devnull, "COVERAGE_CORE": core})
     code = ("import coverage, json, sys\n"
             "d = coverage.CoverageData(basename=sys.argv[1]); d.read()\n"
@@ -140,7 +147,7 @@ def run_coveragepy(cwd, script_and_args, branch=False, core="ctrace", include=No
             "              'arcs': sorted(d.arcs(f) or []) if d.has_arcs() else None,\n"
             "              'tracer': d.file_tracer(f)}\n"
             "print(json.dumps(out))\n")
-    p = run([python(), "-c", code, datafile], cwd)
+    p = run([python(), "-c", code, datafile], cwd, oracle=True)
     raw = json.loads(p.stdout)
     return {f: {"lines": set(v["lines"]),
                 "arcs": set(map(tuple, v["arcs"])) if v["arcs"] is not None else None}

@@ -8,6 +8,12 @@ import textwrap
 
 PYTHON = os.environ.get("PTK_PYTHON", sys.executable)
 CLI = os.environ.get("PTK_CLI")
+# The environment for an oracle that loads none of our code (a pure-Python
+# settrace or setprofile collector): under the sanitizers without the
+# preloaded runtimes and on Python's own allocator, as a PLAIN_DRIVER script
+# runs (tests/CMakeLists.txt); what it checks is ours, not its own work.
+PLAIN_ENV = {k: v for k, v in os.environ.items()
+           if not (os.environ.get("PTK_SANITIZE") and k in ("LD_PRELOAD", "PYTHONMALLOC"))}
 TEST_PLUGINS = os.environ.get("PTK_TEST_PLUGIN_DIR", "")
 BUILD = os.environ.get("PTK_BUILD_DIR", "")
 # The backend this run of a test is for (CTest sets it for each copy of a

@@ -98,7 +98,7 @@ typedef struct cov_rec_item {
 
 typedef struct cov_rec {
     cov_file *file;
-    int module; /* the root is a module's code (report: analysed first) */
+    int module;   /* the root is a module's code (report: analysed first) */
     int replayed; /* by an earlier report (of a session started again):
                      its file has it */
     cov_rec_item *items;
@@ -161,19 +161,19 @@ typedef struct cov_state {
     int html;             /* write DIR/html */
     int found_coveragepy; /* coverage.py is importable (looked for unless COVPY_NO) */
 
-    cov_code *codes; /* open addressing on the code pointer */
+    cov_code *codes;         /* open addressing on the code pointer */
     size_t ncodes, capcodes; /* ncodes counts COV_GONE entries too */
-    cov_code *last; /* one-entry cache */
-    ptk_kit_map wrs; /* (weak reference, NULL) -> the code object (its key) */
-    PyObject *gone_cb; /* the weak references' callback */
-    void **gone_box;   /* what its capsule holds: this state, NULL once fini
-                          ran (a weak reference that outlives the instance,
-                          when fini runs after the interpreter began to
-                          finalize, then calls back into nothing) */
-    PyObject **dead; /* weak references whose code object died: released at
-                        the next first sight (not in their callback) */
+    cov_code *last;          /* one-entry cache */
+    ptk_kit_map wrs;         /* (weak reference, NULL) -> the code object (its key) */
+    PyObject *gone_cb;       /* the weak references' callback */
+    void **gone_box;         /* what its capsule holds: this state, NULL once fini
+                                ran (a weak reference that outlives the instance,
+                                when fini runs after the interpreter began to
+                                finalize, then calls back into nothing) */
+    PyObject **dead;         /* weak references whose code object died: released at
+                                the next first sight (not in their callback) */
     size_t ndead, capdead;
-    cov_rec **recs;  /* the analyses, in the order their roots were seen */
+    cov_rec **recs; /* the analyses, in the order their roots were seen */
     size_t nrecs, caprecs;
 
     cov_file **files;

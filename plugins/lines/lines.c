@@ -19,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_CALLS, OPT_HTML, OPT_TOP, OPT_COUNT };
+enum { OPT_CALLS,
+       OPT_HTML,
+       OPT_TOP,
+       OPT_COUNT };
 
 static const ptk_option_spec ln_options[] = {
     [OPT_CALLS] = {"calls", PTK_OPT_BOOL, "true",

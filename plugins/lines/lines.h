@@ -29,17 +29,17 @@ typedef struct ln_func {
     int32_t base;       /* line of lines[0] */
     size_t nlines;      /* lines[0 .. nlines) */
     ln_line *lines;
-    uint64_t calls;     /* frames started (CALL events that are no resume) */
+    uint64_t calls; /* frames started (CALL events that are no resume) */
 } ln_func;
 
 /* A running frame of selected code: the line it runs since when. */
 typedef struct ln_frame {
     PyCodeObject *code; /* identity only (borrowed), NULL: no frame here */
     ln_func *fn;
-    int32_t line;       /* the line being timed, 0: none yet */
-    uint32_t paused;    /* calls in progress (calls=false) */
-    uint64_t since;     /* when the line (or its unpaused part) started */
-    uint64_t pause_at;  /* when the outermost call in progress started */
+    int32_t line;      /* the line being timed, 0: none yet */
+    uint32_t paused;   /* calls in progress (calls=false) */
+    uint64_t since;    /* when the line (or its unpaused part) started */
+    uint64_t pause_at; /* when the outermost call in progress started */
 } ln_frame;
 
 /* One thread's frames, by the hub's depth. */
@@ -52,10 +52,10 @@ typedef struct ln_thread {
 typedef struct ln_state {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
-    int calls;        /* time of calls made by a line counted in it */
-    int html;         /* write lines.html */
-    int64_t top;      /* lines in the summary */
-    ln_func **funcs;  /* every code object seen, in order of first sight */
+    int calls;       /* time of calls made by a line counted in it */
+    int html;        /* write lines.html */
+    int64_t top;     /* lines in the summary */
+    ln_func **funcs; /* every code object seen, in order of first sight */
     size_t nfuncs, capfuncs;
     ln_thread *threads; /* by ptk_thread::index */
     size_t nthreads;

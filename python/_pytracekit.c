@@ -3,7 +3,9 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +34,36 @@ typedef struct {
     char *outdir;        /* output_dir as given */
     long start_pid;      /* the process that started it */
     child_dirs before;   /* outdir's pid-N/ then */
+    int command;         /* runs the program for the pytracekit command */
 } SessionObject;
+
+/* ---- The pytracekit command's end, when it ran the program by the
+ * interpreter's executable (python -m pytracekit for the command, see
+ * tools/pytracekit.c): what the command does after Py_RunMain, done here
+ * after the interpreter's own end (a C exit handler). */
+static char *cmd_follow_outdir; /* the followed run's report directory */
+static child_dirs cmd_follow_before;
+static int cmd_report_failed, cmd_sigint, cmd_hooked;
+
+static void
+command_exit_hook(int status, void *unused)
+{
+    (void)unused;
+    fflush(NULL);
+    if (cmd_follow_outdir != NULL) {
+        /* the program and Python are done */
+        ptk_close_inherited();
+        ptk_wait_for_children(cmd_follow_outdir, &cmd_follow_before, 0);
+        cmd_follow_outdir = NULL;
+    }
+    if (cmd_sigint) {
+        signal(SIGINT, SIG_DFL);
+        raise(SIGINT);
+    }
+    if (status == 0 && cmd_report_failed) {
+        _exit(PTK_EXIT_REPORT_FAILED);
+    }
+}
 
 /* Raises the class for @p rc with @p msg and the code: cls(msg, code). */
 static PyObject *
@@ -415,7 +446,18 @@ Session_stop(SessionObject *self, PyObject *unused)
     if (rc < 0) {
         return raise_str(rc, "the session is not running");
     }
-    wait_children(self);
+    if (self->command) {
+        /* the command waits for every followed child at its very end */
+        if (self->follow && self->outdir != NULL && cmd_follow_outdir == NULL &&
+            self->start_pid == (long)getpid()) {
+            cmd_follow_outdir = strdup(self->outdir);
+            cmd_follow_before = self->before;
+            memset(&self->before, 0, sizeof self->before);
+        }
+    }
+    else {
+        wait_children(self);
+    }
     Py_RETURN_NONE;
 }
 
@@ -530,7 +572,22 @@ Session_dealloc(SessionObject *self)
     Py_DECREF(tp);
 }
 
+/* _for_command(): this session runs the program for the pytracekit
+ * command (python/pytracekit/__main__.py): stop() leaves followed children
+ * to the process's end, which waits for them as the command does. */
+static PyObject *
+Session_for_command(SessionObject *self, PyObject *unused)
+{
+    (void)unused;
+    self->command = 1;
+    if (!cmd_hooked && on_exit(command_exit_hook, NULL) == 0) {
+        cmd_hooked = 1;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Session_methods[] = {
+    {"_for_command", (PyCFunction)Session_for_command, METH_NOARGS, NULL},
     {"add_plugin", (PyCFunction)Session_add_plugin, METH_O,
      "add_plugin(spec): load and add a plugin (attached at once if running)"},
     {"remove_plugin", (PyCFunction)Session_remove_plugin, METH_O,
@@ -815,7 +872,28 @@ done:
     return ret;
 }
 
+/* _command_exit(report_failed, sigint): how the command's process ends
+ * (command_exit_hook): a report that failed turns a status of 0 into
+ * PTK_EXIT_REPORT_FAILED; a Ctrl-C held while the reports were written
+ * ends it by SIGINT. */
+static PyObject *
+mod_command_exit(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int failed, sigint;
+    if (!PyArg_ParseTuple(args, "pp", &failed, &sigint)) {
+        return NULL;
+    }
+    cmd_report_failed = cmd_report_failed || failed;
+    cmd_sigint = cmd_sigint || sigint;
+    if (!cmd_hooked && on_exit(command_exit_hook, NULL) == 0) {
+        cmd_hooked = 1;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"_command_exit", mod_command_exit, METH_VARARGS, NULL},
     {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},
     {"_set_errors", mod_set_errors, METH_VARARGS, NULL},
     {"_error_codes", mod_error_codes, METH_NOARGS, NULL},

@@ -456,52 +456,123 @@ register_finish(void)
     return 0;
 }
 
-/* `pytracekit combine ...` is `python -m pytracekit combine ...` with the
- * pytracekit package of this build (build tree) or installation. */
+/* The directory holding this build's (build tree) or installation's
+ * pytracekit Python package, into @p dir; 0 if there is none. */
 static int
-run_combine(int argc, char **argv)
+package_dir(char *dir, size_t size, char *exe, size_t exe_size)
 {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, exe_size - 1);
     exe[n > 0 ? n : 0] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash != NULL) {
         *slash = '\0';
     }
     const char *rel[] = {"../python", PTK_PYTHONDIR_FROM_BINDIR};
-    char dir[4096 + 256] = "";
+    dir[0] = '\0';
     for (int k = 0; k < 2 && dir[0] == '\0'; k++) {
         char probe[4096 + 300];
-        snprintf(probe, sizeof probe, "%s/%s/pytracekit/combining.py", exe, rel[k]);
+        snprintf(probe, sizeof probe, "%s/%s/pytracekit/__main__.py", exe, rel[k]);
         if (access(probe, R_OK) == 0) {
-            snprintf(dir, sizeof dir, "%s/%s", exe, rel[k]);
+            snprintf(dir, size, "%s/%s", exe, rel[k]);
         }
     }
-    if (dir[0] == '\0') {
-        fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
-                "is not installed next to %s\n", exe);
-        return EXIT_USAGE;
-    }
+    return dir[0] != '\0';
+}
+
+/* Replaces this process by `PYTHON -m pytracekit ARGV[1:]`, with the
+ * package directory @p dir first on PYTHONPATH. With @p as_command, the
+ * module is told (in the environment, which it restores) that it stands
+ * for the command: what the program sees, the usage text and tracebacks
+ * are then the command's (python/pytracekit/__main__.py). Returns only
+ * if the exec failed. */
+static void
+exec_module(const char *python, const char *dir, int argc, char **argv,
+            int as_command)
+{
     const char *old = getenv("PYTHONPATH");
+    if (as_command) {
+        setenv("_PYTRACEKIT_COMMAND", dir, 1);
+        if (old != NULL) {
+            setenv("_PYTRACEKIT_PYTHONPATH", old, 1);
+        }
+    }
     size_t len = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
     char *pp = malloc(len);
+    if (pp == NULL) {
+        return;
+    }
     snprintf(pp, len, "%s%s%s", dir, old && old[0] ? ":" : "",
              old ? old : "");
     setenv("PYTHONPATH", pp, 1);
     free(pp);
     char **args = calloc((size_t)argc + 4, sizeof *args);
+    if (args == NULL) {
+        return;
+    }
     int k = 0;
-    args[k++] = (char *)PTK_PYTHON_EXECUTABLE;
+    args[k++] = (char *)python;
     args[k++] = (char *)"-m";
     args[k++] = (char *)"pytracekit";
     for (int i = 1; i < argc; i++) {
         args[k++] = argv[i];
     }
-    execv(PTK_PYTHON_EXECUTABLE, args);
+    execv(python, args);
+    int e = errno;
+    free(args);
+    /* back as it was, for an embedded run after all */
+    unsetenv("_PYTRACEKIT_COMMAND");
+    unsetenv("_PYTRACEKIT_PYTHONPATH");
+    if (old != NULL) {
+        setenv("PYTHONPATH", old, 1);
+    }
+    else {
+        unsetenv("PYTHONPATH");
+    }
+    errno = e;
+}
+
+/* `pytracekit combine ...` is `python -m pytracekit combine ...` with the
+ * pytracekit package of this build (build tree) or installation. */
+static int
+run_combine(int argc, char **argv)
+{
+    char exe[4096], dir[4096 + 256];
+    if (!package_dir(dir, sizeof dir, exe, sizeof exe)) {
+        fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
+                "is not installed next to %s\n", exe);
+        return EXIT_USAGE;
+    }
+    exec_module(PTK_PYTHON_EXECUTABLE, dir, argc, argv, 0);
     fprintf(stderr, "pytracekit: combine: cannot run %s: %s\n",
             PTK_PYTHON_EXECUTABLE, strerror(errno));
-    free(args);
     return EXIT_USAGE;
+}
+
+/* How the program is run: inside this process, on the libpython the
+ * command links (embed), or by the interpreter's own executable running
+ * `-m pytracekit` (exec). The default is exec where the build found the
+ * interpreter statically linked and the command linked to the shared
+ * libpython instead (cmake/libpython.cmake: Debian's, Ubuntu's, Fedora's
+ * python3.X), which runs every program about a third slower; the
+ * environment variable PYTRACEKIT_LAUNCH=auto|embed|exec chooses (exec
+ * needs the pytracekit package next to the command: the build tree's, or
+ * the installation's). 1 for exec, 0 for embed, -1 (and a message) for
+ * another value. */
+static int
+launch_by_exec(void)
+{
+    const char *v = getenv("PYTRACEKIT_LAUNCH");
+    if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) {
+        return PTK_EXEC_INTERPRETER;
+    }
+    if (strcmp(v, "exec") == 0) {
+        return 1;
+    }
+    if (strcmp(v, "embed") == 0) {
+        return 0;
+    }
+    fprintf(stderr, "pytracekit: PYTRACEKIT_LAUNCH=%s: expected auto, embed or exec\n", v);
+    return -1;
 }
 
 /* The python command line this run is equivalent to (the interpreter,
@@ -645,6 +716,23 @@ main(int argc, char **argv)
     }
     char pybuf[4096];
     const char *python = choose_python(pybuf, sizeof pybuf);
+    int by_exec = launch_by_exec();
+    if (by_exec < 0) {
+        ptk_cmdline_free(&o);
+        return EXIT_USAGE;
+    }
+    /* exec: the same arguments, read again by the same reader in the
+     * module; without the package next to the command, embedded after all */
+    char exe[4096], dir[4096 + 256];
+    if (by_exec && !package_dir(dir, sizeof dir, exe, sizeof exe)) {
+        by_exec = 0;
+    }
+    if (by_exec) {
+        exec_module(python, dir, argc, argv, 1);
+        fprintf(stderr, "pytracekit: cannot run %s: %s\n", python, strerror(errno));
+        ptk_cmdline_free(&o);
+        return EXIT_USAGE;
+    }
     char **pargv = python_argv(argc, argv, &o, python, &pargc);
     if (pargv == NULL) {
         return EXIT_USAGE;

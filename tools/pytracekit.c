@@ -479,32 +479,35 @@ package_dir(char *dir, size_t size, char *exe, size_t exe_size)
     return dir[0] != '\0';
 }
 
-/* Replaces this process by `PYTHON -m pytracekit ARGV[1:]`, with the
- * package directory @p dir first on PYTHONPATH. With @p as_command, the
- * module is told (in the environment, which it restores) that it stands
- * for the command: what the program sees, the usage text and tracebacks
- * are then the command's (python/pytracekit/__main__.py). Returns only
- * if the exec failed. */
-static void
-exec_module(const char *python, const char *dir, int argc, char **argv,
-            int as_command)
+/* Puts @p dir first on PYTHONPATH (saving the old value in
+ * _PYTRACEKIT_PYTHONPATH when @p save). */
+static int
+prepend_pythonpath(const char *dir, int save)
 {
     const char *old = getenv("PYTHONPATH");
-    if (as_command) {
-        setenv("_PYTRACEKIT_COMMAND", dir, 1);
-        if (old != NULL) {
-            setenv("_PYTRACEKIT_PYTHONPATH", old, 1);
-        }
+    if (save && old != NULL && setenv("_PYTRACEKIT_PYTHONPATH", old, 1) < 0) {
+        return -1;
     }
     size_t len = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
     char *pp = malloc(len);
     if (pp == NULL) {
+        return -1;
+    }
+    snprintf(pp, len, "%s%s%s", dir, old && old[0] ? ":" : "", old ? old : "");
+    int rc = setenv("PYTHONPATH", pp, 1);
+    free(pp);
+    return rc;
+}
+
+/* Replaces this process by `PYTHON -m pytracekit ARGV[1:]`, with the
+ * package directory @p dir first on PYTHONPATH. Returns only if the exec
+ * failed. */
+static void
+exec_module(const char *python, const char *dir, int argc, char **argv)
+{
+    if (prepend_pythonpath(dir, 0) < 0) {
         return;
     }
-    snprintf(pp, len, "%s%s%s", dir, old && old[0] ? ":" : "",
-             old ? old : "");
-    setenv("PYTHONPATH", pp, 1);
-    free(pp);
     char **args = calloc((size_t)argc + 4, sizeof *args);
     if (args == NULL) {
         return;
@@ -519,15 +522,44 @@ exec_module(const char *python, const char *dir, int argc, char **argv,
     execv(python, args);
     int e = errno;
     free(args);
-    /* back as it was, for an embedded run after all */
-    unsetenv("_PYTRACEKIT_COMMAND");
-    unsetenv("_PYTRACEKIT_PYTHONPATH");
-    if (old != NULL) {
-        setenv("PYTHONPATH", old, 1);
+    errno = e;
+}
+
+/* Replaces this process by the interpreter running the program as
+ * `python` would (@p pargv, from python_argv()), with the command's start-up
+ * hook (python/pytracekit/_command/sitecustomize.py) first on PYTHONPATH
+ * and the command's arguments (ARGV[1:], hex, comma-separated) in
+ * _PYTRACEKIT_COMMAND; the hook puts the environment back. Returns only if
+ * the exec failed. */
+static void
+exec_program(const char *python, const char *dir, int argc, char **argv,
+             char **pargv)
+{
+    size_t len = 1;
+    for (int i = 1; i < argc; i++) {
+        len += 2 * strlen(argv[i]) + 1;
     }
-    else {
-        unsetenv("PYTHONPATH");
+    char *hex = malloc(len), *h = hex;
+    char hook[4096 + 300];
+    snprintf(hook, sizeof hook, "%s/pytracekit/_command", dir);
+    if (hex == NULL) {
+        errno = ENOMEM;
+        return;
     }
+    *h = '\0';
+    for (int i = 1; i < argc; i++) {
+        for (const unsigned char *c = (const unsigned char *)argv[i]; *c; c++) {
+            h += sprintf(h, "%02x", *c);
+        }
+        *h++ = ',';
+        *h = '\0';
+    }
+    if (setenv("_PYTRACEKIT_COMMAND", hex, 1) == 0 &&
+        setenv("_PYTRACEKIT_PKGDIR", dir, 1) == 0 && prepend_pythonpath(hook, 1) == 0) {
+        execv(python, pargv);
+    }
+    int e = errno;
+    free(hex);
     errno = e;
 }
 
@@ -542,7 +574,7 @@ run_combine(int argc, char **argv)
                 "is not installed next to %s\n", exe);
         return EXIT_USAGE;
     }
-    exec_module(PTK_PYTHON_EXECUTABLE, dir, argc, argv, 0);
+    exec_module(PTK_PYTHON_EXECUTABLE, dir, argc, argv);
     fprintf(stderr, "pytracekit: combine: cannot run %s: %s\n",
             PTK_PYTHON_EXECUTABLE, strerror(errno));
     return EXIT_USAGE;
@@ -722,19 +754,20 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     /* exec: the same arguments, read again by the same reader in the
-     * module; without the package next to the command, embedded after all */
+     * start-up hook; without the package next to the command, embedded */
     char exe[4096], dir[4096 + 256];
     if (by_exec && !package_dir(dir, sizeof dir, exe, sizeof exe)) {
         by_exec = 0;
     }
-    if (by_exec) {
-        exec_module(python, dir, argc, argv, 1);
-        fprintf(stderr, "pytracekit: cannot run %s: %s\n", python, strerror(errno));
-        ptk_cmdline_free(&o);
-        return EXIT_USAGE;
-    }
     char **pargv = python_argv(argc, argv, &o, python, &pargc);
     if (pargv == NULL) {
+        return EXIT_USAGE;
+    }
+    if (by_exec) {
+        exec_program(python, dir, argc, argv, pargv);
+        fprintf(stderr, "pytracekit: cannot run %s: %s\n", python, strerror(errno));
+        ptk_cmdline_free(&o);
+        free(pargv);
         return EXIT_USAGE;
     }
     if (start_python(pargc, pargv, python, &status) < 0) {

@@ -100,24 +100,14 @@ def _start(session):
     session.start()
 
 
-def _run(o, session, command=False):
-    """Runs the program as `python` would, with the session started
-    (*command*: as the pytracekit command runs it, see _as_command)."""
+def _run(o, session):
+    """Runs the program as `python` would, with the session started."""
     mode, target, args = o["mode"], o["target"], o["args"]
     if mode == "-c":
         sys.argv = ["-c"] + args
         sys.path[0] = ""
         main = _fresh_main()
         code = compile(target, "<string>", "exec")
-        if command and sys.version_info >= (3, 13):
-            # python keeps -c's source for its tracebacks (3.13+)
-            import linecache
-            if hasattr(linecache, "_interactive_cache"):  # 3.14+: by code
-                linecache._register_code(code, target, "<string>")
-            else:
-                linecache.cache["<string>"] = (
-                    len(target), None,
-                    [line + "\n" for line in target.splitlines()], "<string>")
         _start(session)
         exec(code, main.__dict__)
     elif mode == "-m":
@@ -193,68 +183,9 @@ def _coverage_config(o):
             del sys.modules[name]
 
 
-def _as_command():
-    """True when the pytracekit command started this interpreter to run the
-    program (tools/pytracekit.c, on an interpreter linked statically): the
-    environment and sys.path it changed to find this package are put back,
-    and the run is then the command's, as the program and the user see it:
-    the command's usage text, its sys.orig_argv, tracebacks without this
-    runner's frames."""
-    pkgdir = os.environ.pop("_PYTRACEKIT_COMMAND", None)
-    if pkgdir is None:
-        return False
-    old = os.environ.pop("_PYTRACEKIT_PYTHONPATH", None)
-    if old is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = old
-    # PYTHONPATH's entries follow sys.path[0], the one the command added
-    # first (site removed it as a duplicate if the caller's has it too)
-    given = [os.path.abspath(d) for d in (old or "").split(os.pathsep) if d]
-    pkgdir = os.path.abspath(pkgdir)
-    for k in range(1, len(sys.path)):
-        if pkgdir not in given and os.path.abspath(sys.path[k]) == pkgdir:
-            del sys.path[k]
-            break
-    return True
-
-
-def _command_orig_argv(o):
-    """sys.orig_argv as the command has it: the interpreter, then the
-    program as `python` would be given it (tools/pytracekit.c python_argv)."""
-    head = [sys.orig_argv[0]] if sys.orig_argv else [sys.executable]
-    if o["mode"] is not None:
-        prog = [o["mode"], o["target"]]
-    elif o["target"].startswith("-") and o["target"] != "-":
-        prog = ["--", o["target"]]
-    else:
-        prog = [o["target"]]
-    return head + prog + list(o["args"])
-
-
-class _ProgramTraceback:
-    """sys.excepthook for the program's uncaught exception under the
-    command: the traceback python prints starts at the program's first frame
-    (`<frozen runpy>`'s for -m, as python's own), not at this runner's."""
-
-    def __init__(self, exc, tb):
-        self.exc, self.tb, self.hook = exc, tb, sys.excepthook
-
-    def __call__(self, typ, value, tb):
-        sys.excepthook = self.hook
-        if value is self.exc:
-            tb = self.tb
-            value.__traceback__ = tb
-            if hasattr(sys, "last_exc"):
-                sys.last_exc = value
-            sys.last_traceback = tb
-        return self.hook(typ, value, tb)
-
-
 def main(argv=None):
     """Runs the command; returns an exit status, or raises what the program
     raised (SystemExit, KeyboardInterrupt, an uncaught exception)."""
-    command = argv is None and _as_command()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "combine":
         from .combining import main as combine_main
@@ -271,7 +202,7 @@ def main(argv=None):
         print(f"pytracekit {_c.version()} (built for Python {_c._built_for})")
         return 0
     if o["action"] == "help":
-        sys.stdout.write(_c._usage if command else module_usage())
+        sys.stdout.write(module_usage())
         return 0
     if o["action"] == "list":
         list_plugins(o["plugin_path"])
@@ -291,12 +222,6 @@ def main(argv=None):
     main_pid = os.getpid()  # a forked child reports into its pid-N/
 
     def finish():
-        interrupted = []
-        if command:
-            # a Ctrl-C during the reports (which finish first) ends the
-            # process by SIGINT once Python is done, as the command does
-            import signal
-            signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(1))
         if session.running:
             session.stop()
         # as the command: a plugin detached during the run, or one whose
@@ -307,9 +232,7 @@ def main(argv=None):
         if os.getpid() == main_pid:
             print(f"pytracekit: reports in {o['output']}/ (run.json lists them)",
                   file=sys.stderr)
-        if command:
-            _c._command_exit(failed, bool(interrupted))
-        elif failed and status["code"] == 0:
+        if failed and status["code"] == 0:
             # as the command: a report that could not be written turns
             # the program's 0 into EXIT_REPORT_FAILED
             sys.stdout.flush()
@@ -317,11 +240,8 @@ def main(argv=None):
             os._exit(EXIT_REPORT_FAILED)
 
     atexit.register(finish)
-    if command:
-        sys.orig_argv = _command_orig_argv(o)
-        session._for_command()
     try:
-        _run(o, session, command)
+        _run(o, session)
     except Error as e:
         if session.running:  # the program ran: its own error
             raise
@@ -332,17 +252,13 @@ def main(argv=None):
     except SystemExit as e:
         status["code"] = 0 if e.code is None else e.code
         raise
-    except BaseException as e:
-        if command and e.__traceback__ is not None:
-            # the entry of _run's frame, then main's: the program's frames next
-            tb = e.__traceback__
-            while tb is not None and tb.tb_frame.f_globals is globals():
-                tb = tb.tb_next
-            sys.excepthook = _ProgramTraceback(e, tb)
-        raise
     status["code"] = 0
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # no sys.exit() call after a program that ended well: the session runs
+    # until atexit, and the program's profile would end with it
+    _status = main()
+    if _status:
+        sys.exit(_status)

@@ -92,12 +92,13 @@ endif()
 
 # The interpreter's executable has libpython linked in, and the command
 # could not do the same: the command then runs programs by that executable
-# (`python -m pytracekit`, tools/pytracekit.c) instead of embedding the
-# slower shared libpython. PTK_EXEC_INTERPRETER (0/1) is the command's default.
+# (its start-up hook: tools/pytracekit.c, docs/building.md) instead of the
+# embedded, slower shared libpython. PTK_EXEC_INTERPRETER (0/1) is the
+# command's default.
 set(PTK_EXEC_INTERPRETER 0)
 if(NOT PTK_LIBPYTHON_STATIC AND _ptk_kind STREQUAL "static")
   set(PTK_EXEC_INTERPRETER 1)
-  message(STATUS "pytracekit: the command runs programs by ${PTK_PYTHON_EXECUTABLE} -m pytracekit (statically linked; the shared libpython is slower)")
+  message(STATUS "pytracekit: the command runs programs by ${PTK_PYTHON_EXECUTABLE} itself (statically linked; the shared libpython is slower)")
 endif()
 
 if(PTK_LIBPYTHON_STATIC)

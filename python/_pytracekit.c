@@ -573,7 +573,7 @@ Session_dealloc(SessionObject *self)
 }
 
 /* _for_command(): this session runs the program for the pytracekit
- * command (python/pytracekit/__main__.py): stop() leaves followed children
+ * command (python/pytracekit/_command/sitecustomize.py): stop() leaves followed children
  * to the process's end, which waits for them as the command does. */
 static PyObject *
 Session_for_command(SessionObject *self, PyObject *unused)

@@ -12,7 +12,14 @@
  * asking whether the script is a zip file, is not the program's. Reports
  * are written from an atexit callback, so they are written when the
  * program returns, raises, calls sys.exit or is interrupted, and before
- * os._exit in the same process; the exit status is the program's own. */
+ * os._exit in the same process; the exit status is the program's own.
+ *
+ * Built for a statically linked interpreter whose static archive does not
+ * link (cmake/libpython.cmake: PTK_EXEC_INTERPRETER), the command does not
+ * embed the slower shared libpython: after reading its arguments it execs
+ * the interpreter with the same python command line and a start-up hook
+ * that does the above in that process (python/pytracekit/_command/,
+ * docs/building.md). PYTRACEKIT_LAUNCH=auto|embed|exec chooses. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

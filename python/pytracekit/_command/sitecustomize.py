@@ -119,21 +119,22 @@ def _prepare(argv, pkgdir):
         o, error = _c._parse_command_line(argv)
         if error is None:
             error = _coverage_config(pkgdir, o)
+    finally:
+        # what reading the options imported is not the program's (the
+        # extension stays: the library finds it there in followed children)
+        for name in set(sys.modules) - before:
+            if name != "pytracekit._pytracekit":
+                del sys.modules[name]
+    # what the session imports (its plugins' start) stays, as under the command
+    try:
         if error is None:
-            plugin_path = o["plugin_path"]
             session = _c.Session(o["plugins"], o["output"], o["threads"],
-                                 plugin_path, o["backend"], follow_children=o["follow"],
+                                 o["plugin_path"], o["backend"], follow_children=o["follow"],
                                  **_session_keywords(_c, o))
             # every check now, before the program; the events from its start
             session._check()
     except RuntimeError as e:  # the library's errors, without the package's classes
         error = e.args[0] if e.args else str(e)
-    finally:
-        # what preparing imported is not the program's (the extension
-        # stays: the library finds it there in followed children)
-        for name in set(sys.modules) - before:
-            if name != "pytracekit._pytracekit":
-                del sys.modules[name]
     if error is not None:
         _usage_exit("pytracekit: %s\n" % error)
     session._for_command()

@@ -88,7 +88,7 @@ def command(variant, python, build, suite, outdir):
         cli = [python, "-m", "pytracekit"] + cli[1:]
     if variant.endswith("_e"):
         variant = variant[:-2]
-        cli = ["env", "PYTRACEKIT_LAUNCH=embed"] + cli
+        cli = ["/usr/bin/env", "PYTRACEKIT_LAUNCH=embed"] + cli
     include = MEASURED.get(suite, "*/%s.py" % suite[5:])
     if variant == "bare":
         return [python] + test

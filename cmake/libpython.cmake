@@ -22,6 +22,7 @@ set_property(CACHE PTK_STATIC_LIBPYTHON PROPERTY STRINGS AUTO ON OFF)
 
 set(PTK_LIBPYTHON_STATIC FALSE)
 set(_ptk_why "")
+set(_ptk_kind "")
 if(PTK_STATIC_LIBPYTHON STREQUAL "OFF")
   set(_ptk_why "PTK_STATIC_LIBPYTHON=OFF")
 elseif(PTK_SANITIZE)
@@ -87,6 +88,17 @@ int main(void)
       endif()
     endif()
   endif()
+endif()
+
+# The interpreter's executable has libpython linked in, and the command
+# could not do the same: the command then runs programs by that executable
+# (its start-up hook: tools/pytracekit.c, docs/building.md) instead of the
+# embedded, slower shared libpython. PTK_EXEC_INTERPRETER (0/1) is the
+# command's default.
+set(PTK_EXEC_INTERPRETER 0)
+if(NOT PTK_LIBPYTHON_STATIC AND _ptk_kind STREQUAL "static")
+  set(PTK_EXEC_INTERPRETER 1)
+  message(STATUS "pytracekit: the command runs programs by ${PTK_PYTHON_EXECUTABLE} itself (statically linked; the shared libpython is slower)")
 endif()
 
 if(PTK_LIBPYTHON_STATIC)

@@ -3,7 +3,9 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +34,36 @@ typedef struct {
     char *outdir;        /* output_dir as given */
     long start_pid;      /* the process that started it */
     child_dirs before;   /* outdir's pid-N/ then */
+    int command;         /* runs the program for the pytracekit command */
 } SessionObject;
+
+/* ---- The pytracekit command's end, when it ran the program by the
+ * interpreter's executable (python -m pytracekit for the command, see
+ * tools/pytracekit.c): what the command does after Py_RunMain, done here
+ * after the interpreter's own end (a C exit handler). */
+static char *cmd_follow_outdir; /* the followed run's report directory */
+static child_dirs cmd_follow_before;
+static int cmd_report_failed, cmd_sigint, cmd_hooked;
+
+static void
+command_exit_hook(int status, void *unused)
+{
+    (void)unused;
+    fflush(NULL);
+    if (cmd_follow_outdir != NULL) {
+        /* the program and Python are done */
+        ptk_close_inherited();
+        ptk_wait_for_children(cmd_follow_outdir, &cmd_follow_before, 0);
+        cmd_follow_outdir = NULL;
+    }
+    if (cmd_sigint) {
+        signal(SIGINT, SIG_DFL);
+        raise(SIGINT);
+    }
+    if (status == 0 && cmd_report_failed) {
+        _exit(PTK_EXIT_REPORT_FAILED);
+    }
+}
 
 /* Raises the class for @p rc with @p msg and the code: cls(msg, code). */
 static PyObject *
@@ -436,7 +467,18 @@ Session_stop(SessionObject *self, PyObject *unused)
     if (rc < 0) {
         return raise_str(rc, "the session is not running");
     }
-    wait_children(self);
+    if (self->command) {
+        /* the command waits for every followed child at its very end */
+        if (self->follow && self->outdir != NULL && cmd_follow_outdir == NULL &&
+            self->start_pid == (long)getpid()) {
+            cmd_follow_outdir = strdup(self->outdir);
+            cmd_follow_before = self->before;
+            memset(&self->before, 0, sizeof self->before);
+        }
+    }
+    else {
+        wait_children(self);
+    }
     Py_RETURN_NONE;
 }
 
@@ -551,7 +593,190 @@ Session_dealloc(SessionObject *self)
     Py_DECREF(tp);
 }
 
+/* _for_command(): this session runs the program for the pytracekit
+ * command (python/pytracekit/_command/sitecustomize.py): stop() leaves followed children
+ * to the process's end, which waits for them as the command does. */
+static PyObject *
+Session_for_command(SessionObject *self, PyObject *unused)
+{
+    (void)unused;
+    self->command = 1;
+    if (!cmd_hooked && on_exit(command_exit_hook, NULL) == 0) {
+        cmd_hooked = 1;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- The program's start, for the command run by the interpreter
+ * (pytracekit/_command/sitecustomize.py): the same audit hook as the
+ * command's own (tools/pytracekit.c program_starts), starting the session
+ * when the program starts: for a script, the exec of its code; for -c,
+ * the exec of "<string>"; for -m and stdin, python's audit event. */
+static SessionObject *cmd_session; /* strong reference, until started */
+static int cmd_started, cmd_command_pending;
+static char *cmd_script_pending;
+
+static int
+cmd_start_now(void)
+{
+    cmd_started = 1;
+    SessionObject *self = cmd_session;
+    cmd_session = NULL;
+    PyObject *r = self ? Session_start(self, NULL) : NULL;
+    if (r == NULL && self != NULL) {
+        /* it started before (every check passed): a resource ran out */
+        PyObject *et, *exc, *tb;
+        PyErr_Fetch(&et, &exc, &tb);
+        PyErr_NormalizeException(&et, &exc, &tb);
+        PyObject *msg = exc ? PyObject_Str(exc) : NULL;
+        Py_XDECREF(et);
+        Py_XDECREF(tb);
+        fprintf(stderr, "pytracekit: cannot start tracing: %s; the program runs "
+                "without it and no report is written\n",
+                msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
+        PyErr_Clear();
+        Py_XDECREF(msg);
+        Py_XDECREF(exc);
+        cmd_report_failed = 1;
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(self);
+    return 0;
+}
+
+static int
+cmd_is_code_of(PyObject *args, const char *real, const char *name)
+{
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1 ||
+        !PyCode_Check(PyTuple_GET_ITEM(args, 0))) {
+        return 0;
+    }
+    PyObject *fn = ((PyCodeObject *)PyTuple_GET_ITEM(args, 0))->co_filename;
+    if (name != NULL) {
+        return PyUnicode_Check(fn) && PyUnicode_CompareWithASCIIString(fn, name) == 0;
+    }
+    PyObject *bytes = NULL;
+    char *path = NULL;
+    if (PyUnicode_FSConverter(fn, &bytes)) {
+        path = realpath(PyBytes_AS_STRING(bytes), NULL);
+    }
+    Py_XDECREF(bytes);
+    PyErr_Clear();
+    int mine = path != NULL && strcmp(path, real) == 0;
+    free(path);
+    return mine;
+}
+
+static int
+cmd_program_starts(const char *event, PyObject *args, void *data)
+{
+    (void)data;
+    if (cmd_started || cmd_session == NULL) {
+        return 0;
+    }
+    if (cmd_script_pending != NULL) {
+        if (strcmp(event, "exec") == 0 && cmd_is_code_of(args, cmd_script_pending, NULL)) {
+            free(cmd_script_pending);
+            cmd_script_pending = NULL;
+            return cmd_start_now();
+        }
+        return 0;
+    }
+    if (cmd_command_pending) {
+        return strcmp(event, "exec") == 0 && cmd_is_code_of(args, NULL, "<string>")
+                   ? cmd_start_now()
+                   : 0;
+    }
+    if (strncmp(event, "cpython.run_", 12) != 0) {
+        return 0;
+    }
+    const char *what = event + 12;
+    if (strcmp(what, "command") == 0) {
+        cmd_command_pending = 1;
+        return 0;
+    }
+    if (strcmp(what, "file") != 0 && strcmp(what, "module") != 0 &&
+        strcmp(what, "stdin") != 0) {
+        return 0;
+    }
+    if (strcmp(what, "file") == 0 && PyTuple_Check(args) &&
+        PyTuple_GET_SIZE(args) == 1) {
+        PyObject *bytes = NULL;
+        if (PyUnicode_FSConverter(PyTuple_GET_ITEM(args, 0), &bytes) &&
+            access(PyBytes_AS_STRING(bytes), R_OK) != 0) {
+            Py_DECREF(bytes);
+            return 0; /* python says it cannot open it, and exits 2 */
+        }
+        const char *f = bytes != NULL ? PyBytes_AS_STRING(bytes) : NULL;
+        size_t n = f != NULL ? strlen(f) : 0;
+        if (f != NULL && !(n > 4 && strcmp(f + n - 4, ".pyc") == 0)) {
+            cmd_script_pending = realpath(f, NULL);
+        }
+        Py_XDECREF(bytes);
+        PyErr_Clear();
+        if (cmd_script_pending != NULL) {
+            return 0;
+        }
+    }
+    return cmd_start_now();
+}
+
+/* _start_with_program(): the session starts when the program does. */
+static PyObject *
+Session_start_with_program(SessionObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (cmd_session != NULL || cmd_started) {
+        PyErr_SetString(PyExc_RuntimeError, "a session already waits for the program");
+        return NULL;
+    }
+    if (PySys_AddAuditHook(cmd_program_starts, NULL) < 0) {
+        return NULL;
+    }
+    Py_INCREF(self);
+    cmd_session = self;
+    Py_RETURN_NONE;
+}
+
+/* _stop_at_exit(): stop() if running, for atexit (a C callback: no frame
+ * of Python code between the program's last event and the stop). */
+static PyObject *
+Session_stop_at_exit(SessionObject *self, PyObject *unused)
+{
+    if (self->s != NULL && ptk_session_running(self->s)) {
+        return Session_stop(self, unused);
+    }
+    Py_RETURN_NONE;
+}
+
+/* _check(): start and stop, in C (nothing of it is delivered to the
+ * plugins as the program's): every check the start makes, before the
+ * program runs. */
+static PyObject *
+Session_check(SessionObject *self, PyObject *unused)
+{
+    PyObject *r = Session_start(self, unused);
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    return Session_stop(self, unused);
+}
+
+/* _program_started() -> bool */
+static PyObject *
+mod_program_started(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(cmd_started);
+}
+
 static PyMethodDef Session_methods[] = {
+    {"_for_command", (PyCFunction)Session_for_command, METH_NOARGS, NULL},
+    {"_start_with_program", (PyCFunction)Session_start_with_program, METH_NOARGS, NULL},
+    {"_stop_at_exit", (PyCFunction)Session_stop_at_exit, METH_NOARGS, NULL},
+    {"_check", (PyCFunction)Session_check, METH_NOARGS, NULL},
     {"add_plugin", (PyCFunction)Session_add_plugin, METH_O,
      "add_plugin(spec): load and add a plugin (attached at once if running)"},
     {"remove_plugin", (PyCFunction)Session_remove_plugin, METH_O,
@@ -838,7 +1063,44 @@ done:
     return ret;
 }
 
+/* _command_exit(report_failed, sigint): how the command's process ends
+ * (command_exit_hook): a report that failed turns a status of 0 into
+ * PTK_EXIT_REPORT_FAILED; a Ctrl-C held while the reports were written
+ * ends it by SIGINT. */
+static PyObject *
+mod_command_exit(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int failed, sigint;
+    if (!PyArg_ParseTuple(args, "pp", &failed, &sigint)) {
+        return NULL;
+    }
+    cmd_report_failed = cmd_report_failed || failed;
+    cmd_sigint = cmd_sigint || sigint;
+    /* Python ends by SIGINT after an uncaught KeyboardInterrupt unless
+     * code was evaluated since (the reports may): evaluating one again
+     * sets that back (as tools/pytracekit.c rearm_keyboard_interrupt). */
+    PyObject *t = PySys_GetObject("last_type"); /* borrowed */
+    if (t != NULL && PyType_Check(t) &&
+        PyType_IsSubtype((PyTypeObject *)t, (PyTypeObject *)PyExc_KeyboardInterrupt)) {
+        PyObject *g = PyDict_New();
+        if (g != NULL &&
+            PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0) {
+            PyObject *r = PyRun_String("raise KeyboardInterrupt", Py_file_input, g, g);
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(g);
+        PyErr_Clear();
+    }
+    if (!cmd_hooked && on_exit(command_exit_hook, NULL) == 0) {
+        cmd_hooked = 1;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"_command_exit", mod_command_exit, METH_VARARGS, NULL},
+    {"_program_started", mod_program_started, METH_NOARGS, NULL},
     {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},
     {"_set_errors", mod_set_errors, METH_VARARGS, NULL},
     {"_error_codes", mod_error_codes, METH_NOARGS, NULL},

@@ -12,7 +12,14 @@
  * asking whether the script is a zip file, is not the program's. Reports
  * are written from an atexit callback, so they are written when the
  * program returns, raises, calls sys.exit or is interrupted, and before
- * os._exit in the same process; the exit status is the program's own. */
+ * os._exit in the same process; the exit status is the program's own.
+ *
+ * Built for a statically linked interpreter whose static archive does not
+ * link (cmake/libpython.cmake: PTK_EXEC_INTERPRETER), the command does not
+ * embed the slower shared libpython: after reading its arguments it execs
+ * the interpreter with the same python command line and a start-up hook
+ * that does the above in that process (python/pytracekit/_command/,
+ * docs/building.md). PYTRACEKIT_LAUNCH=auto|embed|exec chooses. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -465,52 +472,155 @@ register_finish(void)
     return 0;
 }
 
-/* `pytracekit combine ...` is `python -m pytracekit combine ...` with the
- * pytracekit package of this build (build tree) or installation. */
+/* The directory holding this build's (build tree) or installation's
+ * pytracekit Python package, into @p dir; 0 if there is none. */
 static int
-run_combine(int argc, char **argv)
+package_dir(char *dir, size_t size, char *exe, size_t exe_size)
 {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, exe_size - 1);
     exe[n > 0 ? n : 0] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash != NULL) {
         *slash = '\0';
     }
     const char *rel[] = {"../python", PTK_PYTHONDIR_FROM_BINDIR};
-    char dir[4096 + 256] = "";
+    dir[0] = '\0';
     for (int k = 0; k < 2 && dir[0] == '\0'; k++) {
         char probe[4096 + 300];
-        snprintf(probe, sizeof probe, "%s/%s/pytracekit/combining.py", exe, rel[k]);
+        snprintf(probe, sizeof probe, "%s/%s/pytracekit/__main__.py", exe, rel[k]);
         if (access(probe, R_OK) == 0) {
-            snprintf(dir, sizeof dir, "%s/%s", exe, rel[k]);
+            snprintf(dir, size, "%s/%s", exe, rel[k]);
         }
     }
-    if (dir[0] == '\0') {
-        fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
-                "is not installed next to %s\n", exe);
-        return EXIT_USAGE;
-    }
+    return dir[0] != '\0';
+}
+
+/* Puts @p dir first on PYTHONPATH (saving the old value in
+ * _PYTRACEKIT_PYTHONPATH when @p save). */
+static int
+prepend_pythonpath(const char *dir, int save)
+{
     const char *old = getenv("PYTHONPATH");
+    if (save && old != NULL && setenv("_PYTRACEKIT_PYTHONPATH", old, 1) < 0) {
+        return -1;
+    }
     size_t len = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
     char *pp = malloc(len);
-    snprintf(pp, len, "%s%s%s", dir, old && old[0] ? ":" : "",
-             old ? old : "");
-    setenv("PYTHONPATH", pp, 1);
+    if (pp == NULL) {
+        return -1;
+    }
+    snprintf(pp, len, "%s%s%s", dir, old && old[0] ? ":" : "", old ? old : "");
+    int rc = setenv("PYTHONPATH", pp, 1);
     free(pp);
+    return rc;
+}
+
+/* Replaces this process by `PYTHON -m pytracekit ARGV[1:]`, with the
+ * package directory @p dir first on PYTHONPATH. Returns only if the exec
+ * failed. */
+static void
+exec_module(const char *python, const char *dir, int argc, char **argv)
+{
+    if (prepend_pythonpath(dir, 0) < 0) {
+        return;
+    }
     char **args = calloc((size_t)argc + 4, sizeof *args);
+    if (args == NULL) {
+        return;
+    }
     int k = 0;
-    args[k++] = (char *)PTK_PYTHON_EXECUTABLE;
+    args[k++] = (char *)python;
     args[k++] = (char *)"-m";
     args[k++] = (char *)"pytracekit";
     for (int i = 1; i < argc; i++) {
         args[k++] = argv[i];
     }
-    execv(PTK_PYTHON_EXECUTABLE, args);
+    execv(python, args);
+    int e = errno;
+    free(args);
+    errno = e;
+}
+
+/* Replaces this process by the interpreter running the program as
+ * `python` would (@p pargv, from python_argv()), with the command's start-up
+ * hook (python/pytracekit/_command/sitecustomize.py) first on PYTHONPATH
+ * and the command's arguments (ARGV[1:], hex, comma-separated) in
+ * _PYTRACEKIT_COMMAND; the hook puts the environment back. Returns only if
+ * the exec failed. */
+static void
+exec_program(const char *python, const char *dir, int argc, char **argv,
+             char **pargv)
+{
+    size_t len = 1;
+    for (int i = 1; i < argc; i++) {
+        len += 2 * strlen(argv[i]) + 1;
+    }
+    char *hex = malloc(len), *h = hex;
+    char hook[4096 + 300];
+    snprintf(hook, sizeof hook, "%s/pytracekit/_command", dir);
+    if (hex == NULL) {
+        errno = ENOMEM;
+        return;
+    }
+    *h = '\0';
+    for (int i = 1; i < argc; i++) {
+        for (const unsigned char *c = (const unsigned char *)argv[i]; *c; c++) {
+            h += sprintf(h, "%02x", *c);
+        }
+        *h++ = ',';
+        *h = '\0';
+    }
+    if (setenv("_PYTRACEKIT_COMMAND", hex, 1) == 0 &&
+        setenv("_PYTRACEKIT_PKGDIR", dir, 1) == 0 && prepend_pythonpath(hook, 1) == 0) {
+        execv(python, pargv);
+    }
+    int e = errno;
+    free(hex);
+    errno = e;
+}
+
+/* `pytracekit combine ...` is `python -m pytracekit combine ...` with the
+ * pytracekit package of this build (build tree) or installation. */
+static int
+run_combine(int argc, char **argv)
+{
+    char exe[4096], dir[4096 + 256];
+    if (!package_dir(dir, sizeof dir, exe, sizeof exe)) {
+        fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
+                "is not installed next to %s\n", exe);
+        return EXIT_USAGE;
+    }
+    exec_module(PTK_PYTHON_EXECUTABLE, dir, argc, argv);
     fprintf(stderr, "pytracekit: combine: cannot run %s: %s\n",
             PTK_PYTHON_EXECUTABLE, strerror(errno));
-    free(args);
     return EXIT_USAGE;
+}
+
+/* How the program is run: inside this process, on the libpython the
+ * command links (embed), or by the interpreter's own executable running
+ * `-m pytracekit` (exec). The default is exec where the build found the
+ * interpreter statically linked and the command linked to the shared
+ * libpython instead (cmake/libpython.cmake: Debian's, Ubuntu's, Fedora's
+ * python3.X), which runs every program about a third slower; the
+ * environment variable PYTRACEKIT_LAUNCH=auto|embed|exec chooses (exec
+ * needs the pytracekit package next to the command: the build tree's, or
+ * the installation's). 1 for exec, 0 for embed, -1 (and a message) for
+ * another value. */
+static int
+launch_by_exec(void)
+{
+    const char *v = getenv("PYTRACEKIT_LAUNCH");
+    if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) {
+        return PTK_EXEC_INTERPRETER;
+    }
+    if (strcmp(v, "exec") == 0) {
+        return 1;
+    }
+    if (strcmp(v, "embed") == 0) {
+        return 0;
+    }
+    fprintf(stderr, "pytracekit: PYTRACEKIT_LAUNCH=%s: expected auto, embed or exec\n", v);
+    return -1;
 }
 
 /* The python command line this run is equivalent to (the interpreter,
@@ -654,8 +764,26 @@ main(int argc, char **argv)
     }
     char pybuf[4096];
     const char *python = choose_python(pybuf, sizeof pybuf);
+    int by_exec = launch_by_exec();
+    if (by_exec < 0) {
+        ptk_cmdline_free(&o);
+        return EXIT_USAGE;
+    }
+    /* exec: the same arguments, read again by the same reader in the
+     * start-up hook; without the package next to the command, embedded */
+    char exe[4096], dir[4096 + 256];
+    if (by_exec && !package_dir(dir, sizeof dir, exe, sizeof exe)) {
+        by_exec = 0;
+    }
     char **pargv = python_argv(argc, argv, &o, python, &pargc);
     if (pargv == NULL) {
+        return EXIT_USAGE;
+    }
+    if (by_exec) {
+        exec_program(python, dir, argc, argv, pargv);
+        fprintf(stderr, "pytracekit: cannot run %s: %s\n", python, strerror(errno));
+        ptk_cmdline_free(&o);
+        free(pargv);
         return EXIT_USAGE;
     }
     if (start_python(pargc, pargv, python, &status) < 0) {

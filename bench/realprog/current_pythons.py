@@ -61,6 +61,10 @@ VARIANTS = ["bare", "counter", "timer", "cprofile", "tracing", "sampling",
 # the same through `python -m pytracekit` (the interpreter itself, not the
 # CLI, which embeds libpython: see bench/README.md)
 MODULE_VARIANTS = ["counter_m", "timer_m", "cov_line_m", "cov_branch_m"]
+# the command forced to embed libpython (PYTRACEKIT_LAUNCH=embed, through
+# env(1)): what the command did before it ran statically linked interpreters
+# by their own executable
+EMBED_VARIANTS = ["timer_e", "cov_line_e"]
 VENV = os.environ.get("PTK_VENV_DIR", "/var/cache/pytracekit/venv")
 
 
@@ -82,6 +86,9 @@ def command(variant, python, build, suite, outdir):
     if variant.endswith("_m"):
         variant = variant[:-2]
         cli = [python, "-m", "pytracekit"] + cli[1:]
+    if variant.endswith("_e"):
+        variant = variant[:-2]
+        cli = ["/usr/bin/env", "PYTRACEKIT_LAUNCH=embed"] + cli
     include = MEASURED.get(suite, "*/%s.py" % suite[5:])
     if variant == "bare":
         return [python] + test
@@ -203,7 +210,8 @@ def table(paths):
              "tracing": "profiling.tracing", "sampling": "sampler", "cov_line": "cov line",
              "cov_branch": "cov branch", "covpy_line": "coverage.py line",
              "covpy_branch": "coverage.py branch", "counter_m": "-m counter",
-             "timer_m": "-m timer", "cov_line_m": "-m cov line", "cov_branch_m": "-m cov branch"}
+             "timer_m": "-m timer", "cov_line_m": "-m cov line", "cov_branch_m": "-m cov branch",
+             "timer_e": "embedded timer", "cov_line_e": "embedded cov line"}
     # the target ratios: (label, variant, base); "prof" is profiling.tracing
     # where there is one (3.15), else cProfile
     targets = [("timer ÷ cProfile", "timer", "prof"), ("timer ÷ sampler", "timer", "sampling"),
@@ -213,7 +221,9 @@ def table(paths):
                ("coverage.py branch ÷ line", "covpy_branch", "covpy_line"),
                ("-m timer ÷ cProfile", "timer_m", "prof"), ("-m timer ÷ sampler", "timer_m", "sampling"),
                ("-m cov line ÷ coverage.py", "cov_line_m", "covpy_line"),
-               ("-m cov branch ÷ coverage.py", "cov_branch_m", "covpy_branch")]
+               ("-m cov branch ÷ coverage.py", "cov_branch_m", "covpy_branch"),
+               ("embedded timer ÷ cProfile", "timer_e", "prof"),
+               ("embedded cov line ÷ coverage.py", "cov_line_e", "covpy_line")]
     for mode in ("callgrind", "cpu"):
         rows = [(p, s) for p, s in keys if runs.get((mode, p, s, "bare"))]
         if not rows:
@@ -228,7 +238,7 @@ def table(paths):
             val = lambda p, s, v, b: c(cpu_ratio(p, s, v, b))  # noqa: E731
             base = lambda p, s: "%.2f s" % statistics.median(  # noqa: E731
                 x["cpu_s"] for x in runs[("cpu", p, s, "bare")])
-        present = [v for v in VARIANTS[1:] + MODULE_VARIANTS if any(runs.get((mode, p, s, v)) for p, s in rows)]
+        present = [v for v in VARIANTS[1:] + MODULE_VARIANTS + EMBED_VARIANTS if any(runs.get((mode, p, s, v)) for p, s in rows)]
         print("| Python | suite | bare | " + " | ".join("%s ÷ bare" % names[v] for v in present)
               + " |")
         print("|---|---|---:|" + "---:|" * len(present))

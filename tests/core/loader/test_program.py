@@ -420,13 +420,74 @@ def threading_module():
     return threading
 
 
+WHERE = "import os, sys\nprint(os.path.realpath(os.readlink('/proc/self/exe')))\n" \
+        "print(any('libpython' in l for l in open('/proc/self/maps')))\n"
+
+
+def launch_modes():
+    """Which process runs the program: the command itself embedding
+    libpython (PYTRACEKIT_LAUNCH=embed), or the interpreter's executable
+    running -m pytracekit (exec). By default the command execs exactly when
+    the interpreter is statically linked and the command is not (it then
+    embeds the shared libpython: cmake/libpython.cmake)."""
+    with Scratch("launch") as s:
+        seen = {}
+        for mode in ("embed", "exec", "auto"):
+            r = cli(["-o", s.join("out-" + mode), "-c", WHERE], cwd=s.path,
+                    env=clean_env({"PYTRACEKIT_LAUNCH": mode}))
+            check(r.rc == 0, "%s: run failed" % mode, r)
+            exe, shared = r.out.split()
+            seen[mode] = (exe, shared == "True")
+            reports_written(s.join("out-" + mode), r)
+        check(seen["embed"][0] == os.path.realpath(CLI), "embed: ran in %s" % seen["embed"][0])
+        check(seen["exec"][0] == os.path.realpath(PYTHON), "exec: ran in %s" % seen["exec"][0])
+        # the oracle for the default: does the interpreter map a libpython,
+        # does the command?
+        py = run([PYTHON, "-c", WHERE])
+        static_python = py.out.split()[1] == "False"
+        command_shared = seen["embed"][1]
+        want = "exec" if static_python and command_shared else "embed"
+        check(seen["auto"] == seen[want], "default: ran in %s, expected %s (%s)"
+              % (seen["auto"][0], want, seen[want][0]))
+        r = cli(["-c", "pass"], cwd=s.path, env=clean_env({"PYTRACEKIT_LAUNCH": "fork"}))
+        check(r.rc == 2 and r.err == "pytracekit: PYTRACEKIT_LAUNCH=fork: expected "
+              "auto, embed or exec\n", "a bad PYTRACEKIT_LAUNCH", r)
+
+
+def runner_not_traced_exec():
+    """Run by the interpreter (PYTRACEKIT_LAUNCH=exec), the program's report
+    is the embedded run's: the same functions, Python and C, with the same
+    calls, for a script, -c and -m, and nothing of the start-up hook that
+    prepares the session (python/pytracekit/_command/)."""
+    with Scratch("runner-exec") as s:
+        s.write("prog.py", "def f():\n    return 1\nfor _ in range(3):\n    f()\n")
+        for args in (["prog.py"], ["-c", "def f():\n    return 1\nf()\n"], ["-m", "prog"]):
+            got = {}
+            for mode in ("embed", "exec"):
+                out = s.join("out-%s-%d" % (mode, len(args)))
+                r = cli(["-o", out, "-p", "counter:top=0,events=call;return;line;c_call;c_return"]
+                        + args, cwd=s.path, env=clean_env({"PYTRACEKIT_LAUNCH": mode}))
+                check(r.rc == 0, "%s %r: run failed" % (mode, args), r)
+                data = load_json(os.path.join(out, "counter.json"), r)
+                got[mode] = sorted((f["kind"], f["qualname"], f.get("file") or "", f["calls"])
+                                   for f in data["functions"])
+                runner = [f for f in data["functions"]
+                          if "pytracekit" + os.sep in (f.get("file") or "")]
+                check(not runner, "%s %r: the runner's frames: %r" % (mode, args, runner), r)
+                got[mode + "-events"] = data["events"]
+            check(got["exec"] == got["embed"], "%r: exec and embed differ:\n%s" % (
+                args, "\n".join(map(str, sorted(set(got["exec"]) ^ set(got["embed"]))))))
+            check(got["exec-events"] == got["embed-events"], "%r: events %r, embedded %r" % (
+                args, got["exec-events"], got["embed-events"]))
+
+
 CASES = {f.__name__: f for f in [
     exit_status, exit_message, uncaught, uncaught_in_code, keyboard_interrupt_raised,
     keyboard_interrupt_signal, script_form, script_elsewhere, script_after_dashdash,
     script_named_like_option,
     module_form, package_main_form, code_form, stdin_form, missing_script, missing_module,
     program_output_unchanged, hub_work_not_traced, launcher_not_traced, os_exit_in_atexit,
-    os_exit_direct_and_child, own_hook_noted]}
+    os_exit_direct_and_child, own_hook_noted, launch_modes, runner_not_traced_exec]}
 
 if __name__ == "__main__":
     main(CASES)

@@ -15,6 +15,7 @@
 #include "follow_wait.h"
 #include "ptk_cmdline.h"
 #include "ptk_filter_keys.h"
+#include "ptk_progstart.h"
 #include "ptk_usage.h"
 
 /* The exception raised for a library error: the package (__init__.py)
@@ -25,16 +26,16 @@ static PyObject *ErrorByCode;
 
 typedef struct {
     PyObject_HEAD
-    ptk_session *s;
+        ptk_session *s;
     int reported;
     int reporting;     /* in report(): close() waits for its end */
     int close_pending; /* close() came during report() */
     PyObject *weakrefs;
-    int follow;          /* follow_children */
-    char *outdir;        /* output_dir as given */
-    long start_pid;      /* the process that started it */
-    child_dirs before;   /* outdir's pid-N/ then */
-    int command;         /* runs the program for the pytracekit command */
+    int follow;        /* follow_children */
+    char *outdir;      /* output_dir as given */
+    long start_pid;    /* the process that started it */
+    child_dirs before; /* outdir's pid-N/ then */
+    int command;       /* runs the program for the pytracekit command */
 } SessionObject;
 
 /* ---- The pytracekit command's end, when it ran the program by the
@@ -120,7 +121,8 @@ choice_arg(PyObject *o, const char *what, const char *const *choices)
     PyObject *names = PyUnicode_FromString("");
     for (int i = 0; names && choices[i]; i++) {
         PyObject *n = PyUnicode_FromFormat("%U%s'%s'", names,
-                                           i == 0 ? "" : choices[i + 1] ? ", " : " or ",
+                                           i == 0 ? "" : choices[i + 1] ? ", "
+                                                                        : " or ",
                                            choices[i]);
         Py_SETREF(names, n);
     }
@@ -309,8 +311,7 @@ Session_init(SessionObject *self, PyObject *args, PyObject *kw)
 {
 #define KW_ROW(key, flag, kw, type, help) kw,
     static char *kwlist[] = {"plugins", "output_dir", "threads", "plugin_path",
-                             "backend", "filter", PTK_FILTER_KEYS(KW_ROW)
-                             "follow_children", NULL};
+                             "backend", "filter", PTK_FILTER_KEYS(KW_ROW) "follow_children", NULL};
 #undef KW_ROW
     _Static_assert(PTK_FILTER_KEY_COUNT == 6, "a format unit per filter keyword");
     PyObject *plugins = NULL, *threads = NULL, *backend = NULL;
@@ -451,7 +452,7 @@ wait_children(SessionObject *self)
 {
     if (self->follow && self->outdir != NULL && self->start_pid == (long)getpid()) {
         Py_BEGIN_ALLOW_THREADS
-        ptk_wait_for_children(self->outdir, &self->before, 1);
+            ptk_wait_for_children(self->outdir, &self->before, 1);
         Py_END_ALLOW_THREADS
     }
 }
@@ -608,13 +609,12 @@ Session_for_command(SessionObject *self, PyObject *unused)
 }
 
 /* ---- The program's start, for the command run by the interpreter
- * (pytracekit/_command/sitecustomize.py): the same audit hook as the
- * command's own (tools/pytracekit.c program_starts), starting the session
- * when the program starts: for a script, the exec of its code; for -c,
- * the exec of "<string>"; for -m and stdin, python's audit event. */
+ * (pytracekit/_command/sitecustomize.py): the session starts when the
+ * program does, told by the same watcher as the command's own
+ * (tools/ptk_progstart.c). */
 static SessionObject *cmd_session; /* strong reference, until started */
-static int cmd_started, cmd_command_pending;
-static char *cmd_script_pending;
+static int cmd_started;
+static ptk_progstart cmd_watch; /* when the program starts */
 
 static int
 cmd_start_now(void)
@@ -632,7 +632,7 @@ cmd_start_now(void)
         Py_XDECREF(et);
         Py_XDECREF(tb);
         fprintf(stderr, "pytracekit: cannot start tracing: %s; the program runs "
-                "without it and no report is written\n",
+                        "without it and no report is written\n",
                 msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
         PyErr_Clear();
         Py_XDECREF(msg);
@@ -645,80 +645,13 @@ cmd_start_now(void)
 }
 
 static int
-cmd_is_code_of(PyObject *args, const char *real, const char *name)
-{
-    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1 ||
-        !PyCode_Check(PyTuple_GET_ITEM(args, 0))) {
-        return 0;
-    }
-    PyObject *fn = ((PyCodeObject *)PyTuple_GET_ITEM(args, 0))->co_filename;
-    if (name != NULL) {
-        return PyUnicode_Check(fn) && PyUnicode_CompareWithASCIIString(fn, name) == 0;
-    }
-    PyObject *bytes = NULL;
-    char *path = NULL;
-    if (PyUnicode_FSConverter(fn, &bytes)) {
-        path = realpath(PyBytes_AS_STRING(bytes), NULL);
-    }
-    Py_XDECREF(bytes);
-    PyErr_Clear();
-    int mine = path != NULL && strcmp(path, real) == 0;
-    free(path);
-    return mine;
-}
-
-static int
 cmd_program_starts(const char *event, PyObject *args, void *data)
 {
     (void)data;
     if (cmd_started || cmd_session == NULL) {
         return 0;
     }
-    if (cmd_script_pending != NULL) {
-        if (strcmp(event, "exec") == 0 && cmd_is_code_of(args, cmd_script_pending, NULL)) {
-            free(cmd_script_pending);
-            cmd_script_pending = NULL;
-            return cmd_start_now();
-        }
-        return 0;
-    }
-    if (cmd_command_pending) {
-        return strcmp(event, "exec") == 0 && cmd_is_code_of(args, NULL, "<string>")
-                   ? cmd_start_now()
-                   : 0;
-    }
-    if (strncmp(event, "cpython.run_", 12) != 0) {
-        return 0;
-    }
-    const char *what = event + 12;
-    if (strcmp(what, "command") == 0) {
-        cmd_command_pending = 1;
-        return 0;
-    }
-    if (strcmp(what, "file") != 0 && strcmp(what, "module") != 0 &&
-        strcmp(what, "stdin") != 0) {
-        return 0;
-    }
-    if (strcmp(what, "file") == 0 && PyTuple_Check(args) &&
-        PyTuple_GET_SIZE(args) == 1) {
-        PyObject *bytes = NULL;
-        if (PyUnicode_FSConverter(PyTuple_GET_ITEM(args, 0), &bytes) &&
-            access(PyBytes_AS_STRING(bytes), R_OK) != 0) {
-            Py_DECREF(bytes);
-            return 0; /* python says it cannot open it, and exits 2 */
-        }
-        const char *f = bytes != NULL ? PyBytes_AS_STRING(bytes) : NULL;
-        size_t n = f != NULL ? strlen(f) : 0;
-        if (f != NULL && !(n > 4 && strcmp(f + n - 4, ".pyc") == 0)) {
-            cmd_script_pending = realpath(f, NULL);
-        }
-        Py_XDECREF(bytes);
-        PyErr_Clear();
-        if (cmd_script_pending != NULL) {
-            return 0;
-        }
-    }
-    return cmd_start_now();
+    return ptk_progstart_event(&cmd_watch, event, args) ? cmd_start_now() : 0;
 }
 
 /* _start_with_program(): the session starts when the program does. */
@@ -803,7 +736,8 @@ static PyGetSetDef Session_getset[] = {
     {"running", (getter)Session_get_running, NULL, "whether events flow", NULL},
     {"backend", (getter)Session_get_backend, NULL,
      "the backend in use once started: 'legacy' or 'monitoring' (before: "
-     "what was asked for)", NULL},
+     "what was asked for)",
+     NULL},
     {"failures", (getter)Session_get_failures, NULL,
      "number of plugins detached after an error", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -932,9 +866,9 @@ scan_one(const char *file, const ptk_plugin_desc *d, const char *error,
         return;
     }
     PyObject *r = d != NULL
-        ? plugin_record(file, d)
-        : Py_BuildValue("{s:s,s:O,s:s}", "file", file, "name", Py_None, "error",
-                        error ? error : "?");
+                      ? plugin_record(file, d)
+                      : Py_BuildValue("{s:s,s:O,s:s}", "file", file, "name", Py_None, "error",
+                                      error ? error : "?");
     if (r == NULL || PyList_Append(acc->list, r) < 0) {
         acc->failed = 1;
     }
@@ -1115,7 +1049,7 @@ static PyMethodDef mod_methods[] = {
 static PyObject *
 filter_keys(void)
 {
-#define TUPLE_ROW(key, flag, kw, type, help)                                   \
+#define TUPLE_ROW(key, flag, kw, type, help) \
     Py_BuildValue("(sssis)", key, flag, kw, type == PTK_OPT_INT, help),
     PyObject *rows[] = {PTK_FILTER_KEYS(TUPLE_ROW)};
 #undef TUPLE_ROW
@@ -1136,9 +1070,15 @@ filter_keys(void)
 }
 
 static struct PyModuleDef moddef = {
-    PyModuleDef_HEAD_INIT, "pytracekit._pytracekit",
-    "The C part of the pytracekit package (use the package).", -1, mod_methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "pytracekit._pytracekit",
+    "The C part of the pytracekit package (use the package).",
+    -1,
+    mod_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__pytracekit(void); /* the module's entry, for the importer alone */

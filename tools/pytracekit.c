@@ -36,6 +36,7 @@
 #include "cov_config.h"
 #include "follow_wait.h"
 #include "ptk_cmdline.h"
+#include "ptk_progstart.h"
 #include "ptk_usage.h"
 
 #define EXIT_USAGE 2
@@ -45,7 +46,7 @@ static ptk_session *session;
  * produce what it was asked to (exit status 1 when the program's is 0). */
 static int report_failed;
 static int program_started; /* the program's start was seen */
-static int sigint_at_exit; /* Ctrl-C came while the reports were written */
+static int sigint_at_exit;  /* Ctrl-C came while the reports were written */
 /* With --follow-children: the report directory, and the pid-N directories
  * in it before the program ran (children of earlier runs). */
 static const char *follow_outdir;
@@ -295,8 +296,7 @@ static PyMethodDef finish_def = {"_pytracekit_finish", finish, METH_NOARGS,
  * that cannot be read is not started (python says why and exits 2). For
  * -c, the start is the exec of the command's own code ("<string>"): in
  * between, 3.13 imports linecache to keep the command's source. */
-static int command_pending;
-static char *script_pending; /* a script's real path, until its code runs */
+static ptk_progstart watch; /* when the program starts */
 
 static int
 start_now(void)
@@ -327,83 +327,7 @@ program_starts(const char *event, PyObject *args, void *data)
     if (program_started || session == NULL) {
         return 0;
     }
-    if (script_pending != NULL) {
-        if (strcmp(event, "exec") == 0 && PyTuple_Check(args) &&
-            PyTuple_GET_SIZE(args) >= 1 && PyCode_Check(PyTuple_GET_ITEM(args, 0))) {
-            PyObject *bytes = NULL;
-            char *real = NULL;
-            if (PyUnicode_FSConverter(
-                    ((PyCodeObject *)PyTuple_GET_ITEM(args, 0))->co_filename, &bytes)) {
-                real = realpath(PyBytes_AS_STRING(bytes), NULL);
-            }
-            Py_XDECREF(bytes);
-            PyErr_Clear();
-            int mine = real != NULL && strcmp(real, script_pending) == 0;
-            free(real);
-            if (mine) {
-                free(script_pending);
-                script_pending = NULL;
-                return start_now();
-            }
-        }
-        return 0;
-    }
-    if (command_pending) {
-        if (strcmp(event, "exec") == 0 && PyTuple_Check(args) &&
-            PyTuple_GET_SIZE(args) >= 1 &&
-            PyCode_Check(PyTuple_GET_ITEM(args, 0)) &&
-            PyUnicode_CompareWithASCIIString(
-                ((PyCodeObject *)PyTuple_GET_ITEM(args, 0))->co_filename,
-                "<string>") == 0) {
-            return start_now();
-        }
-        return 0;
-    }
-    if (strncmp(event, "cpython.run_", 12) != 0) {
-        return 0;
-    }
-    const char *what = event + 12;
-    if (strcmp(what, "command") == 0) {
-        command_pending = 1;
-        return 0;
-    }
-    if (strcmp(what, "file") != 0 && strcmp(what, "module") != 0 &&
-        strcmp(what, "stdin") != 0) {
-        return 0;
-    }
-    if (strcmp(what, "module") == 0) {
-        /* python -m imports runpy right after this event: imported before
-         * the start, its import (runpy, importlib.util, types) is not in
-         * the program's profile; sys.modules ends up the same. A failure
-         * is left for python to report when it imports runpy itself. */
-        PyObject *runpy = PyImport_ImportModule("runpy");
-        Py_XDECREF(runpy);
-        PyErr_Clear();
-    }
-    if (strcmp(what, "file") == 0 && PyTuple_Check(args) &&
-        PyTuple_GET_SIZE(args) == 1) {
-        PyObject *bytes = NULL;
-        if (PyUnicode_FSConverter(PyTuple_GET_ITEM(args, 0), &bytes) &&
-            access(PyBytes_AS_STRING(bytes), R_OK) != 0) {
-            Py_DECREF(bytes);
-            return 0;
-        }
-        /* A source script: the start is the exec of its code, after the
-         * interpreter's own work for it (a SourceFileLoader for
-         * __main__.__loader__), which is no more the program's than the
-         * runner's under cProfile. A .pyc holds another file name. */
-        const char *f = bytes != NULL ? PyBytes_AS_STRING(bytes) : NULL;
-        size_t n = f != NULL ? strlen(f) : 0;
-        if (f != NULL && !(n > 4 && strcmp(f + n - 4, ".pyc") == 0)) {
-            script_pending = realpath(f, NULL);
-        }
-        Py_XDECREF(bytes);
-        PyErr_Clear();
-        if (script_pending != NULL) {
-            return 0;
-        }
-    }
-    return start_now();
+    return ptk_progstart_event(&watch, event, args) ? start_now() : 0;
 }
 
 /* os._exit ends the process without atexit: in the process that traces,
@@ -587,7 +511,8 @@ run_combine(int argc, char **argv)
     char exe[4096], dir[4096 + 256];
     if (!package_dir(dir, sizeof dir, exe, sizeof exe)) {
         fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
-                "is not installed next to %s\n", exe);
+                        "is not installed next to %s\n",
+                exe);
         return EXIT_USAGE;
     }
     exec_module(PTK_PYTHON_EXECUTABLE, dir, argc, argv);
@@ -735,7 +660,7 @@ int
 main(int argc, char **argv)
 {
     static const char *const python_side[] = {"combine", "report", "html",
-                                               "xml", "json", "lcov"};
+                                              "xml", "json", "lcov"};
     for (size_t k = 0; argc > 1 && k < sizeof python_side / sizeof *python_side; k++) {
         if (strcmp(argv[1], python_side[k]) == 0) {
             return run_combine(argc, argv);

@@ -8,7 +8,8 @@
 A :class:`Session` loads plugins by name (``"timer"``) or path
 (``"./p.so"``), with options (``"timer:clock=cpu,top=15"``), attaches them
 to the process's event hub when started and writes their reports when it is
-stopped. Reference: docs/python-api.md.
+stopped. Reference: docs/python-api.md; under pytest: docs/pytest.md.
+PYTEST_DONT_REWRITE (`pytest -p pytracekit` has no assertions to rewrite)
 """
 import functools
 import json
@@ -17,6 +18,11 @@ import sys
 from typing import NamedTuple, Optional, Tuple
 
 from . import _pytracekit as _c
+
+# `pytest -p pytracekit` registers this package as a pytest plugin; pytest
+# then imports the plugin itself (docs/pytest.md). A name, not an import:
+# importing pytracekit imports nothing of pytest.
+pytest_plugins = ["pytracekit.pytest_plugin"]
 
 __all__ = [
     "Session", "plugins", "PluginInfo", "OptionInfo", "version",

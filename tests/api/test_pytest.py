@@ -1,0 +1,212 @@
+"""`pytest -p pytracekit`: the pytest plugin (python/pytracekit/pytest_plugin.py).
+
+Each case runs pytest on a small project in a fresh directory. The oracles:
+the test code itself (how often it calls what), and the command run over
+the same pytest (`python -m pytracekit -p SPEC -m pytest`), whose reports the
+plugin's must equal, and whose usage messages it must print."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import ptk_testlib as T
+
+try:
+    import pytest  # noqa: F401  (only to know that this Python has it)
+except ImportError:
+    T.skip(f"pytest is not installed for {sys.executable}")
+
+MOD = ("def f(x):\n"             # 1
+       "    if x > 0:\n"         # 2
+       "        return 1\n"      # 3
+       "    return 2\n"          # 4
+       "\n"
+       "def g():\n"              # 6
+       "    return 3\n")         # 7
+
+TESTS = ("import mod\n"
+         "\n"
+         "def test_a():\n"
+         "    assert mod.f(1) == 1\n"
+         "\n"
+         "def test_b():\n"
+         "    assert mod.f(-1) == 2\n"
+         "    assert mod.g() == 3\n")
+
+CONFTEST = ("import mod\n"
+            "SEEN = mod.g()\n")
+
+
+class Case(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ptk-pytest-")
+        self.write("mod.py", MOD)
+        self.write("test_mod.py", TESTS)
+        self.mod = os.path.join(self.dir, "mod.py")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, name, text):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(text)
+
+    def run_py(self, *args, check=True):
+        env = dict(os.environ)
+        env.pop("PYTEST_ADDOPTS", None)
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only what -p loads
+        p = subprocess.run([sys.executable, *args], cwd=self.dir, env=env,
+                           capture_output=True, text=True, timeout=300)
+        if check and p.returncode != 0:
+            self.fail(f"{args} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+        return p
+
+    def pytest(self, *args, check=True):
+        return self.run_py("-m", "pytest", "-p", "no:cacheprovider", *args, check=check)
+
+    def report(self, out, name):
+        with open(os.path.join(self.dir, out, name + ".json")) as f:
+            return json.load(f)
+
+    def calls(self, out):
+        return {(f["file"], f["qualname"]): f["calls"]
+                for f in self.report(out, "counter")["functions"]
+                if f["file"] == self.mod}
+
+    def lines(self, out):
+        return {os.path.basename(k): v["lines"]
+                for k, v in self.report(out, "coverage")["files"].items()}
+
+
+class Options(Case):
+    def test_plugins_output_and_command_agree(self):
+        specs = ["--ptk", "counter", "--ptk", "coverage:include=mod.py;conftest.py"]
+        self.write("conftest.py", CONFTEST)
+        p = self.pytest("-p", "pytracekit", *specs, "--ptk-output", "out", "-q")
+        self.assertIn("2 passed", p.stdout)
+        self.assertIn(f"pytracekit: reports in {os.path.join(self.dir, 'out')}/", p.stdout)
+        # the test code calls f twice and g twice (once in conftest.py,
+        # measured: the session starts before the initial conftests, which
+        # import mod.py)
+        self.assertEqual(self.calls("out"), {(self.mod, "<module>"): 1,
+                                             (self.mod, "f"): 2, (self.mod, "g"): 2})
+        self.assertEqual(self.lines("out"), {"mod.py": [1, 2, 3, 4, 6, 7],
+                                             "conftest.py": [1, 2]})
+        # the command over the same pytest: the same figures
+        c = self.run_py("-m", "pytracekit", "-o", "cmd",
+                        *[s.replace("--ptk", "-p") for s in specs],
+                        "-m", "pytest", "-p", "no:cacheprovider", "-q")
+        self.assertIn("2 passed", c.stdout)
+        self.assertEqual(self.calls("out"), self.calls("cmd"))
+        self.assertEqual(self.report("out", "coverage")["files"],
+                         self.report("cmd", "coverage")["files"])
+
+    def test_module_name_forms(self):
+        # -p pytracekit (the package names the plugin), -p
+        # pytracekit.pytest_plugin, and both: one session, the same counts
+        for i, form in enumerate((["-p", "pytracekit"], ["-p", "pytracekit.pytest_plugin"],
+                                  ["-p", "pytracekit.pytest_plugin", "-p", "pytracekit"])):
+            p = self.pytest(*form, "--ptk", "counter", "--ptk-output", f"o{i}", "-q")
+            self.assertNotIn("warning", p.stdout)
+            self.assertEqual(p.stdout.count("pytracekit: reports in"), 1, form)
+            self.assertEqual(self.calls(f"o{i}"), {(self.mod, "<module>"): 1,
+                                                   (self.mod, "f"): 2, (self.mod, "g"): 1})
+
+    def test_filter_options(self):
+        # the command's --functions as --ptk-functions (lib/ptk_filter_keys.h)
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-functions", "g",
+                    "--ptk-output", "out", "-q")
+        fns = [(f["qualname"], f["calls"]) for f in self.report("out", "counter")["functions"]]
+        self.assertEqual(fns, [("g", 1)])
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-functions", "f",
+                    "--ptk-max-depth", "1", "--ptk-output", "out2", "-q")
+        fns = [(f["qualname"], f["calls"]) for f in self.report("out2", "counter")["functions"]]
+        self.assertEqual(fns, [("f", 2)])
+
+    def test_nothing_asked_nothing_traced(self):
+        p = self.pytest("-p", "pytracekit", "-q")
+        self.assertIn("2 passed", p.stdout)
+        self.assertNotIn("pytracekit", p.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "pytracekit-out")))
+        p = self.pytest("-p", "pytracekit", "--ptk", "counter", "--help")
+        self.assertIn("--ptk=PLUGIN[:OPTIONS]", p.stdout)
+        for _, flag, _, _, _ in _filter_keys():
+            self.assertIn("--ptk-" + flag[2:], p.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "pytracekit-out")))
+
+    def test_usage_errors_are_the_commands(self):
+        for ptk, cmd in ((["--ptk", "nosuch"], ["-p", "nosuch"]),
+                         (["--ptk", "counter:bogus=1"], ["-p", "counter:bogus=1"]),
+                         (["--ptk", "counter", "--ptk-max-depth", "x"],
+                          ["--max-depth", "x"]),
+                         (["--ptk", "counter", "--ptk-backend", "fast"],
+                          ["--backend", "fast"]),
+                         (["--ptk", "counter", "--ptk-include", "/a/["],
+                          ["--include", "/a/["])):
+            p = self.pytest("-p", "pytracekit", *ptk, "-q", check=False)
+            c = self.run_py("-m", "pytracekit", *cmd, "-c", "pass", check=False)
+            self.assertEqual(p.returncode, 4, ptk)   # pytest's usage error
+            self.assertEqual(c.returncode, 2, cmd)
+            msg = c.stderr.strip().splitlines()[-1]
+            self.assertTrue(msg.startswith("pytracekit: "), msg)
+            self.assertIn("ERROR: " + msg, p.stderr)
+
+    def test_import_does_not_import_pytest(self):
+        p = self.run_py("-c", "import sys, pytracekit; print(sorted(m for m in sys.modules "
+                        "if m.split('.')[0] in ('pytest', '_pytest', 'pluggy') or "
+                        "m == 'pytracekit.pytest_plugin'))")
+        self.assertEqual(p.stdout.strip(), "[]")
+
+
+class Ini(Case):
+    def test_pytest_ini(self):
+        self.write("pytest.ini", "[pytest]\n"
+                   "ptk_plugins = counter\n"
+                   "    coverage:include=mod.py\n"
+                   "ptk_output = iniout\n"
+                   "ptk_functions = f\n")
+        self.pytest("-p", "pytracekit", "-q")
+        self.assertEqual(self.calls("iniout"), {(self.mod, "f"): 2})
+        self.assertEqual(self.lines("iniout"), {"mod.py": [1, 2, 3, 4, 6, 7]})
+        # an option replaces its ini key
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-output", "cli",
+                    "--ptk-functions", "g", "-q")
+        self.assertEqual(self.calls("cli"), {(self.mod, "g"): 1})
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "cli", "coverage.json")))
+
+    def test_pyproject(self):
+        self.write("pyproject.toml", "[tool.pytest.ini_options]\n"
+                   'ptk_plugins = ["counter", "timer:top=0"]\n'
+                   'ptk_output = "ppout"\n'
+                   'ptk_modules = ["mod"]\n')
+        p = self.pytest("-p", "pytracekit", "-q")
+        self.assertIn("2 passed", p.stdout)
+        self.assertEqual(self.calls("ppout"), {(self.mod, "<module>"): 1,
+                                               (self.mod, "f"): 2, (self.mod, "g"): 1})
+        timed = {f["name"]: f["calls"] for f in self.report("ppout", "timer")["functions"]}
+        self.assertEqual(timed, {"<module>": 1, "f": 2, "g": 1})
+
+
+def _filter_keys():
+    from pytracekit import _pytracekit as c
+    return c._filter_keys
+
+
+def main():
+    """unittest.main, but a test that skips exits with CTest's skip code
+    (77) and says why."""
+    result = unittest.main(exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped and len(result.skipped) == result.testsRun:
+        for test, why in result.skipped:
+            print(f"SKIP: {test.id()}: {why}")
+        sys.exit(77)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 3
+#define PTK_ABI_MINOR 4
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -278,6 +278,14 @@ typedef struct ptk_host {
     int (*report_create)(ptk_plugin_ctx *ctx, const char *name, char *buf,
                          size_t size);
     /* End of ABI 1.3. */
+    /** The process's current context (ptk_context_set()): its name, or NULL
+     *  when there is none, and its id in @p id (may be NULL; 0 when there
+     *  is none). Every ptk_context_set() makes a new id, so comparing the
+     *  id with the last one seen tells a plugin the context changed. The
+     *  name is valid until the context changes: copy it to keep it. GIL
+     *  held; any callback. @since 0.3 (ABI 1.4) */
+    const char *(*context)(uint64_t *id);
+    /* End of ABI 1.4. */
 } ptk_host;
 
 /**

@@ -676,6 +676,12 @@ ptk__code_line_state(PyCodeObject *code, int line)
 }
 
 void ptk__code_forget_slot(uint32_t slot);
+
+/* The current context (context.c): its id (0: none) and name (NULL: none). */
+extern uint64_t ptk__context_id;
+extern char *ptk__context_name;
+int ptk__context_set(const char *name);
+const char *ptk__context_get(uint64_t *id);
 void ptk__code_reset_lines_off(void);
 
 /* ---- backends: the table the hub calls them through -------------------- */

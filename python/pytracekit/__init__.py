@@ -29,6 +29,7 @@ __all__ = [
     "Error", "PluginNotFoundError", "PluginLoadError", "OptionError",
     "UnsupportedError", "StateError", "BusyError", "PluginError",
     "OutputError", "pkgconfig_dir", "cmake_dir", "include_dir", "combine",
+    "set_context", "context",
 ]
 
 
@@ -38,6 +39,22 @@ def version() -> str:
 
 
 __version__ = _c.version()
+
+
+def set_context(name) -> int:
+    """Sets the process's current context (a test and its phase,
+    ``"tests/test_a.py::test_x|call"``), for plugins that keep their data per
+    context; ``None`` or ``""`` ends it. Every call makes a new context with
+    a new id, which it returns (0 for none). One context per process,
+    whatever the sessions. Raises TypeError for a name that is not a str,
+    ValueError for one holding a NUL character."""
+    return _c.set_context(name)
+
+
+def context() -> Tuple[int, Optional[str]]:
+    """The current context: ``(id, name)``, or ``(0, None)`` when there is
+    none."""
+    return _c.context()
 
 
 # ---- errors ------------------------------------------------------------------

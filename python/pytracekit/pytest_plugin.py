@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from . import Error, Session
+from . import Error, Session, set_context
 from . import _pytracekit as _c
 from . import __main__ as _cmd
 
@@ -147,6 +147,28 @@ class Run:
         if self.failed and exitstatus == 0:
             # as the command: a report that could not be written fails the run
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    # Each phase of each test is a context of its own (ptk_context_set):
+    # "NODEID|setup", "NODEID|call", "NODEID|teardown"; between them (and
+    # during collection) there is none.
+    def _phase(self, item, phase):
+        set_context(f"{item.nodeid}|{phase}")
+        try:
+            yield
+        finally:
+            set_context(None)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        yield from self._phase(item, "setup")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        yield from self._phase(item, "call")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item):
+        yield from self._phase(item, "teardown")
 
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter

@@ -190,6 +190,31 @@ class Ini(Case):
         self.assertEqual(timed, {"<module>": 1, "f": 2, "g": 1})
 
 
+class Contexts(Case):
+    def test_each_phase_is_a_context(self):
+        # a fixture that calls g before the test and f after it
+        self.write("conftest.py", "import pytest, mod\n"
+                   "@pytest.fixture\n"
+                   "def fx():\n"
+                   "    mod.g()\n"
+                   "    yield\n"
+                   "    mod.f(5)\n")
+        self.write("test_mod.py", TESTS.replace("def test_b():", "def test_b(fx):"))
+        self.pytest("-p", "pytracekit", "--ptk", "ctxprobe", "--ptk-plugin-path",
+                    T.TEST_PLUGINS, "--ptk-modules", "mod;test_mod;conftest",
+                    "--ptk-output", "out", "-q")
+        r = self.report("out", "ctxprobe")
+        self.assertEqual(r["contexts"], {
+            "": {"<module>": 3},  # collection: conftest, test_mod, mod
+            "test_mod.py::test_a|call": {"test_a": 1, "f": 1},
+            "test_mod.py::test_b|setup": {"fx": 1, "g": 1},
+            "test_mod.py::test_b|call": {"test_b": 1, "f": 1, "g": 1},
+            "test_mod.py::test_b|teardown": {"fx": 1, "f": 1}})
+        # ids: one per phase (test_a's setup and teardown call nothing of
+        # these modules); none between phases
+        self.assertEqual(r["ids"], [0, 2, 4, 5, 6])
+
+
 def _filter_keys():
     from pytracekit import _pytracekit as c
     return c._filter_keys

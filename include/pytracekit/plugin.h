@@ -82,7 +82,17 @@ typedef enum ptk_plugin_flags {
      *  legacy backend, events are as without the flag, so a plugin with it
      *  handles both. A host older than ABI 1.3 ignores the flag.
      *  @since 0.3 (ABI 1.3) */
-    PTK_FLAG_OWN_STACK = 1u << 3
+    PTK_FLAG_OWN_STACK = 1u << 3,
+    /** The plugin keeps its figures per context (ptk_host::context): a
+     *  location it answered #PTK_DISABLE for is off only until the context
+     *  changes (ptk_context_set()); then the hub forgets its DISABLEs and
+     *  the location fires again for it, as if never disabled. Only its
+     *  own: what other instances disabled, and code no filter selects,
+     *  stay off (on the monitoring backend the hub switches those code
+     *  objects' locations back on for its own tool alone, never with
+     *  sys.monitoring.restart_events()). A host older than ABI 1.4
+     *  ignores the flag. @since 0.3 (ABI 1.4) */
+    PTK_FLAG_PER_CONTEXT = 1u << 4
 } ptk_plugin_flags;
 
 /**

@@ -518,6 +518,63 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     return 0;
 }
 
+/* Drops the DISABLE records of the slots in bits from r; 1 if it had some. */
+static int
+drop_disables(coderec *r, uint64_t bits)
+{
+    int had = ((r->line_slots | r->loc_slots) & bits) != 0;
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        had |= (r->whole[k] & bits) != 0;
+        r->whole[k] &= ~bits;
+    }
+    if (!had) {
+        return 0;
+    }
+    r->line_slots &= ~bits;
+    r->loc_slots &= ~bits;
+    for (int i = 0; i < r->nsl;) {
+        if (bits & ((uint64_t)1 << r->sl[i].slot)) {
+            free(r->sl[i].bits);
+            r->sl[i] = r->sl[--r->nsl];
+        }
+        else {
+            i++;
+        }
+    }
+    int w = 0;
+    for (int i = 0; i < r->nlocs; i++) {
+        if (!(bits & ((uint64_t)1 << r->locs[i].slot))) {
+            r->locs[w++] = r->locs[i];
+        }
+    }
+    r->nlocs = w;
+    return 1;
+}
+
+uint64_t ptk__rearm_codes, ptk__rearm_switches;
+
+size_t
+ptk__code_rearm(uint64_t slots, void (*rearm)(PyCodeObject *code))
+{
+    size_t n = 0;
+    for (coderec *r = all_records; r; r = r->next) {
+        if (drop_disables(r, slots)) {
+            r->h.lines_off = all_lines_off(r);
+            refresh_all_off(r);
+            n++;
+            if (rearm != NULL && r->code != NULL) {
+                rearm(r->code);
+            }
+        }
+    }
+    if (n > 0) {
+        ptk__disable_marks++;
+        ptk__rearm_codes += n;
+        ptk__rearm_switches++;
+    }
+    return n;
+}
+
 void
 ptk__code_forget_slot(uint32_t slot)
 {

@@ -23,6 +23,7 @@ ptk__context_set(const char *name)
     free(ptk__context_name);
     ptk__context_name = copy;
     ptk__context_id = copy != NULL ? ++context_serial : 0;
+    ptk__hub_context_changed();
     return PTK_OK;
 }
 

@@ -448,6 +448,27 @@ ptk__after_dispatch(void)
     }
 }
 
+/* A new context: every attached instance with PTK_FLAG_PER_CONTEXT gets
+ * back the locations it disabled (its DISABLE records are forgotten, and
+ * the running backend switches on in CPython what it had switched off
+ * there), and nothing else: what other subscribers disabled, and code no
+ * filter selects, stay off. */
+void
+ptk__hub_context_changed(void)
+{
+    uint64_t slots = 0;
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            if (c->attached && c->slot >= 0 && (c->flags & PTK_FLAG_PER_CONTEXT)) {
+                slots |= (uint64_t)1 << c->slot;
+            }
+        }
+    }
+    if (slots != 0 && ptk__disable_records != 0) {
+        ptk__code_rearm(slots, ptk__hub_ops ? ptk__hub_ops->rearm : NULL);
+    }
+}
+
 /* The plugins hear that a thread ended; descriptors older than ABI 1.2
  * (smaller struct_size) have no on_thread_end member to read. Runs with the
  * GIL held, from CPython clearing a thread state: nothing here may call

@@ -6,6 +6,7 @@ the same pytest (`python -m pytracekit -p SPEC -m pytest`), whose reports the
 plugin's must equal, and whose usage messages it must print."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -213,6 +214,132 @@ class Contexts(Case):
         # ids: one per phase (test_a's setup and teardown call nothing of
         # these modules); none between phases
         self.assertEqual(r["ids"], [0, 2, 4, 5, 6])
+
+
+# A project for per-test contexts: fixtures before and after yield, a class
+# with setup_method, parametrized tests, lines shared between tests (which
+# the monitoring backend switches off in the first test that runs them).
+CTX_MOD = ("def f(x):\n"
+           "    if x > 0:\n"
+           "        return 1\n"
+           "    return 2\n"
+           "\n"
+           "def g():\n"
+           "    return 3\n"
+           "\n"
+           "class K:\n"
+           "    def __init__(self):\n"
+           "        self.n = 0\n"
+           "    def up(self, k):\n"
+           "        for _ in range(k):\n"
+           "            self.n += 1\n"
+           "        return self.n\n")
+CTX_TESTS = ("import pytest, mod\n"
+             "\n"
+             "@pytest.fixture\n"
+             "def fx():\n"
+             "    mod.g()\n"
+             "    yield mod.K()\n"
+             "    mod.f(5)\n"
+             "\n"
+             "def test_a():\n"
+             "    assert mod.f(1) == 1\n"
+             "\n"
+             "def test_b(fx):\n"
+             "    assert mod.f(-1) == 2\n"
+             "    assert fx.up(2) == 2\n"
+             "\n"
+             "@pytest.mark.parametrize('k', [0, 3])\n"
+             "def test_c(k):\n"
+             "    assert mod.K().up(k) == k\n"
+             "\n"
+             "class TestK:\n"
+             "    def setup_method(self):\n"
+             "        self.k = mod.K()\n"
+             "        mod.f(0)\n"
+             "    def test_up(self):\n"
+             "        assert self.k.up(1) == 1\n"
+             "    def test_again(self):\n"
+             "        assert mod.f(2) == 1\n")
+
+
+class CoverageContexts(Case):
+    """coverage:contexts=true against pytest-cov's --cov-context=test on
+    coverage.py's C tracer: the same lines in each test's setup, call (its
+    "run") and teardown, in coverage.json and in .coverage."""
+
+    def setUp(self):
+        super().setUp()
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+
+    def oracle(self):
+        try:
+            import coverage  # noqa: F401
+            import pytest_cov  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "--cov=.", "--cov-context=test",
+                            "--cov-report=", "-q"], cwd=self.dir, env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return self.coverage_json(".coverage")
+
+    def coverage_json(self, data_file):
+        out = os.path.join(self.dir, "cj.json")
+        self.run_py("-m", "coverage", "json", "--data-file", data_file, "--show-contexts",
+                    "--include=*mod.py", "-o", out, "-q")
+        with open(out) as f:
+            files = json.load(f)["files"]
+        return {os.path.basename(k): {n: sorted(c.replace("|run", "|call") for c in names)
+                                      for n, names in v["contexts"].items()}
+                for k, v in files.items() if os.path.basename(k) == "mod.py"}
+
+    def test_lines_per_test_equal_pytest_cov(self):
+        want = self.oracle()
+        self.pytest("-p", "pytracekit", "--ptk",
+                    "coverage:include=mod.py,contexts=true,coveragepy=yes",
+                    "--ptk-output", "out", "-q")
+        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+               for k, v in self.report("out", "coverage")["files"].items()}
+        self.assertEqual(got, want)
+        # line 2 runs in six contexts: switched off in the first, on again in each
+        self.assertEqual(len(got["mod.py"]["2"]), 6)
+        self.assertEqual(self.coverage_json(os.path.join("out", ".coverage")), want)
+
+    def test_other_tools_disables_stay(self):
+        # another sys.monitoring tool that switches off each line of mod.py
+        # at its first run: context changes must not switch them on again
+        # for it (sys.monitoring.restart_events() would)
+        if not hasattr(sys, "monitoring"):
+            self.skipTest("sys.monitoring is 3.12+")
+        self.write("conftest.py",
+                   "import sys, collections, pytest\n"
+                   "M = sys.monitoring\n"
+                   "SEEN = collections.Counter()\n"
+                   "def line(code, n):\n"
+                   "    if code.co_filename.endswith('/mod.py'):\n"
+                   "        SEEN[n] += 1\n"
+                   "    return M.DISABLE\n"
+                   "M.use_tool_id(4, 'other')\n"
+                   "M.register_callback(4, M.events.LINE, line)\n"
+                   "M.set_events(4, M.events.LINE)\n"
+                   "def pytest_sessionfinish(session):\n"
+                   "    print('SEEN', sorted(SEEN.items()))\n")
+        def seen(*ptk):
+            p = self.pytest(*ptk, "-q", "-s")
+            return re.findall(r"SEEN \[.*\]", p.stdout)
+        # the oracle: what it sees with no pytracekit at all
+        alone = seen()
+        self.assertEqual(len(alone), 1)
+        self.assertIn("(2, 1)", alone[0])
+        self.assertEqual(seen("-p", "pytracekit", "--ptk", "coverage:include=mod.py,contexts=true",
+                              "--ptk-output", "out"), alone)
+        # and coverage got each line back in each test
+        self.assertEqual(len(self.report("out", "coverage")["files"][self.mod]["contexts"]["2"]), 6)
 
 
 def _filter_keys():

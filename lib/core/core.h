@@ -676,9 +676,14 @@ ptk__code_line_state(PyCodeObject *code, int line)
 }
 
 void ptk__code_forget_slot(uint32_t slot);
-/* Forgets the DISABLE records of the slots in the mask, in every code
- * object that has some, and calls rearm (if not NULL) on each of those
- * code objects. Returns how many code objects had some. */
+/* The slots of attached instances with PTK_FLAG_PER_CONTEXT (set by each
+ * table rebuild): a code object one of them disables something in goes on
+ * the list ptk__code_rearm works through. */
+extern uint64_t ptk__context_slots;
+/* Forgets the DISABLE records of the slots in the mask in every code
+ * object one of them disabled something in since the last call, and
+ * calls rearm (if not NULL) on each of those code objects. Returns how
+ * many code objects had some. */
 size_t ptk__code_rearm(uint64_t slots, void (*rearm)(PyCodeObject *code));
 /* The context changed (context.c): the per-context subscribers get the
  * locations they disabled back (hub.c). */

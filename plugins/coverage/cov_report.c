@@ -220,7 +220,9 @@ file_branches(const cov_state *st, const cov_file *f, PyObject *branches, PyObje
 }
 
 /* contexts=: {line: [names of the contexts it ran in, sorted]}, as
- * coverage.py's JSON has it (json writes the line numbers as strings). */
+ * coverage.py's JSON has it (json writes the line numbers as strings).
+ * The names are gathered in a set per line (a context seen again later
+ * has a second entry in f->fctx). */
 static PyObject *
 file_contexts(const cov_state *st, const cov_file *f)
 {
@@ -228,33 +230,35 @@ file_contexts(const cov_state *st, const cov_file *f)
     for (size_t i = 0; by_line && i < f->nfctx; i++) {
         const cov_fctx *x = &f->fctx[i];
         PyObject *name = PyList_GET_ITEM(st->ctx_names, x->ctx); /* borrowed */
-        for (int32_t b = 0; b < x->nbytes * 8; b++) {
+        for (int32_t b = 0; by_line && b < x->nbytes * 8; b++) {
             if (!(x->bits[b >> 3] & (1u << (b & 7)))) {
                 continue;
             }
             PyObject *line = PyLong_FromLong(b);
             PyObject *names = line ? PyDict_GetItemWithError(by_line, line) : NULL;
             if (!names && line && !PyErr_Occurred()) {
-                names = PyList_New(0);
+                names = PySet_New(NULL);
                 if (names && PyDict_SetItem(by_line, line, names) < 0) {
                     Py_CLEAR(names);
                 }
                 Py_XDECREF(names); /* the dict keeps it */
             }
-            int have = names ? PySequence_Contains(names, name) : -1;
             Py_XDECREF(line);
-            if (have < 0 || (!have && PyList_Append(names, name) < 0)) {
+            if (!names || PySet_Add(names, name) < 0) {
                 Py_CLEAR(by_line);
-                break;
             }
         }
     }
     PyObject *k, *v;
     Py_ssize_t pos = 0;
     while (by_line && PyDict_Next(by_line, &pos, &k, &v)) {
-        if (PyList_Sort(v) < 0) {
+        PyObject *sorted = PySequence_List(v);
+        if (!sorted || PyList_Sort(sorted) < 0 || PyDict_SetItem(by_line, k, sorted) < 0) {
+            Py_XDECREF(sorted);
             Py_CLEAR(by_line);
+            break;
         }
+        Py_DECREF(sorted);
     }
     return by_line;
 }

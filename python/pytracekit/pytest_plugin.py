@@ -13,6 +13,7 @@ as ``pytracekit`` accepts or refuses it. Reference: docs/pytest.md.
 Importing pytracekit does not import this module, nor pytest.
 PYTEST_DONT_REWRITE (nothing here for pytest's assertion rewriting)
 """
+import os
 import sys
 
 import pytest
@@ -185,6 +186,83 @@ class Run:
         self.session.close()
 
 
+class Controller:
+    """pytest-xdist's controller: the workers run the tests, each under a
+    session of its own (this plugin, loaded there with the same options)
+    reporting into OUTPUT/WORKER-ID/; at the end the controller combines
+    them into OUTPUT (pytracekit combine's code). A worker that went down
+    with an error, or left no reports, is named in the summary and fails
+    the run: its data is missing, never silently dropped."""
+
+    def __init__(self, config, output):
+        self.config = config
+        self.output = os.path.abspath(output)
+        self.workers = []   # ids, in the order they came up
+        self.down = {}      # id -> the error it went down with
+        self.missing = []   # (id, why)
+        self.combined = None
+        self.error = None
+
+    def pytest_testnodeready(self, node):
+        self.workers.append(node.gateway.id)
+
+    def pytest_testnodedown(self, node, error):
+        if error is not None:
+            self.down[node.gateway.id] = str(error).strip().splitlines()[0] if str(error) else "died"
+
+    def finish(self):
+        from .combining import CombineError, combine
+        dirs = []
+        for w in self.workers:
+            d = os.path.join(self.output, w)
+            if w in self.down:
+                self.missing.append((w, f"went down: {self.down[w]}"))
+            elif not os.path.exists(os.path.join(d, "run.json")):
+                self.missing.append((w, "wrote no reports"))
+            else:
+                dirs.append(d)
+        if not dirs:
+            return
+        try:
+            self.combined = combine(dirs, output_dir=self.output, summary=sys.stderr)
+        except CombineError as e:
+            self.error = str(e)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                self.finish()
+                sys.stderr.flush()
+        else:
+            self.finish()
+        if (self.missing or self.error) and exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter):
+        tr = terminalreporter
+        tr.write_sep("-", "pytracekit")
+        for w, why in self.missing:
+            tr.write_line(f"pytracekit: worker {w} {why}: its data is missing from "
+                          "the combined reports", red=True)
+        if self.error:
+            tr.write_line(f"pytracekit: combining the workers' reports failed: {self.error}",
+                          red=True)
+        if self.combined is not None:
+            n = len(self.combined["combined"])
+            tr.write_line(f"pytracekit: reports of {n} worker{'s' if n != 1 else ''} "
+                          f"combined in {self.output}/ (run.json lists them)")
+
+
+def _xdist_controller(ns):
+    """Will this pytest hand the tests to xdist workers (-n N, N > 0)?"""
+    # as xdist decides (its pytest_cmdline_main): -n N, -n auto, or --tx
+    # with a --dist mode
+    return bool(getattr(ns, "numprocesses", None)) or (
+        getattr(ns, "dist", "no") != "no" and bool(getattr(ns, "tx", None)))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     ns = early_config.known_args_namespace
@@ -193,6 +271,17 @@ def pytest_load_initial_conftests(early_config, parser, args):
     argv = command_line(early_config)
     if argv is None:
         return
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None and _xdist_controller(ns):
+        o = _cmd.parse(argv)
+        early_config.pluginmanager.register(Controller(early_config, o["output"]),
+                                            "pytracekit-xdist")
+        return
+    if worker is not None:
+        # an xdist worker: its own directory below the output
+        o = _cmd.parse(argv)
+        argv = argv[:-2] + ["-o", os.path.join(os.path.abspath(o["output"]), worker),
+                            "-c", "pass"]
     run = Run(early_config, make_session(argv))
     early_config.pluginmanager.register(run, "pytracekit-run")
     run.session.start()

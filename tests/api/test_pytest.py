@@ -342,6 +342,77 @@ class CoverageContexts(Case):
         self.assertEqual(len(self.report("out", "coverage")["files"][self.mod]["contexts"]["2"]), 6)
 
 
+class Xdist(Case):
+    """pytest-xdist: each worker runs a session of its own into OUT/gwN/; the
+    controller combines them into OUT at the end (pytracekit combine)."""
+
+    def setUp(self):
+        super().setUp()
+        try:
+            import xdist  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"pytest-xdist is not installed: {e}")
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+
+    def covered(self, out):
+        files = self.report(out, "coverage")["files"]
+        return {os.path.basename(k): (v["lines"], sorted(n for n, c in v["hits"] if c))
+                for k, v in files.items()}
+
+    def test_combined_equals_serial(self):
+        specs = ["--ptk", "coverage:include=mod.py", "--ptk", "counter"]
+        self.pytest("-p", "pytracekit", *specs, "--ptk-output", "serial", "-q")
+        p = self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", *specs,
+                        "--ptk-output", "par", "-q")
+        self.assertIn("6 passed", p.stdout)
+        self.assertIn(f"pytracekit: reports of 2 workers combined in "
+                      f"{os.path.join(self.dir, 'par')}/", p.stdout)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.dir, "par"))),
+                         ["counter.json", "coverage.json", "coverage.lcov", "coverage.xml",
+                          "gw0", "gw1", "run.json"])
+        self.assertEqual(self.covered("par"), self.covered("serial"))
+        # every test ran once: the functions' calls add up to the serial run's
+        # (the module and class bodies run once per worker)
+        def calls(out):
+            return {q: n for (_, q), n in self.calls(out).items() if q not in ("<module>", "K")}
+        self.assertEqual(calls("par"), calls("serial"))
+        self.assertEqual(calls("serial"), {"f": 6, "g": 1, "K.__init__": 5, "K.up": 4})
+
+    def test_killed_worker_is_named(self):
+        self.write("test_kill.py", "import os, signal\n"
+                   "def test_kill():\n"
+                   "    os.kill(os.getpid(), signal.SIGKILL)\n")
+        p = self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
+                        "coverage:include=mod.py", "--ptk-output", "par", "-q", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout)  # xdist: the test failed
+        named = re.findall(r"pytracekit: worker (gw\d+) went down: (.*): its data is "
+                           r"missing from the combined reports", p.stdout)
+        crashed = re.findall(r"worker '(gw\d+)' crashed while running 'test_kill.py::test_kill'",
+                             p.stdout)
+        self.assertEqual(len(named), 1, p.stdout)
+        self.assertEqual([w for w, _ in named], crashed[:1])
+        # the others are combined; the dead one's directory is not read
+        manifest = self.report("par", "run")
+        dirs = sorted(os.path.basename(r["dir"]) for r in manifest["combined"])
+        self.assertNotIn(named[0][0], dirs)
+        self.assertEqual(len(dirs), 2)  # the other worker and the one xdist started anew
+
+    def test_worker_that_writes_nothing_fails_the_run(self):
+        # every test passes, but one worker ends without reports (os._exit
+        # at its end, before pytest's session finish): the run fails
+        self.write("conftest.py", "import os, pytest\n"
+                   "@pytest.hookimpl(tryfirst=True)\n"
+                   "def pytest_sessionfinish(session):\n"
+                   "    if os.environ.get('PYTEST_XDIST_WORKER') == 'gw1':\n"
+                   "        os._exit(0)\n")
+        p = self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
+                        "coverage:include=mod.py", "--ptk-output", "par", "-q", check=False)
+        self.assertRegex(p.stdout, r"pytracekit: worker gw1 (went down: .*|wrote no reports): "
+                                   r"its data is missing from the combined reports")
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+
+
 def _filter_keys():
     from pytracekit import _pytracekit as c
     return c._filter_keys

@@ -15,6 +15,7 @@ PYTEST_DONT_REWRITE (nothing here for pytest's assertion rewriting)
 """
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -51,6 +52,11 @@ def pytest_addoption(parser):
         g.addoption(opt, dest=ini, default=None, metavar="VALUE",
                     help=f"pytracekit: {help_} (the command's {flag})")
         parser.addini(ini, f"pytracekit: {help_}", default=None)
+    g.addoption("--ptk-fail-under", dest="ptk_fail_under", default=None, metavar="PERCENT",
+                help="pytracekit: fail the run when the total coverage is below this "
+                     "(else coverage.py's [report] fail_under)")
+    parser.addini("ptk_fail_under", "pytracekit: fail the run when the total coverage is "
+                  "below this", default=None)
     g.addoption("--ptk-plugin-path", action="append", dest="ptk_plugin_path",
                 default=None, metavar="DIR",
                 help="pytracekit: a directory searched for plugins first")
@@ -120,6 +126,8 @@ class Run:
         self.session = session
         self.failed = 0
         self.reported = False
+        self.summaries = ""      # what the plugins printed at their report
+        self.coverage_fail = None  # the fail-under message, when it fails
 
     def finish(self):
         if self.reported:
@@ -128,13 +136,39 @@ class Run:
         if self.session.running:
             self.session.stop()
         before = self.session.failures
+        # The plugins print their summaries (coverage's table, the counter's
+        # top functions) on stderr, from C: they are kept, and shown through
+        # pytest's terminal reporter, in its summary.
+        sys.stderr.flush()
+        keep = tempfile.TemporaryFile()
+        saved = os.dup(2)
+        os.dup2(keep.fileno(), 2)
         try:
             self.session.report()
         finally:
-            # what the plugins printed comes before pytest's summary
-            sys.stdout.flush()
             sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            keep.seek(0)
+            self.summaries = keep.read().decode("utf-8", "replace")
+            keep.close()
         self.failed = self.session.failures - before
+        self.check_fail_under()
+
+    def check_fail_under(self):
+        """coverage.py's fail_under (its [report] configuration, or
+        --ptk-fail-under / ptk_fail_under) on the total just reported, as
+        `pytracekit report --fail-under` judges it."""
+        if not os.path.exists(os.path.join(self.session.output_dir, "coverage.json")):
+            return
+        given = getattr(self.config.option, "ptk_fail_under", None) or \
+            self.config.getini("ptk_fail_under")
+        import io
+        from . import _coverage_format as covfmt
+        out = io.StringIO()
+        argv = [self.session.output_dir] + (["--fail-under", str(given)] if given else [])
+        if covfmt.report_main("report", argv, stdout=out, stderr=out) == 2:
+            self.coverage_fail = out.getvalue().strip().splitlines()[-1]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -148,6 +182,8 @@ class Run:
         if self.failed and exitstatus == 0:
             # as the command: a report that could not be written fails the run
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        elif self.coverage_fail and exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     # Each phase of each test is a context of its own (ptk_context_set):
     # "NODEID|setup", "NODEID|call", "NODEID|teardown"; between them (and
@@ -174,6 +210,10 @@ class Run:
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
         tr.write_sep("-", "pytracekit")
+        for line in self.summaries.splitlines():
+            tr.write_line(line)
+        if self.coverage_fail:
+            tr.write_line(f"pytracekit: {self.coverage_fail}", red=True)
         if self.failed:
             tr.write_line(f"pytracekit: {self.failed} plugin report(s) failed "
                           "(the errors are above)", red=True)

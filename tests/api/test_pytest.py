@@ -413,6 +413,46 @@ class Xdist(Case):
         self.assertNotEqual(p.returncode, 0, p.stdout)
 
 
+class Summary(Case):
+    """The plugins' summaries shown by pytest's terminal reporter; coverage's
+    fail_under failing the run."""
+
+    def setUp(self):
+        super().setUp()
+        # g() never runs: 5 of 6 statements, 83.3%
+        self.write("test_mod.py", TESTS.replace("    assert mod.g() == 3\n", ""))
+
+    def test_tables_in_pytests_summary(self):
+        p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py", "--ptk",
+                        "counter:top=1", "-q")
+        after = p.stdout.split("- pytracekit -", 1)[1]
+        self.assertRegex(after, r"\nmod\.py +6 +1 +83\.3%\n")
+        self.assertIn("pytracekit counter:", after)
+        self.assertNotIn("Stmts", p.stderr)
+        self.assertEqual(p.returncode, 0)
+
+    def test_fail_under(self):
+        for args, ini, status in (
+                (["--ptk-fail-under", "90"], None, 1),
+                (["--ptk-fail-under", "80"], None, 0),
+                ([], "[report]\nfail_under = 90\n", 1),   # coverage.py's configuration
+                ([], "[report]\nfail_under = 83\n", 0),
+                (["--ptk-fail-under", "80"], "[report]\nfail_under = 90\n", 0)):
+            if ini:
+                self.write(".coveragerc", ini)
+            elif os.path.exists(os.path.join(self.dir, ".coveragerc")):
+                os.unlink(os.path.join(self.dir, ".coveragerc"))
+            p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py", *args, "-q",
+                            check=False)
+            self.assertEqual(p.returncode, status, (args, ini, p.stdout))
+            self.assertIn("2 passed", p.stdout)
+            failed = "pytracekit: Coverage failure: total of 83 is less than fail-under=90"
+            if status:
+                self.assertIn(failed, p.stdout)
+            else:
+                self.assertNotIn("Coverage failure", p.stdout)
+
+
 def _filter_keys():
     from pytracekit import _pytracekit as c
     return c._filter_keys

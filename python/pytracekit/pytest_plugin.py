@@ -242,6 +242,7 @@ class Controller:
         self.missing = []   # (id, why)
         self.combined = None
         self.error = None
+        self.summaries = ""  # the combination's coverage table
 
     def pytest_testnodeready(self, node):
         self.workers.append(node.gateway.id)
@@ -263,10 +264,13 @@ class Controller:
                 dirs.append(d)
         if not dirs:
             return
+        import io
+        text = io.StringIO()
         try:
-            self.combined = combine(dirs, output_dir=self.output, summary=sys.stderr)
+            self.combined = combine(dirs, output_dir=self.output, summary=text)
         except CombineError as e:
             self.error = str(e)
+        self.summaries = text.getvalue()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -283,6 +287,8 @@ class Controller:
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
         tr.write_sep("-", "pytracekit")
+        for line in self.summaries.splitlines():
+            tr.write_line(line)
         for w, why in self.missing:
             tr.write_line(f"pytracekit: worker {w} {why}: its data is missing from "
                           "the combined reports", red=True)

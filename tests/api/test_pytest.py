@@ -368,6 +368,10 @@ class Xdist(Case):
         self.assertIn("6 passed", p.stdout)
         self.assertIn(f"pytracekit: reports of 2 workers combined in "
                       f"{os.path.join(self.dir, 'par')}/", p.stdout)
+        # the combined table in pytest's summary; the workers' own not at all
+        after = p.stdout.split("- pytracekit -", 1)[1]
+        self.assertRegex(after, r"\nTOTAL +13 +0 +100\.0%\n")
+        self.assertNotIn("Stmts", p.stderr)
         self.assertEqual(sorted(os.listdir(os.path.join(self.dir, "par"))),
                          ["counter.json", "coverage.json", "coverage.lcov", "coverage.xml",
                           "gw0", "gw1", "run.json"])

@@ -332,8 +332,12 @@ class CoverageContexts(Case):
         def seen(*ptk):
             p = self.pytest(*ptk, "-q", "-s")
             return re.findall(r"SEEN \[.*\]", p.stdout)
-        # the oracle: what it sees with no pytracekit at all
-        alone = seen()
+        # the oracle: what it sees beside coverage without contexts (whose
+        # DISABLEs are never undone). (On 3.14 that is not quite what it sees
+        # alone: the first line of a class body fires for it once more
+        # beside any tool that takes PY_START, contexts or not.)
+        alone = seen("-p", "pytracekit", "--ptk", "coverage:include=mod.py",
+                     "--ptk-output", "plain")
         self.assertEqual(len(alone), 1)
         self.assertIn("(2, 1)", alone[0])
         self.assertEqual(seen("-p", "pytracekit", "--ptk", "coverage:include=mod.py,contexts=true",

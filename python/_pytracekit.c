@@ -777,6 +777,44 @@ mod_version(PyObject *m, PyObject *unused)
     return PyUnicode_FromString(ptk_version_string());
 }
 
+/* set_context(name): ptk_context_set(); None or "" ends the context.
+ * Returns the new context's id (0: none). */
+static PyObject *
+mod_set_context(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    const char *name = NULL;
+    if (arg != Py_None) {
+        if (!PyUnicode_Check(arg)) {
+            PyErr_Format(PyExc_TypeError, "set_context() argument must be str or None, "
+                                          "not %.100s", Py_TYPE(arg)->tp_name);
+            return NULL;
+        }
+        name = utf8_nonul(arg, "the context's name");
+        if (name == NULL) {
+            return NULL;
+        }
+    }
+    int rc = ptk_context_set(name);
+    if (rc < 0) {
+        return raise_str(rc, ptk_strerror(rc));
+    }
+    uint64_t id;
+    ptk_context_current(&id);
+    return PyLong_FromUnsignedLongLong(id);
+}
+
+/* context(): (id, name) of the current context; (0, None) when none. */
+static PyObject *
+mod_context(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    uint64_t id;
+    const char *name = ptk_context_current(&id);
+    return Py_BuildValue("(Kz)", (unsigned long long)id, name);
+}
+
 static PyObject *
 mod_set_errors(PyObject *m, PyObject *args)
 {
@@ -1036,6 +1074,8 @@ static PyMethodDef mod_methods[] = {
     {"_command_exit", mod_command_exit, METH_VARARGS, NULL},
     {"_program_started", mod_program_started, METH_NOARGS, NULL},
     {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},
+    {"set_context", mod_set_context, METH_O, NULL},
+    {"context", mod_context, METH_NOARGS, NULL},
     {"_set_errors", mod_set_errors, METH_VARARGS, NULL},
     {"_error_codes", mod_error_codes, METH_NOARGS, NULL},
     {"_scan", mod_scan, METH_VARARGS, NULL},

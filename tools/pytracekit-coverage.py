@@ -1569,6 +1569,18 @@ def write_coveragepy(data, path):
             have |= {(int(n), int(n)) for n, c in rec.get("hits", []) if c and int(n) not in ends}
             arcs[f] = sorted(have)
         cd.add_arcs(arcs)
+    elif any("contexts" in rec for rec in data["files"].values()):
+        # contexts=true: each context's lines under its name, as
+        # coverage.py's dynamic contexts (`coverage report --contexts`,
+        # `coverage html --show-contexts`)
+        by_context = {}
+        for f, rec in data["files"].items():
+            for n, names in rec.get("contexts", {}).items():
+                for name in names:
+                    by_context.setdefault(name, {}).setdefault(f, []).append(int(n))
+        for name in sorted(by_context):
+            cd.set_context(name)
+            cd.add_lines(by_context[name])
     else:
         cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]
                       for f, rec in data["files"].items()})

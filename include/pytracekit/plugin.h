@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 3
+#define PTK_ABI_MINOR 4
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -82,7 +82,17 @@ typedef enum ptk_plugin_flags {
      *  legacy backend, events are as without the flag, so a plugin with it
      *  handles both. A host older than ABI 1.3 ignores the flag.
      *  @since 0.3 (ABI 1.3) */
-    PTK_FLAG_OWN_STACK = 1u << 3
+    PTK_FLAG_OWN_STACK = 1u << 3,
+    /** The plugin keeps its figures per context (ptk_host::context): a
+     *  location it answered #PTK_DISABLE for is off only until the context
+     *  changes (ptk_context_set()); then the hub forgets its DISABLEs and
+     *  the location fires again for it, as if never disabled. Only its
+     *  own: what other instances disabled, and code no filter selects,
+     *  stay off (on the monitoring backend the hub switches those code
+     *  objects' locations back on for its own tool alone, never with
+     *  sys.monitoring.restart_events()). A host older than ABI 1.4
+     *  ignores the flag. @since 0.3 (ABI 1.4) */
+    PTK_FLAG_PER_CONTEXT = 1u << 4
 } ptk_plugin_flags;
 
 /**
@@ -278,6 +288,14 @@ typedef struct ptk_host {
     int (*report_create)(ptk_plugin_ctx *ctx, const char *name, char *buf,
                          size_t size);
     /* End of ABI 1.3. */
+    /** The process's current context (ptk_context_set()): its name, or NULL
+     *  when there is none, and its id in @p id (may be NULL; 0 when there
+     *  is none). Every ptk_context_set() makes a new id, so comparing the
+     *  id with the last one seen tells a plugin the context changed. The
+     *  name is valid until the context changes: copy it to keep it. GIL
+     *  held; any callback. @since 0.3 (ABI 1.4) */
+    const char *(*context)(uint64_t *id);
+    /* End of ABI 1.4. */
 } ptk_host;
 
 /**

@@ -243,6 +243,32 @@ PTK_API int ptk_plugin_scan(const char *plugin_path,
                             void *data);
 
 /**
+ * @brief Sets the process's current context: what the program is doing now,
+ * for plugins that keep their data per context (a test and its phase, as
+ * `pytest -p pytracekit` sets them: `"tests/test_a.py::test_x|call"`).
+ *
+ * Every call makes a new context with a new id (a number that is never
+ * reused in the process), also when @p name is the last one's; plugins read
+ * both through ptk_host::context. There is one current context per process,
+ * whatever the sessions: it is the program's, not a session's.
+ * @param name The context's name (copied); NULL or `""` ends the current
+ *   context (no context: id 0, name NULL).
+ * @return #PTK_OK, or `PTK_ENOMEM` (the current context is unchanged).
+ *   Call with the GIL held.
+ * @since 0.3 (ABI 1.4)
+ */
+PTK_API int ptk_context_set(const char *name);
+
+/**
+ * @brief The process's current context (see ptk_context_set()).
+ * @param[out] id The context's id, 0 when there is none; may be NULL.
+ * @return Its name, valid until the next ptk_context_set(); NULL when there
+ *   is none. Call with the GIL held.
+ * @since 0.3 (ABI 1.4)
+ */
+PTK_API const char *ptk_context_current(uint64_t *id);
+
+/**
  * @brief The host services table given to plugins (also usable by
  * programs that link the library, e.g. to write reports atomically).
  * @since 0.1

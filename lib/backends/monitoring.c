@@ -1724,6 +1724,49 @@ mon_plan(ptk__table *t)
     }
 }
 
+/* The context changed: code's locations that this tool switched off with
+ * DISABLE fire again, for this tool only. CPython re-instruments a code
+ * object for a tool when that tool's local events on it change, and then
+ * sets every location of the events it keeps, DISABLEd ones too: so the
+ * local events are changed and put back (set to none and back where they
+ * are per code; set to the global ones and back to none where the events
+ * are global). sys.monitoring.restart_events() would switch back every
+ * tool's DISABLEs, not only ours. The program's exception is kept. */
+static void
+mon_rearm(PyCodeObject *code)
+{
+    if (tool < 0 || mon_set_local == NULL || mon_module == NULL) {
+        return;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    unsigned long local_ok = 0; /* the events sys.monitoring takes per code */
+    static const int local_kinds[] = {M_PY_START, M_PY_RESUME, M_PY_RETURN, M_PY_YIELD,
+                                      M_CALL, M_LINE, M_JUMP, M_INSTRUCTION, M_BRANCH,
+                                      M_BRANCH_LEFT, M_BRANCH_RIGHT, M_STOP_ITERATION};
+    for (size_t i = 0; i < sizeof local_kinds / sizeof local_kinds[0]; i++) {
+        local_ok |= ev_bit[local_kinds[i]];
+    }
+    PyObject *r = PyObject_CallMethod(mon_module, "get_local_events", "iO", tool,
+                                      (PyObject *)code);
+    unsigned long cur = r != NULL ? PyLong_AsUnsignedLong(r) : 0;
+    Py_XDECREF(r);
+    if (!PyErr_Occurred()) {
+        unsigned long there = cur != 0 ? 0 : (prev_events & local_ok);
+        if (cur != 0 || there != 0) {
+            PyObject *a = PyObject_CallFunction(mon_set_local, "iOk", tool,
+                                                (PyObject *)code, there);
+            PyObject *b = a ? PyObject_CallFunction(mon_set_local, "iOk", tool,
+                                                    (PyObject *)code, cur)
+                            : NULL;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+        }
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
 const ptk__backend_ops ptk__monitoring_ops = {
     .id = PTK_BACKEND_MONITORING,
     .name = "monitoring",
@@ -1735,4 +1778,5 @@ const ptk__backend_ops ptk__monitoring_ops = {
     .reset = ptk__mon_reset,
     .thread_hot_init = mon_thread_hot_init,
     .events = mon_events,
+    .rearm = mon_rearm,
 };

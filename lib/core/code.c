@@ -40,6 +40,10 @@ typedef struct coderec {
     int ncs;
     PyCodeObject *code;  /* the code object (not a reference) */
     struct coderec *prev, *next;
+    /* on the list of records a per-context slot disabled something in
+     * since the last context change (ptk__code_rearm's work) */
+    struct coderec *dprev, *dnext;
+    int dirty;
 } coderec;
 
 ptk__verdict ptk__verdicts[PTK__VERDICTS];
@@ -61,6 +65,27 @@ int ptk__disable_records;
 uint64_t ptk__disable_marks;
 static Py_ssize_t extra_index = -1;
 static coderec *all_records;
+static coderec *dirty_records;
+uint64_t ptk__context_slots;
+
+static void
+dirty_unlink(coderec *r)
+{
+    if (!r->dirty) {
+        return;
+    }
+    if (r->dprev) {
+        r->dprev->dnext = r->dnext;
+    }
+    else {
+        dirty_records = r->dnext;
+    }
+    if (r->dnext) {
+        r->dnext->dprev = r->dprev;
+    }
+    r->dprev = r->dnext = NULL;
+    r->dirty = 0;
+}
 /* rec_get's one-entry cache: consecutive events mostly come from one code
  * object (its LINE events). Cleared when its record is freed; a record made
  * for the cached code object replaces the entry. */
@@ -84,6 +109,7 @@ rec_free(void *p)
     if (v->code == r->code) {
         v->code = NULL; /* the address may be a new code object's next */
     }
+    dirty_unlink(r);
     if (r->prev) {
         r->prev->next = r->next;
     }
@@ -451,6 +477,15 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     ptk__disable_records |= (int)PTK_MASK(kind);
     ptk__disable_marks++;
     uint64_t bit = (uint64_t)1 << slot;
+    if ((ptk__context_slots & bit) && !r->dirty) {
+        r->dirty = 1;
+        r->dprev = NULL;
+        r->dnext = dirty_records;
+        if (dirty_records) {
+            dirty_records->dprev = r;
+        }
+        dirty_records = r;
+    }
     if (kind == PTK_EV_CALL || kind == PTK_EV_RETURN) {
         /* A CALL or RETURN's location is the code object itself. */
         r->whole[kind] |= bit;
@@ -518,6 +553,67 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     return 0;
 }
 
+/* Drops the DISABLE records of the slots in bits from r; 1 if it had some. */
+static int
+drop_disables(coderec *r, uint64_t bits)
+{
+    int had = ((r->line_slots | r->loc_slots) & bits) != 0;
+    for (int k = 0; k < PTK_EV_COUNT; k++) {
+        had |= (r->whole[k] & bits) != 0;
+        r->whole[k] &= ~bits;
+    }
+    if (!had) {
+        return 0;
+    }
+    r->line_slots &= ~bits;
+    r->loc_slots &= ~bits;
+    for (int i = 0; i < r->nsl;) {
+        if (bits & ((uint64_t)1 << r->sl[i].slot)) {
+            free(r->sl[i].bits);
+            r->sl[i] = r->sl[--r->nsl];
+        }
+        else {
+            i++;
+        }
+    }
+    int w = 0;
+    for (int i = 0; i < r->nlocs; i++) {
+        if (!(bits & ((uint64_t)1 << r->locs[i].slot))) {
+            r->locs[w++] = r->locs[i];
+        }
+    }
+    r->nlocs = w;
+    return 1;
+}
+
+uint64_t ptk__rearm_codes, ptk__rearm_switches;
+
+size_t
+ptk__code_rearm(uint64_t slots, void (*rearm)(PyCodeObject *code))
+{
+    size_t n = 0;
+    /* only the records a per-context slot disabled something in since
+     * the last change: a change costs what the last context ran */
+    while (dirty_records != NULL) {
+        coderec *r = dirty_records;
+        dirty_unlink(r);
+        if (drop_disables(r, slots)) {
+            r->h.lines_off = all_lines_off(r);
+            refresh_all_off(r);
+            n++;
+            if (rearm != NULL && r->code != NULL) {
+                rearm(r->code);
+            }
+        }
+    }
+    if (n > 0) {
+        ptk__disable_marks++;
+        ptk__rearm_codes += n;
+        ptk__rearm_switches++;
+    }
+    return n;
+}
+
 void
 ptk__code_forget_slot(uint32_t slot)
 {
@@ -570,6 +666,7 @@ ptk__code_reset(void)
      * and ask the next interpreter for an index of its own. */
     extra_index = -1;
     all_records = NULL;
+    dirty_records = NULL;
     ptk__last_code = NULL;
     ptk__last_rec = NULL;
     ptk__disable_records = 0;

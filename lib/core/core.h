@@ -676,6 +676,27 @@ ptk__code_line_state(PyCodeObject *code, int line)
 }
 
 void ptk__code_forget_slot(uint32_t slot);
+/* The slots of attached instances with PTK_FLAG_PER_CONTEXT (set by each
+ * table rebuild): a code object one of them disables something in goes on
+ * the list ptk__code_rearm works through. */
+extern uint64_t ptk__context_slots;
+/* Forgets the DISABLE records of the slots in the mask in every code
+ * object one of them disabled something in since the last call, and
+ * calls rearm (if not NULL) on each of those code objects. Returns how
+ * many code objects had some. */
+size_t ptk__code_rearm(uint64_t slots, void (*rearm)(PyCodeObject *code));
+/* The context changed (context.c): the per-context subscribers get the
+ * locations they disabled back (hub.c). */
+void ptk__hub_context_changed(void);
+/* Code objects re-armed at context changes, and the changes that re-armed
+ * something (for the cost figures, bench/README.md). */
+extern uint64_t ptk__rearm_codes, ptk__rearm_switches;
+
+/* The current context (context.c): its id (0: none) and name (NULL: none). */
+extern uint64_t ptk__context_id;
+extern char *ptk__context_name;
+int ptk__context_set(const char *name);
+const char *ptk__context_get(uint64_t *id);
 void ptk__code_reset_lines_off(void);
 
 /* ---- backends: the table the hub calls them through -------------------- */
@@ -728,6 +749,12 @@ typedef struct ptk__backend_ops {
     void (*thread_hot_init)(ptk__thread *th);
     /* The kinds it delivers (PTK_MASK bits, from the event table). */
     unsigned int (*events)(void);
+    /* The context changed and the hub forgot the DISABLE records of its
+     * per-context subscribers (PTK_FLAG_PER_CONTEXT) in code: the
+     * locations of code that the backend switched off in CPython fire
+     * again (NULL: it switches nothing off there; it asks the hub's
+     * records at each event). GIL held; may call Python. */
+    void (*rearm)(PyCodeObject *code);
 } ptk__backend_ops;
 
 /* The reference tracer's sync (lib/ref), called after every table swap;

@@ -294,6 +294,34 @@ sync_backend(const ptk__table *t, int install_here, char **errmsg)
     return rc;
 }
 
+/* A new context: every attached instance with PTK_FLAG_PER_CONTEXT gets
+ * back the locations it disabled (its DISABLE records are forgotten, and
+ * the running backend switches on in CPython what it had switched off
+ * there), and nothing else: what other subscribers disabled, and code no
+ * filter selects, stay off. */
+static uint64_t
+per_context_slots(void)
+{
+    uint64_t slots = 0;
+    for (struct ptk_session *s = ptk__active_sessions; s; s = s->next_active) {
+        for (struct ptk_plugin_ctx *c = s->plugins; c; c = c->next) {
+            if (c->attached && c->slot >= 0 && (c->flags & PTK_FLAG_PER_CONTEXT)) {
+                slots |= (uint64_t)1 << c->slot;
+            }
+        }
+    }
+    return slots;
+}
+
+void
+ptk__hub_context_changed(void)
+{
+    uint64_t slots = per_context_slots();
+    if (slots != 0 && ptk__disable_records != 0) {
+        ptk__code_rearm(slots, ptk__hub_ops ? ptk__hub_ops->rearm : NULL);
+    }
+}
+
 int
 ptk__hub_rebuild(int install_here, char **errmsg)
 {
@@ -329,6 +357,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
         old->retired_next = retired;
         retired = old;
     }
+    ptk__context_slots = per_context_slots();
     if (ptk__dispatch_depth == 0) {
         free_retired();
     }

@@ -586,7 +586,20 @@ const ptk_host ptk__host = {
     .lookup = host_lookup,
     .report_claim = host_report_claim,
     .report_create = host_report_create,
+    .context = ptk__context_get,
 };
+
+int
+ptk_context_set(const char *name)
+{
+    return ptk__context_set(name);
+}
+
+const char *
+ptk_context_current(uint64_t *id)
+{
+    return ptk__context_get(id);
+}
 
 const ptk_host *
 ptk_host_services(void)

@@ -26,6 +26,11 @@ static const ptk_option_spec cov_options[] = {
      "no|yes|auto"},
     {"html", PTK_OPT_BOOL, "false",
      "also write the HTML report into DIR/html (index.html; no external tool)", NULL},
+    {"contexts", PTK_OPT_BOOL, "false",
+     "record which lines ran in each context (each test's setup, call and teardown under "
+     "pytest -p pytracekit): the JSON's per-line contexts, coverage.py's contexts in "
+     ".coverage; lines only (not with branch=)",
+     NULL},
     {NULL, 0, NULL, NULL, NULL}};
 
 /* ---- init / fini ----------------------------------------------------- */
@@ -301,6 +306,7 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->counts = opt_on(host->option(args, "counts"));
     st->calls = opt_on(host->option(args, "calls"));
     st->html = opt_on(host->option(args, "html"));
+    st->contexts = opt_on(host->option(args, "contexts"));
     const ptk_option_value *covpy = host->option(args, "coveragepy");
     st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
     /* the default scope's directories: not needed with include= or source= */
@@ -328,6 +334,29 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     }
     Py_DECREF(setup);
     *events = subscribe(st, args, branch_dirs);
+    if (st->contexts) {
+        /* each line is recorded (and switched off) once per context */
+        if (st->branch) {
+            snprintf(args->errbuf, args->errbuf_size,
+                     "contexts=true records lines only: not with branch=true");
+            rc = PTK_EINVAL;
+            goto fail;
+        }
+        if (host->struct_size <= offsetof(ptk_host, context)
+            || args->struct_size <= offsetof(ptk_init_args, subscription)
+            || !args->subscription) {
+            snprintf(args->errbuf, args->errbuf_size, "contexts=true needs a host of ABI 1.4");
+            rc = PTK_EUNSUPPORTED;
+            goto fail;
+        }
+        args->subscription->flags |= PTK_FLAG_PER_CONTEXT;
+        st->ctx_names = PyList_New(0);
+        st->ctx_index = PyDict_New();
+        if (!st->ctx_names || !st->ctx_index) {
+            rc = PTK_EPYTHON;
+            goto fail;
+        }
+    }
     *state = st;
     return PTK_OK;
 
@@ -365,6 +394,8 @@ cov_release_python(cov_state *st)
     st->ndead = st->capdead = 0;
     Py_CLEAR(st->gone_cb);
     Py_CLEAR(st->file_index);
+    Py_CLEAR(st->ctx_names);
+    Py_CLEAR(st->ctx_index);
     Py_CLEAR(st->analysis);
     Py_CLEAR(st->format);
 }
@@ -379,7 +410,8 @@ cov_fini(void *state)
     if (st->gone_box) {
         *st->gone_box = NULL; /* a callback from here on does nothing */
     }
-    if (st->codes || st->analysis || st->format || st->file_index || st->gone_cb) {
+    if (st->codes || st->analysis || st->format || st->file_index || st->gone_cb ||
+        st->ctx_names || st->ctx_index) {
         if (Py_IsInitialized()) {
             PyGILState_STATE g = PyGILState_Ensure();
             cov_release_python(st);

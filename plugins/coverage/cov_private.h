@@ -59,6 +59,13 @@ typedef struct cov_branch {
     size_t capdest;
 } cov_branch;
 
+/* contexts=: the lines a file ran in one context (a bit per line). */
+typedef struct cov_fctx {
+    int32_t ctx;    /* index in cov_state::ctx_names */
+    int32_t nbytes; /* of bits */
+    uint8_t *bits;
+} cov_fctx;
+
 typedef struct cov_file {
     char *path;        /* absolute */
     int32_t maxline;   /* possible[] and hits[] have maxline + 1 entries */
@@ -73,6 +80,9 @@ typedef struct cov_file {
     size_t capidx;
     cov_branch *branches;
     size_t nbranches, capbranches;
+    cov_fctx *fctx; /* contexts=: per context it ran in, in the order seen
+                       (a context seen again later has a second entry) */
+    size_t nfctx, capfctx;
     int seen;     /* some of its code ran (else: found under source=) */
     int analysed; /* analysed from its module's code or its source */
     int unparsed; /* its source does not compile */
@@ -159,6 +169,12 @@ typedef struct cov_state {
     char *source;
     int coveragepy;       /* COVPY_* */
     int html;             /* write DIR/html */
+    int contexts;         /* record lines per context (host->context) */
+    uint64_t ctx_id;      /* the context of the last LINE recorded */
+    int ctx_seen;         /* ... once there was one */
+    int32_t ctx_cur;      /* its index in ctx_names */
+    PyObject *ctx_names;  /* list: each context's name ("" for none) */
+    PyObject *ctx_index;  /* dict: name -> index in ctx_names */
     int found_coveragepy; /* coverage.py is importable (looked for unless COVPY_NO) */
 
     cov_code *codes;         /* open addressing on the code pointer */
@@ -213,6 +229,8 @@ enum { COVPY_NO,
        COVPY_AUTO };
 
 /* ---- coverage.c ---- */
+
+int cov__ctx_line(cov_state *st, cov_file *f, int32_t line);
 
 cov_code *cov__code_add(cov_state *st, PyCodeObject *code);
 /* Frees what an entry of the code table owns besides its references. */

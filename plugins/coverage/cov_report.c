@@ -230,6 +230,50 @@ file_branches(const cov_state *st, const cov_file *f, PyObject *branches, PyObje
     return 0;
 }
 
+/* contexts=: {line: [names of the contexts it ran in, sorted]}, as
+ * coverage.py's JSON has it (json writes the line numbers as strings).
+ * The names are gathered in a set per line (a context seen again later
+ * has a second entry in f->fctx). */
+static PyObject *
+file_contexts(const cov_state *st, const cov_file *f)
+{
+    PyObject *by_line = PyDict_New();
+    for (size_t i = 0; by_line && i < f->nfctx; i++) {
+        const cov_fctx *x = &f->fctx[i];
+        PyObject *name = PyList_GET_ITEM(st->ctx_names, x->ctx); /* borrowed */
+        for (int32_t b = 0; by_line && b < x->nbytes * 8; b++) {
+            if (!(x->bits[b >> 3] & (1u << (b & 7)))) {
+                continue;
+            }
+            PyObject *line = PyLong_FromLong(b);
+            PyObject *names = line ? PyDict_GetItemWithError(by_line, line) : NULL;
+            if (!names && line && !PyErr_Occurred()) {
+                names = PySet_New(NULL);
+                if (names && PyDict_SetItem(by_line, line, names) < 0) {
+                    Py_CLEAR(names);
+                }
+                Py_XDECREF(names); /* the dict keeps it */
+            }
+            Py_XDECREF(line);
+            if (!names || PySet_Add(names, name) < 0) {
+                Py_CLEAR(by_line);
+            }
+        }
+    }
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (by_line && PyDict_Next(by_line, &pos, &k, &v)) {
+        PyObject *sorted = PySequence_List(v);
+        if (!sorted || PyList_Sort(sorted) < 0 || PyDict_SetItem(by_line, k, sorted) < 0) {
+            Py_XDECREF(sorted);
+            Py_CLEAR(by_line);
+            break;
+        }
+        Py_DECREF(sorted);
+    }
+    return by_line;
+}
+
 static PyObject *
 file_data(const cov_state *st, const cov_file *f)
 {
@@ -259,6 +303,14 @@ file_data(const cov_state *st, const cov_file *f)
         || PyDict_SetItemString(rec, "branches", branches) < 0
         || PyDict_SetItemString(rec, "arcs", arcs) < 0) {
         goto fail;
+    }
+    if (st->contexts) {
+        PyObject *ctx = file_contexts(st, f);
+        if (!ctx || PyDict_SetItemString(rec, "contexts", ctx) < 0) {
+            Py_XDECREF(ctx);
+            goto fail;
+        }
+        Py_DECREF(ctx);
     }
     Py_DECREF(lines);
     Py_DECREF(hits);

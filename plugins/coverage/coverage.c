@@ -309,6 +309,10 @@ cov__file_free(cov_file *f)
     free(f->path);
     free(f->possible);
     free(f->hits);
+    for (size_t i = 0; i < f->nfctx; i++) {
+        free(f->fctx[i].bits);
+    }
+    free(f->fctx);
     for (size_t i = 0; i < f->nfuncs; i++) {
         free(f->funcs[i].qualname);
         free(f->funcs[i].own);
@@ -626,6 +630,9 @@ on_line(cov_state *st, cov_code *c, cov_file *f, const ptk_event *ev)
         return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
     }
     f->possible[line] = 1;
+    if (st->contexts && cov__ctx_line(st, f, line) < 0) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
+    }
     if (lines_only) {
         if (st->counts) {
             f->hits[line]++;
@@ -650,6 +657,74 @@ on_line(cov_state *st, cov_code *c, cov_file *f, const ptk_event *ev)
         return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
     }
     return PTK_OK;
+}
+
+/* contexts=: the current context's index in ctx_names, made at first
+ * sight of its name. -1 when out of memory (Python's, or ours). The
+ * traced program's exception, if any, is kept. */
+static int
+ctx_switch(cov_state *st)
+{
+    uint64_t id;
+    const char *name = st->host->context(&id);
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int rc = -1;
+    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
+                                         "surrogateescape");
+    PyObject *idx = key ? PyDict_GetItemWithError(st->ctx_index, key) : NULL;
+    if (idx != NULL) {
+        st->ctx_cur = (int32_t)PyLong_AsLong(idx);
+        rc = 0;
+    }
+    else if (key != NULL && !PyErr_Occurred()) {
+        PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(st->ctx_names));
+        if (n && PyDict_SetItem(st->ctx_index, key, n) == 0
+            && PyList_Append(st->ctx_names, key) == 0) {
+            st->ctx_cur = (int32_t)PyLong_AsLong(n);
+            rc = 0;
+        }
+        Py_XDECREF(n);
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    if (rc == 0) {
+        st->ctx_id = id;
+        st->ctx_seen = 1;
+    }
+    return rc;
+}
+
+int
+cov__ctx_line(cov_state *st, cov_file *f, int32_t line)
+{
+    uint64_t id;
+    st->host->context(&id);
+    if ((!st->ctx_seen || id != st->ctx_id) && ctx_switch(st) < 0) {
+        return -1;
+    }
+    cov_fctx *x = f->nfctx ? &f->fctx[f->nfctx - 1] : NULL;
+    if (x == NULL || x->ctx != st->ctx_cur) {
+        if (PTK_KIT_RESERVE(f->fctx, f->capfctx, f->nfctx + 1, 8) != 0) {
+            return -1;
+        }
+        x = &f->fctx[f->nfctx++];
+        *x = (cov_fctx){.ctx = st->ctx_cur};
+    }
+    int32_t byte = line >> 3;
+    if (byte >= x->nbytes) {
+        int32_t n = (f->maxline >> 3) + 1 > byte + 1 ? (f->maxline >> 3) + 1 : byte + 1;
+        uint8_t *b = realloc(x->bits, (size_t)n);
+        if (b == NULL) {
+            return -1;
+        }
+        memset(b + x->nbytes, 0, (size_t)(n - x->nbytes));
+        x->bits = b;
+        x->nbytes = n;
+    }
+    x->bits[byte] |= (uint8_t)(1u << (line & 7));
+    return 0;
 }
 
 static __attribute__((noinline)) int

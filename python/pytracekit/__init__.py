@@ -8,7 +8,8 @@
 A :class:`Session` loads plugins by name (``"timer"``) or path
 (``"./p.so"``), with options (``"timer:clock=cpu,top=15"``), attaches them
 to the process's event hub when started and writes their reports when it is
-stopped. Reference: docs/python-api.md.
+stopped. Reference: docs/python-api.md; under pytest: docs/pytest.md.
+PYTEST_DONT_REWRITE (`pytest -p pytracekit` has no assertions to rewrite)
 """
 import functools
 import json
@@ -18,11 +19,17 @@ from typing import NamedTuple, Optional, Tuple
 
 from . import _pytracekit as _c
 
+# `pytest -p pytracekit` registers this package as a pytest plugin; pytest
+# then imports the plugin itself (docs/pytest.md). A name, not an import:
+# importing pytracekit imports nothing of pytest.
+pytest_plugins = ["pytracekit.pytest_plugin"]
+
 __all__ = [
     "Session", "plugins", "PluginInfo", "OptionInfo", "version",
     "Error", "PluginNotFoundError", "PluginLoadError", "OptionError",
     "UnsupportedError", "StateError", "BusyError", "PluginError",
     "OutputError", "pkgconfig_dir", "cmake_dir", "include_dir", "combine",
+    "set_context", "context",
 ]
 
 
@@ -32,6 +39,22 @@ def version() -> str:
 
 
 __version__ = _c.version()
+
+
+def set_context(name) -> int:
+    """Sets the process's current context (a test and its phase,
+    ``"tests/test_a.py::test_x|call"``), for plugins that keep their data per
+    context; ``None`` or ``""`` ends it. Every call makes a new context with
+    a new id, which it returns (0 for none). One context per process,
+    whatever the sessions. Raises TypeError for a name that is not a str,
+    ValueError for one holding a NUL character."""
+    return _c.set_context(name)
+
+
+def context() -> Tuple[int, Optional[str]]:
+    """The current context: ``(id, name)``, or ``(0, None)`` when there is
+    none."""
+    return _c.context()
 
 
 # ---- errors ------------------------------------------------------------------

@@ -495,6 +495,49 @@ class Leaks(Tmp):
         self.assertLess(per_session, 2048, f"{per_session:.0f} bytes of C heap per session")
 
 
+class Contexts(Tmp):
+    """set_context()/context(), and what a plugin reads through host->context
+    (tests/plugins/ctxprobe.c counts each CALL under the current context)."""
+
+    def test_set_and_read(self):
+        pytracekit.set_context(None)
+        self.assertEqual(pytracekit.context(), (0, None))
+        a = pytracekit.set_context("t|call")
+        self.assertGreater(a, 0)
+        self.assertEqual(pytracekit.context(), (a, "t|call"))
+        # the same name again: a new context
+        self.assertEqual(pytracekit.set_context("t|call"), a + 1)
+        self.assertEqual(pytracekit.set_context(""), 0)
+        self.assertEqual(pytracekit.context(), (0, None))
+        self.assertEqual(pytracekit.set_context("b"), a + 2)
+        self.assertEqual(pytracekit.set_context(None), 0)
+        with self.assertRaises(TypeError):
+            pytracekit.set_context(b"x")
+        with self.assertRaises(ValueError):
+            pytracekit.set_context("a\0b")
+        self.assertEqual(pytracekit.context(), (0, None))
+
+    def test_plugins_read_it(self):
+        s = self.session([os.path.join(T.TEST_PLUGINS, "ctxprobe.so")],
+                         functions=["fib", "work"])
+        with s:
+            fib(3)  # 5 calls
+            first = pytracekit.set_context("one")
+            fib(2)  # 3
+            work()
+            pytracekit.set_context("two")
+            fib(1)
+            pytracekit.set_context("one")  # the name again: a new id
+            work()
+            pytracekit.set_context(None)
+            fib(0)
+        r = s.results["ctxprobe"]
+        self.assertEqual(r["contexts"], {"": {"fib": 6}, "one": {"fib": 3, "work": 2},
+                                         "two": {"fib": 1}})
+        self.assertEqual(r["ids"], [0, first, first + 1, first + 2, 0])
+        self.assertEqual(r["names"], ["", "one", "two", "one", ""])
+
+
 class Plugins(unittest.TestCase):
     def test_plugins(self):
         found = pytracekit.plugins()

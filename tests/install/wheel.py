@@ -172,6 +172,12 @@ def step_contents(c):
           "no extension module in the wheel")
     meta = zipfile.ZipFile(whl).read(f"pytracekit-{VERSION}.dist-info/METADATA").decode()
     check(f"\nVersion: {VERSION}\n" in meta, "METADATA version")
+    # pytest finds the plugin through the pytest11 entry point (docs/pytest.md)
+    p = sh([c.vpython, "-c", "import importlib.metadata as m; print([(e.name, e.value) for e "
+            "in m.entry_points(group='pytest11') if e.dist.name == 'pytracekit'])"])
+    check(p.stdout.strip() == "[('pytracekit', 'pytracekit.pytest_plugin')]",
+          f"pytest11 entry point: {p.stdout.strip()}")
+    check("pytracekit/pytest_plugin.py" in names, "no pytest plugin in the wheel")
     # what pip installed, where the layout wants it
     for rel in ("bin/pytracekit", "lib/pkgconfig/pytracekit.pc", "include/pytracekit/session.h",
                 "lib/pytracekit/plugins/counter.so"):

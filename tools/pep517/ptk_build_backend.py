@@ -78,6 +78,11 @@ def _wheel_file():
             f"Root-Is-Purelib: false\nTag: {_tag()}\n")
 
 
+def _entry_points():
+    # pytest finds the pytest plugin through this (docs/pytest.md)
+    return "[pytest11]\npytracekit = pytracekit.pytest_plugin\n"
+
+
 def _dist_info():
     return f"{NAME}-{_version()}.dist-info"
 
@@ -99,6 +104,8 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
         f.write(_metadata())
     with open(os.path.join(d, "WHEEL"), "w") as f:
         f.write(_wheel_file())
+    with open(os.path.join(d, "entry_points.txt"), "w") as f:
+        f.write(_entry_points())
     return _dist_info()
 
 
@@ -176,6 +183,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         di = _dist_info()
         entries.append((f"{di}/METADATA", _metadata().encode(), False))
         entries.append((f"{di}/WHEEL", _wheel_file().encode(), False))
+        entries.append((f"{di}/entry_points.txt", _entry_points().encode(), False))
         name = f"{NAME}-{_version()}-{_tag()}.whl"
         os.makedirs(wheel_directory, exist_ok=True)
         out = os.path.join(wheel_directory, name)

@@ -1,0 +1,333 @@
+"""pytest -p pytracekit: pytracekit's plugins over a pytest run.
+
+pytest loads this module through the ``pytest11`` entry point of an
+installed pytracekit, through ``-p pytracekit`` (the package names this
+module in its ``pytest_plugins``) or through ``-p pytracekit.pytest_plugin``.
+Nothing is traced unless plugins are asked for, with ``--ptk SPEC`` (the
+command's ``-p SPEC``) or the ini key ``ptk_plugins``. The options are read
+by the command's own reader (tools/ptk_cmdline.c, the one python -m
+pytracekit uses): each ``--ptk-*`` option becomes the command's flag of the
+same name, so a spec, a filter or a backend is accepted or refused exactly
+as ``pytracekit`` accepts or refuses it. Reference: docs/pytest.md.
+
+Importing pytracekit does not import this module, nor pytest.
+PYTEST_DONT_REWRITE (nothing here for pytest's assertion rewriting)
+"""
+import os
+import sys
+import tempfile
+
+import pytest
+
+from . import Error, Session, set_context
+from . import _pytracekit as _c
+from . import __main__ as _cmd
+
+# The filter flags, from the one list of filter keys (lib/ptk_filter_keys.h):
+# (the command's flag, this plugin's option, its ini key, integer?, help)
+FILTER_OPTIONS = [(flag, "--ptk-" + flag[2:], "ptk_" + flag[2:].replace("-", "_"),
+                   bool(is_int), help_)
+                  for key, flag, kw, is_int, help_ in _c._filter_keys]
+
+# The other settings: (the command's flag, option, ini key, help)
+SETTINGS = [
+    ("-o", "--ptk-output", "ptk_output",
+     "directory the reports are written to (default pytracekit-out)"),
+    ("--backend", "--ptk-backend", "ptk_backend", "auto, legacy or monitoring"),
+    ("--threads", "--ptk-threads", "ptk_threads",
+     "all (default: every thread) or current (the main thread)"),
+]
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("pytracekit", "pytracekit (tracing and profiling plugins)")
+    g.addoption("--ptk", action="append", dest="ptk_plugins", default=None,
+                metavar="PLUGIN[:OPTIONS]",
+                help="run this pytracekit plugin over the test run, as the "
+                     "command's -p (repeatable; e.g. coverage, "
+                     "timer:clock=cpu,top=15)")
+    parser.addini("ptk_plugins", "pytracekit plugins (specs as --ptk) run "
+                  "when --ptk is not given", type="args", default=[])
+    for flag, opt, ini, help_ in SETTINGS:
+        g.addoption(opt, dest=ini, default=None, metavar="VALUE",
+                    help=f"pytracekit: {help_} (the command's {flag})")
+        parser.addini(ini, f"pytracekit: {help_}", default=None)
+    g.addoption("--ptk-fail-under", dest="ptk_fail_under", default=None, metavar="PERCENT",
+                help="pytracekit: fail the run when the total coverage is below this "
+                     "(else coverage.py's [report] fail_under)")
+    parser.addini("ptk_fail_under", "pytracekit: fail the run when the total coverage is "
+                  "below this", default=None)
+    g.addoption("--ptk-plugin-path", action="append", dest="ptk_plugin_path",
+                default=None, metavar="DIR",
+                help="pytracekit: a directory searched for plugins first")
+    parser.addini("ptk_plugin_path", "pytracekit: directories searched for "
+                  "plugins first", type="args", default=[])
+    for flag, opt, ini, is_int, help_ in FILTER_OPTIONS:
+        g.addoption(opt, action="append", dest=ini, default=None,
+                    metavar="N" if is_int else "ITEMS",
+                    help=f"pytracekit {help_} (the command's {flag})")
+        parser.addini(ini, f"pytracekit {help_}",
+                      type="string" if is_int else "args",
+                      default=None if is_int else [])
+
+
+def command_line(config):
+    """The command's arguments for the options and ini keys given (an
+    option replaces its ini key), or None when no plugin is asked for."""
+    ns = getattr(config, "known_args_namespace", None) or config.option
+
+    def given(dest):
+        v = getattr(ns, dest, None)
+        if v is not None:
+            return v if isinstance(v, list) else [v]
+        v = config.getini(dest)
+        if v is None or v == []:
+            return []
+        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+
+    specs = given("ptk_plugins")
+    if not specs:
+        return None
+    argv = []
+    for spec in specs:
+        argv += ["-p", spec]
+    for flag, _, ini, _ in SETTINGS:
+        for v in given(ini)[-1:]:
+            argv += [flag, v]
+    for d in given("ptk_plugin_path"):
+        argv += ["--plugin-path", d]
+    for flag, _, ini, _, _ in FILTER_OPTIONS:
+        for v in given(ini):
+            argv += [flag, v]
+    return argv + ["-c", "pass"]
+
+
+def make_session(argv):
+    """The Session the command would make for these arguments (the coverage
+    plugin completed from coverage.py's configuration, as the command
+    does). Raises pytest.UsageError with the command's message."""
+    try:
+        o = _cmd.parse(argv)
+        _cmd._coverage_config(o)
+        return Session(o["plugins"], output_dir=o["output"], threads=o["threads"],
+                       backend=o["backend"], plugin_path=o["plugin_path"],
+                       follow_children=o["follow"], **_cmd.session_filter(o["filter"]))
+    except (_cmd.Usage, Error, ValueError, TypeError) as e:
+        raise pytest.UsageError(f"pytracekit: {e}") from None
+
+
+class Run:
+    """The session of one pytest run: started before the initial conftests
+    are imported (so that they are measured, as the command measures them),
+    stopped and reported at the end of the session."""
+
+    def __init__(self, config, session):
+        self.config = config
+        self.session = session
+        self.failed = 0
+        self.reported = False
+        self.summaries = ""      # what the plugins printed at their report
+        self.coverage_fail = None  # the fail-under message, when it fails
+
+    def finish(self):
+        if self.reported:
+            return
+        self.reported = True
+        if self.session.running:
+            self.session.stop()
+        before = self.session.failures
+        # The plugins print their summaries (coverage's table, the counter's
+        # top functions) on stderr, from C: they are kept, and shown through
+        # pytest's terminal reporter, in its summary.
+        sys.stderr.flush()
+        keep = tempfile.TemporaryFile()
+        saved = os.dup(2)
+        os.dup2(keep.fileno(), 2)
+        try:
+            self.session.report()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            keep.seek(0)
+            self.summaries = keep.read().decode("utf-8", "replace")
+            keep.close()
+        self.failed = self.session.failures - before
+        self.check_fail_under()
+
+    def check_fail_under(self):
+        """coverage.py's fail_under (its [report] configuration, or
+        --ptk-fail-under / ptk_fail_under) on the total just reported, as
+        `pytracekit report --fail-under` judges it."""
+        if not os.path.exists(os.path.join(self.session.output_dir, "coverage.json")):
+            return
+        given = getattr(self.config.option, "ptk_fail_under", None) or \
+            self.config.getini("ptk_fail_under")
+        import io
+        from . import _coverage_format as covfmt
+        out = io.StringIO()
+        argv = [self.session.output_dir] + (["--fail-under", str(given)] if given else [])
+        if covfmt.report_main("report", argv, stdout=out, stderr=out) == 2:
+            self.coverage_fail = out.getvalue().strip().splitlines()[-1]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        # the plugins' reports may print (coverage's table): to the terminal
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                self.finish()
+        else:
+            self.finish()
+        if self.failed and exitstatus == 0:
+            # as the command: a report that could not be written fails the run
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        elif self.coverage_fail and exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    # Each phase of each test is a context of its own (ptk_context_set):
+    # "NODEID|setup", "NODEID|call", "NODEID|teardown"; between them (and
+    # during collection) there is none.
+    def _phase(self, item, phase):
+        set_context(f"{item.nodeid}|{phase}")
+        try:
+            yield
+        finally:
+            set_context(None)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        yield from self._phase(item, "setup")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        yield from self._phase(item, "call")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item):
+        yield from self._phase(item, "teardown")
+
+    def pytest_terminal_summary(self, terminalreporter):
+        tr = terminalreporter
+        tr.write_sep("-", "pytracekit")
+        for line in self.summaries.splitlines():
+            tr.write_line(line)
+        if self.coverage_fail:
+            tr.write_line(f"pytracekit: {self.coverage_fail}", red=True)
+        if self.failed:
+            tr.write_line(f"pytracekit: {self.failed} plugin report(s) failed "
+                          "(the errors are above)", red=True)
+        tr.write_line(f"pytracekit: reports in {self.session.output_dir}/ "
+                      "(run.json lists them)")
+
+    def pytest_unconfigure(self, config):
+        # a run that ended before its session finished (a usage error
+        # after the start, an interrupted collection) writes no reports
+        self.session.close()
+
+
+class Controller:
+    """pytest-xdist's controller: the workers run the tests, each under a
+    session of its own (this plugin, loaded there with the same options)
+    reporting into OUTPUT/WORKER-ID/; at the end the controller combines
+    them into OUTPUT (pytracekit combine's code). A worker that went down
+    with an error, or left no reports, is named in the summary and fails
+    the run: its data is missing, never silently dropped."""
+
+    def __init__(self, config, output):
+        self.config = config
+        self.output = os.path.abspath(output)
+        self.workers = []   # ids, in the order they came up
+        self.down = {}      # id -> the error it went down with
+        self.missing = []   # (id, why)
+        self.combined = None
+        self.error = None
+        self.summaries = ""  # the combination's coverage table
+
+    def pytest_testnodeready(self, node):
+        self.workers.append(node.gateway.id)
+
+    def pytest_testnodedown(self, node, error):
+        if error is not None:
+            self.down[node.gateway.id] = str(error).strip().splitlines()[0] if str(error) else "died"
+
+    def finish(self):
+        from .combining import CombineError, combine
+        dirs = []
+        for w in self.workers:
+            d = os.path.join(self.output, w)
+            if w in self.down:
+                self.missing.append((w, f"went down: {self.down[w]}"))
+            elif not os.path.exists(os.path.join(d, "run.json")):
+                self.missing.append((w, "wrote no reports"))
+            else:
+                dirs.append(d)
+        if not dirs:
+            return
+        import io
+        text = io.StringIO()
+        try:
+            self.combined = combine(dirs, output_dir=self.output, summary=text)
+        except CombineError as e:
+            self.error = str(e)
+        self.summaries = text.getvalue()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                self.finish()
+                sys.stderr.flush()
+        else:
+            self.finish()
+        if (self.missing or self.error) and exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter):
+        tr = terminalreporter
+        tr.write_sep("-", "pytracekit")
+        for line in self.summaries.splitlines():
+            tr.write_line(line)
+        for w, why in self.missing:
+            tr.write_line(f"pytracekit: worker {w} {why}: its data is missing from "
+                          "the combined reports", red=True)
+        if self.error:
+            tr.write_line(f"pytracekit: combining the workers' reports failed: {self.error}",
+                          red=True)
+        if self.combined is not None:
+            n = len(self.combined["combined"])
+            tr.write_line(f"pytracekit: reports of {n} worker{'s' if n != 1 else ''} "
+                          f"combined in {self.output}/ (run.json lists them)")
+
+
+def _xdist_controller(ns):
+    """Will this pytest hand the tests to xdist workers (-n N, N > 0)?"""
+    # as xdist decides (its pytest_cmdline_main): -n N, -n auto, or --tx
+    # with a --dist mode
+    return bool(getattr(ns, "numprocesses", None)) or (
+        getattr(ns, "dist", "no") != "no" and bool(getattr(ns, "tx", None)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    ns = early_config.known_args_namespace
+    if getattr(ns, "help", False) or getattr(ns, "version", False):
+        return
+    argv = command_line(early_config)
+    if argv is None:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None and _xdist_controller(ns):
+        o = _cmd.parse(argv)
+        early_config.pluginmanager.register(Controller(early_config, o["output"]),
+                                            "pytracekit-xdist")
+        return
+    if worker is not None:
+        # an xdist worker: its own directory below the output
+        o = _cmd.parse(argv)
+        argv = argv[:-2] + ["-o", os.path.join(os.path.abspath(o["output"]), worker),
+                            "-c", "pass"]
+    run = Run(early_config, make_session(argv))
+    early_config.pluginmanager.register(run, "pytracekit-run")
+    run.session.start()

@@ -1,0 +1,483 @@
+"""`pytest -p pytracekit`: the pytest plugin (python/pytracekit/pytest_plugin.py).
+
+Each case runs pytest on a small project in a fresh directory. The oracles:
+the test code itself (how often it calls what), and the command run over
+the same pytest (`python -m pytracekit -p SPEC -m pytest`), whose reports the
+plugin's must equal, and whose usage messages it must print."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import ptk_testlib as T
+
+try:
+    import pytest  # noqa: F401  (only to know that this Python has it)
+except ImportError:
+    T.skip(f"pytest is not installed for {sys.executable}")
+
+MOD = ("def f(x):\n"             # 1
+       "    if x > 0:\n"         # 2
+       "        return 1\n"      # 3
+       "    return 2\n"          # 4
+       "\n"
+       "def g():\n"              # 6
+       "    return 3\n")         # 7
+
+TESTS = ("import mod\n"
+         "\n"
+         "def test_a():\n"
+         "    assert mod.f(1) == 1\n"
+         "\n"
+         "def test_b():\n"
+         "    assert mod.f(-1) == 2\n"
+         "    assert mod.g() == 3\n")
+
+CONFTEST = ("import mod\n"
+            "SEEN = mod.g()\n")
+
+
+class Case(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ptk-pytest-")
+        self.write("mod.py", MOD)
+        self.write("test_mod.py", TESTS)
+        self.mod = os.path.join(self.dir, "mod.py")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, name, text):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(text)
+
+    def run_py(self, *args, check=True):
+        env = dict(os.environ)
+        env.pop("PYTEST_ADDOPTS", None)
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only what -p loads
+        p = subprocess.run([sys.executable, *args], cwd=self.dir, env=env,
+                           capture_output=True, text=True, timeout=300)
+        if check and p.returncode != 0:
+            self.fail(f"{args} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+        return p
+
+    def pytest(self, *args, check=True):
+        return self.run_py("-m", "pytest", "-p", "no:cacheprovider", *args, check=check)
+
+    def report(self, out, name):
+        with open(os.path.join(self.dir, out, name + ".json")) as f:
+            return json.load(f)
+
+    def calls(self, out):
+        return {(f["file"], f["qualname"]): f["calls"]
+                for f in self.report(out, "counter")["functions"]
+                if f["file"] == self.mod}
+
+    def lines(self, out):
+        return {os.path.basename(k): v["lines"]
+                for k, v in self.report(out, "coverage")["files"].items()}
+
+
+class Options(Case):
+    def test_plugins_output_and_command_agree(self):
+        specs = ["--ptk", "counter", "--ptk", "coverage:include=mod.py;conftest.py"]
+        self.write("conftest.py", CONFTEST)
+        p = self.pytest("-p", "pytracekit", *specs, "--ptk-output", "out", "-q")
+        self.assertIn("2 passed", p.stdout)
+        self.assertIn(f"pytracekit: reports in {os.path.join(self.dir, 'out')}/", p.stdout)
+        # the test code calls f twice and g twice (once in conftest.py,
+        # measured: the session starts before the initial conftests, which
+        # import mod.py)
+        self.assertEqual(self.calls("out"), {(self.mod, "<module>"): 1,
+                                             (self.mod, "f"): 2, (self.mod, "g"): 2})
+        self.assertEqual(self.lines("out"), {"mod.py": [1, 2, 3, 4, 6, 7],
+                                             "conftest.py": [1, 2]})
+        # the command over the same pytest: the same figures
+        c = self.run_py("-m", "pytracekit", "-o", "cmd",
+                        *[s.replace("--ptk", "-p") for s in specs],
+                        "-m", "pytest", "-p", "no:cacheprovider", "-q")
+        self.assertIn("2 passed", c.stdout)
+        self.assertEqual(self.calls("out"), self.calls("cmd"))
+        self.assertEqual(self.report("out", "coverage")["files"],
+                         self.report("cmd", "coverage")["files"])
+
+    def test_module_name_forms(self):
+        # -p pytracekit (the package names the plugin), -p
+        # pytracekit.pytest_plugin, and both: one session, the same counts
+        for i, form in enumerate((["-p", "pytracekit"], ["-p", "pytracekit.pytest_plugin"],
+                                  ["-p", "pytracekit.pytest_plugin", "-p", "pytracekit"])):
+            p = self.pytest(*form, "--ptk", "counter", "--ptk-output", f"o{i}", "-q")
+            self.assertNotIn("warning", p.stdout)
+            self.assertEqual(p.stdout.count("pytracekit: reports in"), 1, form)
+            self.assertEqual(self.calls(f"o{i}"), {(self.mod, "<module>"): 1,
+                                                   (self.mod, "f"): 2, (self.mod, "g"): 1})
+
+    def test_filter_options(self):
+        # the command's --functions as --ptk-functions (lib/ptk_filter_keys.h)
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-functions", "g",
+                    "--ptk-output", "out", "-q")
+        fns = [(f["qualname"], f["calls"]) for f in self.report("out", "counter")["functions"]]
+        self.assertEqual(fns, [("g", 1)])
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-functions", "f",
+                    "--ptk-max-depth", "1", "--ptk-output", "out2", "-q")
+        fns = [(f["qualname"], f["calls"]) for f in self.report("out2", "counter")["functions"]]
+        self.assertEqual(fns, [("f", 2)])
+
+    def test_nothing_asked_nothing_traced(self):
+        p = self.pytest("-p", "pytracekit", "-q")
+        self.assertIn("2 passed", p.stdout)
+        self.assertNotIn("pytracekit", p.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "pytracekit-out")))
+        p = self.pytest("-p", "pytracekit", "--ptk", "counter", "--help")
+        self.assertIn("--ptk=PLUGIN[:OPTIONS]", p.stdout)
+        for _, flag, _, _, _ in _filter_keys():
+            self.assertIn("--ptk-" + flag[2:], p.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "pytracekit-out")))
+
+    def test_usage_errors_are_the_commands(self):
+        for ptk, cmd in ((["--ptk", "nosuch"], ["-p", "nosuch"]),
+                         (["--ptk", "counter:bogus=1"], ["-p", "counter:bogus=1"]),
+                         (["--ptk", "counter", "--ptk-max-depth", "x"],
+                          ["--max-depth", "x"]),
+                         (["--ptk", "counter", "--ptk-backend", "fast"],
+                          ["--backend", "fast"]),
+                         (["--ptk", "counter", "--ptk-include", "/a/["],
+                          ["--include", "/a/["])):
+            p = self.pytest("-p", "pytracekit", *ptk, "-q", check=False)
+            c = self.run_py("-m", "pytracekit", *cmd, "-c", "pass", check=False)
+            self.assertEqual(p.returncode, 4, ptk)   # pytest's usage error
+            self.assertEqual(c.returncode, 2, cmd)
+            msg = c.stderr.strip().splitlines()[-1]
+            self.assertTrue(msg.startswith("pytracekit: "), msg)
+            self.assertIn("ERROR: " + msg, p.stderr)
+
+    def test_import_does_not_import_pytest(self):
+        p = self.run_py("-c", "import sys, pytracekit; print(sorted(m for m in sys.modules "
+                        "if m.split('.')[0] in ('pytest', '_pytest', 'pluggy') or "
+                        "m == 'pytracekit.pytest_plugin'))")
+        self.assertEqual(p.stdout.strip(), "[]")
+
+
+class Ini(Case):
+    def test_pytest_ini(self):
+        self.write("pytest.ini", "[pytest]\n"
+                   "ptk_plugins = counter\n"
+                   "    coverage:include=mod.py\n"
+                   "ptk_output = iniout\n"
+                   "ptk_functions = f\n")
+        self.pytest("-p", "pytracekit", "-q")
+        self.assertEqual(self.calls("iniout"), {(self.mod, "f"): 2})
+        self.assertEqual(self.lines("iniout"), {"mod.py": [1, 2, 3, 4, 6, 7]})
+        # an option replaces its ini key
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-output", "cli",
+                    "--ptk-functions", "g", "-q")
+        self.assertEqual(self.calls("cli"), {(self.mod, "g"): 1})
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "cli", "coverage.json")))
+
+    def test_pyproject(self):
+        self.write("pyproject.toml", "[tool.pytest.ini_options]\n"
+                   'ptk_plugins = ["counter", "timer:top=0"]\n'
+                   'ptk_output = "ppout"\n'
+                   'ptk_modules = ["mod"]\n')
+        p = self.pytest("-p", "pytracekit", "-q")
+        self.assertIn("2 passed", p.stdout)
+        self.assertEqual(self.calls("ppout"), {(self.mod, "<module>"): 1,
+                                               (self.mod, "f"): 2, (self.mod, "g"): 1})
+        timed = {f["name"]: f["calls"] for f in self.report("ppout", "timer")["functions"]}
+        self.assertEqual(timed, {"<module>": 1, "f": 2, "g": 1})
+
+
+class Contexts(Case):
+    def test_each_phase_is_a_context(self):
+        # a fixture that calls g before the test and f after it
+        self.write("conftest.py", "import pytest, mod\n"
+                   "@pytest.fixture\n"
+                   "def fx():\n"
+                   "    mod.g()\n"
+                   "    yield\n"
+                   "    mod.f(5)\n")
+        self.write("test_mod.py", TESTS.replace("def test_b():", "def test_b(fx):"))
+        self.pytest("-p", "pytracekit", "--ptk", "ctxprobe", "--ptk-plugin-path",
+                    T.TEST_PLUGINS, "--ptk-modules", "mod;test_mod;conftest",
+                    "--ptk-output", "out", "-q")
+        r = self.report("out", "ctxprobe")
+        self.assertEqual(r["contexts"], {
+            "": {"<module>": 3},  # collection: conftest, test_mod, mod
+            "test_mod.py::test_a|call": {"test_a": 1, "f": 1},
+            "test_mod.py::test_b|setup": {"fx": 1, "g": 1},
+            "test_mod.py::test_b|call": {"test_b": 1, "f": 1, "g": 1},
+            "test_mod.py::test_b|teardown": {"fx": 1, "f": 1}})
+        # ids: one per phase (test_a's setup and teardown call nothing of
+        # these modules); none between phases
+        self.assertEqual(r["ids"], [0, 2, 4, 5, 6])
+
+
+# A project for per-test contexts: fixtures before and after yield, a class
+# with setup_method, parametrized tests, lines shared between tests (which
+# the monitoring backend switches off in the first test that runs them).
+CTX_MOD = ("def f(x):\n"
+           "    if x > 0:\n"
+           "        return 1\n"
+           "    return 2\n"
+           "\n"
+           "def g():\n"
+           "    return 3\n"
+           "\n"
+           "class K:\n"
+           "    def __init__(self):\n"
+           "        self.n = 0\n"
+           "    def up(self, k):\n"
+           "        for _ in range(k):\n"
+           "            self.n += 1\n"
+           "        return self.n\n")
+CTX_TESTS = ("import pytest, mod\n"
+             "\n"
+             "@pytest.fixture\n"
+             "def fx():\n"
+             "    mod.g()\n"
+             "    yield mod.K()\n"
+             "    mod.f(5)\n"
+             "\n"
+             "def test_a():\n"
+             "    assert mod.f(1) == 1\n"
+             "\n"
+             "def test_b(fx):\n"
+             "    assert mod.f(-1) == 2\n"
+             "    assert fx.up(2) == 2\n"
+             "\n"
+             "@pytest.mark.parametrize('k', [0, 3])\n"
+             "def test_c(k):\n"
+             "    assert mod.K().up(k) == k\n"
+             "\n"
+             "class TestK:\n"
+             "    def setup_method(self):\n"
+             "        self.k = mod.K()\n"
+             "        mod.f(0)\n"
+             "    def test_up(self):\n"
+             "        assert self.k.up(1) == 1\n"
+             "    def test_again(self):\n"
+             "        assert mod.f(2) == 1\n")
+
+
+class CoverageContexts(Case):
+    """coverage:contexts=true against pytest-cov's --cov-context=test on
+    coverage.py's C tracer: the same lines in each test's setup, call (its
+    "run") and teardown, in coverage.json and in .coverage."""
+
+    def setUp(self):
+        super().setUp()
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+
+    def oracle(self):
+        try:
+            import coverage  # noqa: F401
+            import pytest_cov  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "--cov=.", "--cov-context=test",
+                            "--cov-report=", "-q"], cwd=self.dir, env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return self.coverage_json(".coverage")
+
+    def coverage_json(self, data_file):
+        out = os.path.join(self.dir, "cj.json")
+        self.run_py("-m", "coverage", "json", "--data-file", data_file, "--show-contexts",
+                    "--include=*mod.py", "-o", out, "-q")
+        with open(out) as f:
+            files = json.load(f)["files"]
+        return {os.path.basename(k): {n: sorted(c.replace("|run", "|call") for c in names)
+                                      for n, names in v["contexts"].items()}
+                for k, v in files.items() if os.path.basename(k) == "mod.py"}
+
+    def test_lines_per_test_equal_pytest_cov(self):
+        want = self.oracle()
+        self.pytest("-p", "pytracekit", "--ptk",
+                    "coverage:include=mod.py,contexts=true,coveragepy=yes",
+                    "--ptk-output", "out", "-q")
+        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+               for k, v in self.report("out", "coverage")["files"].items()}
+        self.assertEqual(got, want)
+        # line 2 runs in six contexts: switched off in the first, on again in each
+        self.assertEqual(len(got["mod.py"]["2"]), 6)
+        self.assertEqual(self.coverage_json(os.path.join("out", ".coverage")), want)
+
+    def test_other_tools_disables_stay(self):
+        # another sys.monitoring tool that switches off each line of mod.py
+        # at its first run: context changes must not switch them on again
+        # for it (sys.monitoring.restart_events() would)
+        if not hasattr(sys, "monitoring"):
+            self.skipTest("sys.monitoring is 3.12+")
+        self.write("conftest.py",
+                   "import sys, collections, pytest\n"
+                   "M = sys.monitoring\n"
+                   "SEEN = collections.Counter()\n"
+                   "def line(code, n):\n"
+                   "    if code.co_filename.endswith('/mod.py'):\n"
+                   "        SEEN[n] += 1\n"
+                   "    return M.DISABLE\n"
+                   "M.use_tool_id(4, 'other')\n"
+                   "M.register_callback(4, M.events.LINE, line)\n"
+                   "M.set_events(4, M.events.LINE)\n"
+                   "def pytest_sessionfinish(session):\n"
+                   "    print('SEEN', sorted(SEEN.items()))\n")
+        def seen(*ptk):
+            p = self.pytest(*ptk, "-q", "-s")
+            return re.findall(r"SEEN \[.*\]", p.stdout)
+        # the oracle: what it sees beside coverage without contexts (whose
+        # DISABLEs are never undone). (On 3.14 that is not quite what it sees
+        # alone: the first line of a class body fires for it once more
+        # beside any tool that takes PY_START, contexts or not.)
+        alone = seen("-p", "pytracekit", "--ptk", "coverage:include=mod.py",
+                     "--ptk-output", "plain")
+        self.assertEqual(len(alone), 1)
+        self.assertIn("(2, 1)", alone[0])
+        self.assertEqual(seen("-p", "pytracekit", "--ptk", "coverage:include=mod.py,contexts=true",
+                              "--ptk-output", "out"), alone)
+        # and coverage got each line back in each test
+        self.assertEqual(len(self.report("out", "coverage")["files"][self.mod]["contexts"]["2"]), 6)
+
+
+class Xdist(Case):
+    """pytest-xdist: each worker runs a session of its own into OUT/gwN/; the
+    controller combines them into OUT at the end (pytracekit combine)."""
+
+    def setUp(self):
+        super().setUp()
+        try:
+            import xdist  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"pytest-xdist is not installed: {e}")
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+
+    def covered(self, out):
+        files = self.report(out, "coverage")["files"]
+        return {os.path.basename(k): (v["lines"], sorted(n for n, c in v["hits"] if c))
+                for k, v in files.items()}
+
+    def test_combined_equals_serial(self):
+        specs = ["--ptk", "coverage:include=mod.py", "--ptk", "counter"]
+        self.pytest("-p", "pytracekit", *specs, "--ptk-output", "serial", "-q")
+        p = self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", *specs,
+                        "--ptk-output", "par", "-q")
+        self.assertIn("6 passed", p.stdout)
+        self.assertIn(f"pytracekit: reports of 2 workers combined in "
+                      f"{os.path.join(self.dir, 'par')}/", p.stdout)
+        # the combined table in pytest's summary; the workers' own not at all
+        after = p.stdout.split("- pytracekit -", 1)[1]
+        self.assertRegex(after, r"\nTOTAL +13 +0 +100\.0%\n")
+        self.assertNotIn("Stmts", p.stderr)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.dir, "par"))),
+                         ["counter.json", "coverage.json", "coverage.lcov", "coverage.xml",
+                          "gw0", "gw1", "run.json"])
+        self.assertEqual(self.covered("par"), self.covered("serial"))
+        # every test ran once: the functions' calls add up to the serial run's
+        # (the module and class bodies run once per worker)
+        def calls(out):
+            return {q: n for (_, q), n in self.calls(out).items() if q not in ("<module>", "K")}
+        self.assertEqual(calls("par"), calls("serial"))
+        self.assertEqual(calls("serial"), {"f": 6, "g": 1, "K.__init__": 5, "K.up": 4})
+
+    def test_killed_worker_is_named(self):
+        self.write("test_kill.py", "import os, signal\n"
+                   "def test_kill():\n"
+                   "    os.kill(os.getpid(), signal.SIGKILL)\n")
+        p = self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
+                        "coverage:include=mod.py", "--ptk-output", "par", "-q", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout)  # xdist: the test failed
+        named = re.findall(r"pytracekit: worker (gw\d+) went down: (.*): its data is "
+                           r"missing from the combined reports", p.stdout)
+        crashed = re.findall(r"worker '(gw\d+)' crashed while running 'test_kill.py::test_kill'",
+                             p.stdout)
+        self.assertEqual(len(named), 1, p.stdout)
+        self.assertEqual([w for w, _ in named], crashed[:1])
+        # the others are combined; the dead one's directory is not read
+        manifest = self.report("par", "run")
+        dirs = sorted(os.path.basename(r["dir"]) for r in manifest["combined"])
+        self.assertNotIn(named[0][0], dirs)
+        self.assertEqual(len(dirs), 2)  # the other worker and the one xdist started anew
+
+    def test_worker_that_writes_nothing_fails_the_run(self):
+        # every test passes, but one worker ends without reports (os._exit
+        # at its end, before pytest's session finish): the run fails
+        self.write("conftest.py", "import os, pytest\n"
+                   "@pytest.hookimpl(tryfirst=True)\n"
+                   "def pytest_sessionfinish(session):\n"
+                   "    if os.environ.get('PYTEST_XDIST_WORKER') == 'gw1':\n"
+                   "        os._exit(0)\n")
+        p = self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
+                        "coverage:include=mod.py", "--ptk-output", "par", "-q", check=False)
+        self.assertRegex(p.stdout, r"pytracekit: worker gw1 (went down: .*|wrote no reports): "
+                                   r"its data is missing from the combined reports")
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+
+
+class Summary(Case):
+    """The plugins' summaries shown by pytest's terminal reporter; coverage's
+    fail_under failing the run."""
+
+    def setUp(self):
+        super().setUp()
+        # g() never runs: 5 of 6 statements, 83.3%
+        self.write("test_mod.py", TESTS.replace("    assert mod.g() == 3\n", ""))
+
+    def test_tables_in_pytests_summary(self):
+        p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py", "--ptk",
+                        "counter:top=1", "-q")
+        after = p.stdout.split("- pytracekit -", 1)[1]
+        self.assertRegex(after, r"\nmod\.py +6 +1 +83\.3%\n")
+        self.assertIn("pytracekit counter:", after)
+        self.assertNotIn("Stmts", p.stderr)
+        self.assertEqual(p.returncode, 0)
+
+    def test_fail_under(self):
+        for args, ini, status in (
+                (["--ptk-fail-under", "90"], None, 1),
+                (["--ptk-fail-under", "80"], None, 0),
+                ([], "[report]\nfail_under = 90\n", 1),   # coverage.py's configuration
+                ([], "[report]\nfail_under = 83\n", 0),
+                (["--ptk-fail-under", "80"], "[report]\nfail_under = 90\n", 0)):
+            if ini:
+                self.write(".coveragerc", ini)
+            elif os.path.exists(os.path.join(self.dir, ".coveragerc")):
+                os.unlink(os.path.join(self.dir, ".coveragerc"))
+            p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py", *args, "-q",
+                            check=False)
+            self.assertEqual(p.returncode, status, (args, ini, p.stdout))
+            self.assertIn("2 passed", p.stdout)
+            failed = "pytracekit: Coverage failure: total of 83 is less than fail-under=90"
+            if status:
+                self.assertIn(failed, p.stdout)
+            else:
+                self.assertNotIn("Coverage failure", p.stdout)
+
+
+def _filter_keys():
+    from pytracekit import _pytracekit as c
+    return c._filter_keys
+
+
+def main():
+    """unittest.main, but a test that skips exits with CTest's skip code
+    (77) and says why."""
+    result = unittest.main(exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped and len(result.skipped) == result.testsRun:
+        for test, why in result.skipped:
+            print(f"SKIP: {test.id()}: {why}")
+        sys.exit(77)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

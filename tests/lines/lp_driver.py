@@ -2,9 +2,10 @@
 of the standard library added to it (LineProfiler.add_function: nothing of
 the standard library is edited), and writes line_profiler's figures as JSON.
 
-    python lp_driver.py MODULE:QUALNAME[+MODULE:QUALNAME...] TESTS OUT.json
+    python lp_driver.py MODULE:QUALNAME[+MODULE:QUALNAME...] TESTS WITHOUT OUT.json
 
-TESTS is a comma-separated list of unittest names (test.test_difflib).
+TESTS is a comma-separated list of unittest names (test.test_difflib),
+WITHOUT the ids of tests left out (run_suite.py; empty: none).
 
 QUALNAME is a dotted path of attributes from MODULE. Several targets name
 the copies of one function in modules imported afresh (test_json's
@@ -13,9 +14,13 @@ code object of its own, so each copy that runs has to be handed to it.
 """
 import importlib
 import json
+import os
 import sys
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_suite import load  # noqa: E402
 
 
 def target(spec):
@@ -28,17 +33,20 @@ def target(spec):
 
 def main():
     from line_profiler import LineProfiler
-    spec, suite, out = sys.argv[1:4]
+    spec, names, without, out = sys.argv[1:5]
+    suite = load(names.split(","), [w for w in without.split(",") if w])
     prof = LineProfiler()
     for one in spec.split("+"):
         prof.add_function(target(one))
     cpu = time.process_time()
     prof.enable_by_count()
     try:
-        unittest.main(module=None, exit=False, argv=["lp_driver", "-q", *suite.split(",")])
+        result = unittest.TextTestRunner(verbosity=0).run(suite)
     finally:
         prof.disable_by_count()
     cpu = time.process_time() - cpu
+    if not result.wasSuccessful():
+        sys.exit("lp_driver: the suite failed")
     stats = prof.get_stats()
     rows = []
     for (fname, first, name), lines in stats.timings.items():

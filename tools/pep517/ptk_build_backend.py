@@ -19,11 +19,20 @@ relative path the library, the command, pytracekit.pc and the CMake package
 rely on holds.
 
 config_settings (``pip wheel . --config-settings KEY=VALUE``):
-    build-dir    reuse this CMake build directory (default: a temporary one)
+    build-dir    reuse this CMake build directory (default: a temporary one;
+                 see below)
     build-type   CMAKE_BUILD_TYPE (default: Release)
     cmake-args   extra arguments for CMake's configure step, space separated
+
+A compiler launcher in the environment (``CMAKE_C_COMPILER_LAUNCHER=ccache``,
+which CMake reads itself) is used; the default build directory is then one
+whose name does not change between builds of the same tree for the same
+Python (made empty first, removed after, one build at a time), because the
+build directory is on the compiler's command line (its generated headers)
+and a random name would miss the cache every time.
 """
 import base64
+import fcntl
 import hashlib
 import io
 import os
@@ -153,11 +162,26 @@ def _record_hash(data):
     return "sha256=" + digest.decode()
 
 
+def _stable_build_dir():
+    """With a compiler launcher: the build directory of this tree for this
+    Python, the same path every time (see the module's comment)."""
+    if not os.environ.get("CMAKE_C_COMPILER_LAUNCHER"):
+        return None
+    key = hashlib.sha256(f"{ROOT}\0{sys.executable}".encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"ptk-wheel-build-{key}")
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     cs = config_settings or {}
     tmp = tempfile.mkdtemp(prefix="ptk-wheel-")
+    stable = None if cs.get("build-dir") else _stable_build_dir()
+    lock = None
     try:
-        build_dir = cs.get("build-dir") or os.path.join(tmp, "build")
+        if stable:
+            lock = open(stable + ".lock", "w")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            shutil.rmtree(stable, ignore_errors=True)
+        build_dir = cs.get("build-dir") or stable or os.path.join(tmp, "build")
         stage = os.path.join(tmp, "stage")
         pydir = _build_and_stage(os.path.abspath(build_dir), stage, cs)
         data = f"{NAME}-{_version()}.data"
@@ -208,6 +232,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         return name
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if lock:
+            shutil.rmtree(stable, ignore_errors=True)
+            lock.close()
 
 
 def _source_files():

@@ -278,11 +278,42 @@ class SourceModel:
         self._oneliners(tree, -1, ())
         # 3.14+: coverage.py 7.16's rules there (see SYSMON_RULES)
         self.annotate_only = set()
-        self.trail_more = {}
+        self._codes = []
+        self._trail_more = None if SYSMON_RULES else {}
         if SYSMON_RULES:
-            self._sysmon_rules(text)
+            self._annotations(text)
 
-    def _sysmon_rules(self, text):
+    def _annotations(self, text):
+        """The code the running interpreter compiles of the text (kept for
+        trail_more) and its annotate_only lines (see _sysmon_rules)."""
+        import types
+        try:
+            top = compile(text, "<model>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return
+        stack, codes = [top], []
+        while stack:
+            code = stack.pop()
+            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+            codes.append(code)
+        lines, annotate = set(), set()
+        for code in codes:
+            target = annotate if code.co_name == "__annotate__" else lines
+            target.update(ln for _, _, ln in code.co_lines() if ln)
+        self.annotate_only = annotate - lines
+        self._codes = codes
+
+    @property
+    def trail_more(self):
+        """Only branch records read it, and it takes every instruction of
+        the file through dis: computed on first use, not for line
+        coverage (on 3.14 test_difflib most of the statement model's cost)."""
+        if self._trail_more is None:
+            self._trail_more = {}
+            self._sysmon_rules()
+        return self._trail_more
+
+    def _sysmon_rules(self):
         """What coverage.py 7.16 does differently on 3.14+, from the code the
         running interpreter compiles of the text:
 
@@ -300,21 +331,7 @@ class SourceModel:
           statement it left raised first. trail_more: {(raw line, raw
           destination): {coverage.py's destination}}."""
         import dis
-        import types
-        try:
-            top = compile(text, "<model>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            return
-        stack, codes = [top], []
-        while stack:
-            code = stack.pop()
-            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-            codes.append(code)
-        lines, annotate = set(), set()
-        for code in codes:
-            target = annotate if code.co_name == "__annotate__" else lines
-            target.update(ln for _, _, ln in code.co_lines() if ln)
-        self.annotate_only = annotate - lines
+        codes = self._codes
         conds = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE",
                  "POP_JUMP_IF_NOT_NONE", "FOR_ITER"}
         always = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
@@ -360,7 +377,7 @@ class SourceModel:
                         continue
                     c = follow(start, fa, True)
                     if c is not None:
-                        self.trail_more.setdefault((a, b), set()).add(c)
+                        self._trail_more.setdefault((a, b), set()).add(c)
 
     def _oneliners(self, node, exit_line, after):
         """Walks the statement lists; `after` is the chain of (statements

@@ -208,11 +208,9 @@ class SourceModel:
         import ast
         self.branch_lines = set()
         tree = ast.parse(text)  # (parsed once: a report reads every file)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor)):
-                self.branch_lines.add(node.lineno)
-            elif isinstance(node, getattr(ast, "match_case", ())):
-                self.branch_lines.add(node.pattern.lineno)
+        # (branch_lines are filled by _oneliners, which visits every
+        # statement: an ast.walk over every expression node too cost as
+        # much as the rest of the model on test_difflib)
         # A class or def with its body on its own line has two ways out of
         # that line in coverage.py's model: the end of the body (-line) and
         # what follows the definition. {line: (next, is_class, first line
@@ -391,6 +389,10 @@ class SourceModel:
                 if not isinstance(child, (ast.stmt, ast.excepthandler,
                                           getattr(ast, "match_case", ast.stmt))):
                     continue
+                if isinstance(child, (ast.If, ast.While, ast.For, ast.AsyncFor)):
+                    self.branch_lines.add(child.lineno)
+                elif isinstance(child, getattr(ast, "match_case", ())):
+                    self.branch_lines.add(child.pattern.lineno)
                 rest = block[i + 1:] if field != "handlers" and field != "cases" else []
                 chain = ((rest, node if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
                           and field == "body" else None),)

@@ -336,8 +336,17 @@ class SourceModel:
         returns = {"RETURN_VALUE", "RETURN_GENERATOR", "RETURN_CONST"}
         stops = {"RAISE_VARARGS", "RERAISE"}
         jumps = set(getattr(dis, "hasjump", ())) | set(dis.hasjrel) | set(dis.hasjabs)
+        cond_ops = {dis.opmap[n] for n in conds if n in dis.opmap}
         for code in codes:
             if code.co_name == "__annotate__":
+                continue
+            # An entry needs a conditional jump on a line a and a line b != a
+            # of the same statement, so one of them not its first line: a
+            # code object without both adds nothing, and skipping it spares
+            # dis over most of a file (co_code is the unspecialised
+            # bytecode, its caches CACHE units).
+            if not any(ln and self.first.get(ln, ln) != ln for _, _, ln in code.co_lines()) \
+                    or not any(op in cond_ops for op in code.co_code[::2]):
                 continue
             ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
             at = {i.offset: k for k, i in enumerate(ins)}

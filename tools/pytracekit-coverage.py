@@ -208,11 +208,9 @@ class SourceModel:
         import ast
         self.branch_lines = set()
         tree = ast.parse(text)  # (parsed once: a report reads every file)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor)):
-                self.branch_lines.add(node.lineno)
-            elif isinstance(node, getattr(ast, "match_case", ())):
-                self.branch_lines.add(node.pattern.lineno)
+        # (branch_lines are filled by _oneliners, which visits every
+        # statement: an ast.walk over every expression node too cost as
+        # much as the rest of the model on test_difflib)
         # A class or def with its body on its own line has two ways out of
         # that line in coverage.py's model: the end of the body (-line) and
         # what follows the definition. {line: (next, is_class, first line
@@ -278,11 +276,42 @@ class SourceModel:
         self._oneliners(tree, -1, ())
         # 3.14+: coverage.py 7.16's rules there (see SYSMON_RULES)
         self.annotate_only = set()
-        self.trail_more = {}
+        self._codes = []
+        self._trail_more = None if SYSMON_RULES else {}
         if SYSMON_RULES:
-            self._sysmon_rules(text)
+            self._annotations(text)
 
-    def _sysmon_rules(self, text):
+    def _annotations(self, text):
+        """The code the running interpreter compiles of the text (kept for
+        trail_more) and its annotate_only lines (see _sysmon_rules)."""
+        import types
+        try:
+            top = compile(text, "<model>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return
+        stack, codes = [top], []
+        while stack:
+            code = stack.pop()
+            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+            codes.append(code)
+        lines, annotate = set(), set()
+        for code in codes:
+            target = annotate if code.co_name == "__annotate__" else lines
+            target.update(ln for _, _, ln in code.co_lines() if ln)
+        self.annotate_only = annotate - lines
+        self._codes = codes
+
+    @property
+    def trail_more(self):
+        """Only branch records read it, and it takes every instruction of
+        the file through dis: computed on first use, not for line
+        coverage (on 3.14 test_difflib most of the statement model's cost)."""
+        if self._trail_more is None:
+            self._trail_more = {}
+            self._sysmon_rules()
+        return self._trail_more
+
+    def _sysmon_rules(self):
         """What coverage.py 7.16 does differently on 3.14+, from the code the
         running interpreter compiles of the text:
 
@@ -300,29 +329,24 @@ class SourceModel:
           statement it left raised first. trail_more: {(raw line, raw
           destination): {coverage.py's destination}}."""
         import dis
-        import types
-        try:
-            top = compile(text, "<model>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            return
-        stack, codes = [top], []
-        while stack:
-            code = stack.pop()
-            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-            codes.append(code)
-        lines, annotate = set(), set()
-        for code in codes:
-            target = annotate if code.co_name == "__annotate__" else lines
-            target.update(ln for _, _, ln in code.co_lines() if ln)
-        self.annotate_only = annotate - lines
+        codes = self._codes
         conds = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE",
                  "POP_JUMP_IF_NOT_NONE", "FOR_ITER"}
         always = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
         returns = {"RETURN_VALUE", "RETURN_GENERATOR", "RETURN_CONST"}
         stops = {"RAISE_VARARGS", "RERAISE"}
         jumps = set(getattr(dis, "hasjump", ())) | set(dis.hasjrel) | set(dis.hasjabs)
+        cond_ops = {dis.opmap[n] for n in conds if n in dis.opmap}
         for code in codes:
             if code.co_name == "__annotate__":
+                continue
+            # An entry needs a conditional jump on a line a and a line b != a
+            # of the same statement, so one of them not its first line: a
+            # code object without both adds nothing, and skipping it spares
+            # dis over most of a file (co_code is the unspecialised
+            # bytecode, its caches CACHE units).
+            if not any(ln and self.first.get(ln, ln) != ln for _, _, ln in code.co_lines()) \
+                    or not any(op in cond_ops for op in code.co_code[::2]):
                 continue
             ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
             at = {i.offset: k for k, i in enumerate(ins)}
@@ -360,7 +384,7 @@ class SourceModel:
                         continue
                     c = follow(start, fa, True)
                     if c is not None:
-                        self.trail_more.setdefault((a, b), set()).add(c)
+                        self._trail_more.setdefault((a, b), set()).add(c)
 
     def _oneliners(self, node, exit_line, after):
         """Walks the statement lists; `after` is the chain of (statements
@@ -374,6 +398,10 @@ class SourceModel:
                 if not isinstance(child, (ast.stmt, ast.excepthandler,
                                           getattr(ast, "match_case", ast.stmt))):
                     continue
+                if isinstance(child, (ast.If, ast.While, ast.For, ast.AsyncFor)):
+                    self.branch_lines.add(child.lineno)
+                elif isinstance(child, getattr(ast, "match_case", ())):
+                    self.branch_lines.add(child.pattern.lineno)
                 rest = block[i + 1:] if field != "handlers" and field != "cases" else []
                 chain = ((rest, node if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
                           and field == "body" else None),)

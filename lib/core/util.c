@@ -113,7 +113,13 @@ PyObject *
 ptk__import_quietly(const char *name)
 {
     PyObject *before = modules_before();
-    PyObject *mod = PyImport_ImportModule(name);
+    /* Through the import system itself, not builtins.__import__: a report
+     * may run where builtins has lost it (an interpreter finalizing) and a
+     * program's replacement of it is not for the library's imports. A
+     * dotted name needs the package's submodule back. */
+    PyObject *mod = strchr(name, '.') == NULL
+                        ? PyImport_ImportModuleLevel(name, NULL, NULL, NULL, 0)
+                        : PyImport_ImportModule(name);
     modules_restore(before);
     return mod;
 }

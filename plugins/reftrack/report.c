@@ -257,7 +257,8 @@ static void
 summary_leaks(FILE *out, PyObject *leaks, Py_ssize_t shown)
 {
     fprintf(out, "reftrack: alive at stop, by creation site (%zd of %zd "
-            "groups):\n", shown, PyList_GET_SIZE(leaks));
+                 "groups):\n",
+            shown, PyList_GET_SIZE(leaks));
     for (Py_ssize_t i = 0; i < shown; i++) {
         PyObject *e = PyList_GET_ITEM(leaks, i);
         PyObject *file = PyDict_GetItemString(e, "file");
@@ -299,8 +300,9 @@ summary_evicted(const rt_state *st, FILE *out, const ptk_ref_status *rs)
                     ? (double)(rs->evicted_at_ns - st->first_event_ns) / 1e9
                     : 0.0;
     double last = st->events > 0 ? (double)(st->last_event_ns -
-                                             st->first_event_ns) / 1e9
-                                  : 0.0;
+                                            st->first_event_ns) /
+                                       1e9
+                                 : 0.0;
     fprintf(out,
             "reftrack: WARNING: another tool replaced the reference "
             "tracer (tracemalloc.start() does): no events after the "
@@ -350,22 +352,55 @@ summary(const rt_state *st, FILE *out, PyObject *leaks, Py_ssize_t shown,
     }
     if (st->dropped > 0) {
         fprintf(out, "reftrack: %llu events not counted: out of memory or "
-                "more than %lu types\n", (unsigned long long)st->dropped,
+                     "more than %lu types\n",
+                (unsigned long long)st->dropped,
                 (unsigned long)RT_MAX_TYPES);
     }
     if (st->sites_dropped > 0) {
         fprintf(out, "reftrack: %llu objects got no creation site: out of "
-                "memory or more than %lu code objects / %lu sites\n",
+                     "memory or more than %lu code objects / %lu sites\n",
                 (unsigned long long)st->sites_dropped,
                 (unsigned long)RT_MAX_CODES, (unsigned long)RT_MAX_SITES);
     }
     if (st->chained) {
         fprintf(out, "reftrack: the reference tracer installed before "
-                "(e.g. tracemalloc) got every event forwarded\n");
+                     "(e.g. tracemalloc) got every event forwarded\n");
     }
     if (rs->evicted) {
         summary_evicted(st, out, rs);
     }
+}
+
+/* PyUnstable_GC_VisitObjects callbacks: count, then note each object's
+ * address and type (a map half full at most; objects made between the two
+ * visits are left out, and are not the ones verified). */
+static int
+count_object(PyObject *o, void *arg)
+{
+    (void)o;
+    (*(size_t *)arg)++;
+    return 1;
+}
+
+struct seen_visit {
+    rt_map *map;
+    size_t room;
+    int full; /* more objects than counted: nothing can be concluded */
+};
+
+static int
+see_object(PyObject *o, void *arg)
+{
+    struct seen_visit *v = arg;
+    if (v->room == 0) {
+        v->full = 1;
+        return 0;
+    }
+    v->room--;
+    rt_slot *s = rt_map_find(v->map, (uintptr_t)o);
+    s->key = (uintptr_t)o;
+    s->val = (uintptr_t)Py_TYPE(o);
+    return 1;
 }
 
 /* Some CPython versions free objects without telling the reference tracer
@@ -387,30 +422,26 @@ verify_alive(rt_state *st)
     if (!any) {
         return 0;
     }
-    PyObject *gc = PyImport_ImportModule("gc");
-    PyObject *objs = gc ? PyObject_CallMethod(gc, "get_objects", NULL) : NULL;
-    Py_XDECREF(gc);
-    if (objs == NULL || !PyList_Check(objs)) {
-        Py_XDECREF(objs);
-        return -1;
-    }
+    /* the collector's objects, visited in place: no import and no list (a
+     * report may run while the interpreter finalizes, when builtins has no
+     * __import__ any more) */
+    size_t count = 0;
+    PyUnstable_GC_VisitObjects(count_object, &count);
     rt_map seen;
     unsigned bits = 10;
-    while (((uint64_t)1 << bits) < (uint64_t)PyList_GET_SIZE(objs) * 2) {
+    while (((uint64_t)1 << bits) < (uint64_t)count * 2 + 2) {
         bits++;
     }
     if (rt_map_init(&seen, bits) < 0) {
-        Py_DECREF(objs);
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); i++) {
-        PyObject *o = PyList_GET_ITEM(objs, i);
-        rt_slot *s = rt_map_find(&seen, (uintptr_t)o);
-        s->key = (uintptr_t)o;
-        s->val = (uintptr_t)Py_TYPE(o);
+    struct seen_visit v = {&seen, ((size_t)1 << bits) / 2, 0};
+    PyUnstable_GC_VisitObjects(see_object, &v);
+    if (v.full) {
+        rt_map_free(&seen);
+        return 0;
     }
-    Py_DECREF(objs);
     /* Collect first: erasing moves entries around. */
     size_t n = 0, cap = 256;
     uint64_t *dead = malloc(cap * sizeof *dead);
@@ -498,7 +529,8 @@ rt_report(rt_state *st, const ptk_report_args *args)
         set_new(root, "last_event_s",
                 rs.evicted && st->events > 0
                     ? PyFloat_FromDouble((double)(st->last_event_ns -
-                                                  st->first_event_ns) / 1e9)
+                                                  st->first_event_ns) /
+                                         1e9)
                     : Py_NewRef(Py_None)) < 0 ||
         set_new(root, "chained", PyBool_FromLong(st->chained)) < 0 ||
         set_u64(root, "overflow", st->overflow) < 0 ||

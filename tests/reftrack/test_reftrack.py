@@ -203,6 +203,31 @@ def case_alive_at_stop():
        [(50, marker_line(__file__, "STOP-LINE"))], "leak group")
 
 
+def case_report_unimportable():
+    # A report while the interpreter finalizes, when builtins has lost
+    # __import__ (a followed fork server ending under load): checking which
+    # instances alive at stop are really alive (this CPython frees some
+    # without telling the tracer) must import nothing. It failed with
+    # KeyError: '__import__'.
+    s, out = session(["reftrack"])
+    s.start()
+    objs = _fifty()
+    s.stop()
+    import builtins
+    saved = builtins.__import__
+    del builtins.__import__
+    try:
+        failed = s.report()
+    finally:
+        builtins.__import__ = saved
+    eq(failed, 0, "plugins whose report failed")
+    rep = widgets_report(out)
+    w = row(rep, LOCAL_WIDGET)
+    eq((w["created"], w["destroyed"], w["alive"]), (50, 0, 50),
+       "Widget created/destroyed/alive")
+    del objs
+
+
 def case_apart():
     m = 500
     out, proc = run_cli(["reftrack"], program("apart.py"), (m,))

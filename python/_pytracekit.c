@@ -45,6 +45,7 @@ typedef struct {
 static char *cmd_follow_outdir; /* the followed run's report directory */
 static child_dirs cmd_follow_before;
 static int cmd_report_failed, cmd_sigint, cmd_hooked;
+static PyObject *cmd_hold; /* the command's session (_for_command) */
 
 static void
 command_exit_hook(int status, void *unused)
@@ -602,6 +603,10 @@ Session_for_command(SessionObject *self, PyObject *unused)
 {
     (void)unused;
     self->command = 1;
+    /* held to the end of the process by the extension itself, not by
+     * sys.modules (the program starts with the bare interpreter's) nor only
+     * by the exit hooks (multiprocessing's fork children clear atexit's) */
+    Py_XSETREF(cmd_hold, Py_NewRef((PyObject *)self));
     if (!cmd_hooked && on_exit(command_exit_hook, NULL) == 0) {
         cmd_hooked = 1;
     }
@@ -614,12 +619,23 @@ Session_for_command(SessionObject *self, PyObject *unused)
  * (tools/ptk_progstart.c). */
 static SessionObject *cmd_session; /* strong reference, until started */
 static int cmd_started;
+/* the start-up hook itself as sitecustomize, when there is no other: it
+ * leaves sys.modules when the program starts */
+static PyObject *cmd_drop_site;
 static ptk_progstart cmd_watch; /* when the program starts */
 
 static int
 cmd_start_now(void)
 {
     cmd_started = 1;
+    if (cmd_drop_site != NULL) {
+        PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+        PyObject *now = PyDict_GetItemString(mods, "sitecustomize");
+        if (now == cmd_drop_site && PyDict_DelItemString(mods, "sitecustomize") < 0) {
+            PyErr_Clear();
+        }
+        Py_CLEAR(cmd_drop_site);
+    }
     SessionObject *self = cmd_session;
     cmd_session = NULL;
     PyObject *r = self ? Session_start(self, NULL) : NULL;
@@ -656,9 +672,12 @@ cmd_program_starts(const char *event, PyObject *args, void *data)
 
 /* _start_with_program(): the session starts when the program does. */
 static PyObject *
-Session_start_with_program(SessionObject *self, PyObject *unused)
+Session_start_with_program(SessionObject *self, PyObject *args)
 {
-    (void)unused;
+    PyObject *drop = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:_start_with_program", &drop)) {
+        return NULL;
+    }
     if (cmd_session != NULL || cmd_started) {
         PyErr_SetString(PyExc_RuntimeError, "a session already waits for the program");
         return NULL;
@@ -668,6 +687,7 @@ Session_start_with_program(SessionObject *self, PyObject *unused)
     }
     Py_INCREF(self);
     cmd_session = self;
+    Py_XSETREF(cmd_drop_site, drop != Py_None ? Py_NewRef(drop) : NULL);
     Py_RETURN_NONE;
 }
 
@@ -707,7 +727,7 @@ mod_program_started(PyObject *self, PyObject *unused)
 
 static PyMethodDef Session_methods[] = {
     {"_for_command", (PyCFunction)Session_for_command, METH_NOARGS, NULL},
-    {"_start_with_program", (PyCFunction)Session_start_with_program, METH_NOARGS, NULL},
+    {"_start_with_program", (PyCFunction)Session_start_with_program, METH_VARARGS, NULL},
     {"_stop_at_exit", (PyCFunction)Session_stop_at_exit, METH_NOARGS, NULL},
     {"_check", (PyCFunction)Session_check, METH_NOARGS, NULL},
     {"add_plugin", (PyCFunction)Session_add_plugin, METH_O,
@@ -787,7 +807,8 @@ mod_set_context(PyObject *m, PyObject *arg)
     if (arg != Py_None) {
         if (!PyUnicode_Check(arg)) {
             PyErr_Format(PyExc_TypeError, "set_context() argument must be str or None, "
-                                          "not %.100s", Py_TYPE(arg)->tp_name);
+                                          "not %.100s",
+                         Py_TYPE(arg)->tp_name);
             return NULL;
         }
         name = utf8_nonul(arg, "the context's name");

@@ -11,6 +11,8 @@ sys.modules again, and the threading hook waits for the program's own
 import of threading: the program imports, runs and is measured in every
 module as it would be without pytracekit.
 
+exec/PLUGIN_SPEC: the same, with the command run by the interpreter's
+executable (PYTRACEKIT_LAUNCH=exec).
 import-time-lines: a standard-library module the program imports (calendar,
 which no part of pytracekit imports) is measured from its first line: the
 coverage plugin (include= selecting it) records the same executed lines as
@@ -107,6 +109,12 @@ def case_import_time_lines():
 
 def main():
     arg = sys.argv[1]
+    if arg.startswith("exec/"):
+        # the command run by the interpreter's own executable, as it is by
+        # default on a statically linked one (its start-up hook, and no
+        # sitecustomize of the interpreter's: the hook must not stay one)
+        os.environ["PYTRACEKIT_LAUNCH"] = "exec"
+        arg = arg[len("exec/"):]
     if arg == "import-time-lines":
         case_import_time_lines()
     else:

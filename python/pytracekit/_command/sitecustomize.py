@@ -40,7 +40,10 @@ def _restore():
 
 def _chain():
     """Imports the sitecustomize module this one hides (the user's, or
-    the start-up hook of a followed process)."""
+    the start-up hook of a followed process). Returns this module when there
+    is none: it stays sys.modules' sitecustomize until the import is done
+    (the import system looks for it there), and goes when the program
+    starts, which then finds the bare interpreter's modules."""
     import os
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
@@ -54,8 +57,10 @@ def _chain():
             raise
         if me is not None:
             sys.modules["sitecustomize"] = me
+            return me
     finally:
         sys.path[:] = saved
+    return None
 
 
 def _load(pkgdir, name, source=False):
@@ -110,7 +115,7 @@ def _coverage_config(pkgdir, o):
     return None
 
 
-def _prepare(argv, pkgdir):
+def _prepare(argv, pkgdir, mine):
     import os
     import sys
     before = set(sys.modules)
@@ -120,11 +125,10 @@ def _prepare(argv, pkgdir):
         if error is None:
             error = _coverage_config(pkgdir, o)
     finally:
-        # what reading the options imported is not the program's (the
-        # extension stays: the library finds it there in followed children)
+        # what reading the options imported is not the program's, the
+        # extension included (it holds the session itself: _for_command)
         for name in set(sys.modules) - before:
-            if name != "pytracekit._pytracekit":
-                del sys.modules[name]
+            del sys.modules[name]
     # what the session imports (its plugins' start) stays, as under the command
     try:
         if error is None:
@@ -138,9 +142,6 @@ def _prepare(argv, pkgdir):
     if error is not None:
         _usage_exit("pytracekit: %s\n" % error)
     session._for_command()
-    # held by the module, not only by the exit hooks: multiprocessing's
-    # fork children clear atexit's callbacks (and report through os._exit)
-    _c._command_session = session
     main_pid = os.getpid()
 
     def finish():
@@ -171,7 +172,7 @@ def _prepare(argv, pkgdir):
     atexit.register(session._stop_at_exit)
     if not had_atexit:
         del sys.modules["atexit"]  # the registrations stay
-    session._start_with_program()
+    session._start_with_program(mine)
 
 
 def _usage_exit(message):
@@ -188,10 +189,10 @@ def _usage_exit(message):
 
 def _main():
     argv, pkgdir = _restore()
-    _chain()
+    mine = _chain()
     if argv is not None:
         try:
-            _prepare(argv, pkgdir)
+            _prepare(argv, pkgdir, mine)
         except Exception as e:  # not site's "Error in sitecustomize", then on
             _usage_exit("pytracekit: cannot prepare the run: %s: %s\n"
                         % (type(e).__name__, e))

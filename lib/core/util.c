@@ -148,8 +148,11 @@ ptk__run_snippet(const char *src, const char *name, PyObject *value)
     PyObject *before = modules_before();
     PyObject *globals = PyDict_New();
     PyObject *r = NULL;
-    if (globals != NULL &&
-        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+    /* the interpreter's builtins, not the current frame's (a signal
+     * handler may run in one with its own, as namedtuple's __new__) */
+    PyObject *builtins = PyImport_ImportModuleLevel("builtins", NULL, NULL, NULL, 0);
+    if (globals != NULL && builtins != NULL &&
+        PyDict_SetItemString(globals, "__builtins__", builtins) == 0 &&
         (name == NULL || PyDict_SetItemString(globals, name, value) == 0)) {
         r = PyRun_String(src, Py_file_input, globals, globals);
     }
@@ -157,6 +160,7 @@ ptk__run_snippet(const char *src, const char *name, PyObject *value)
         Py_CLEAR(globals);
     }
     Py_XDECREF(r);
+    Py_XDECREF(builtins);
     PyErr_Clear();
     modules_restore(before);
     return globals;
@@ -172,7 +176,7 @@ ptk__format_exception(void)
     }
     PyErr_NormalizeException(&et, &ev, &tb);
     char *out = NULL;
-    PyObject *mod = PyImport_ImportModule("traceback");
+    PyObject *mod = PyImport_ImportModuleLevel("traceback", NULL, NULL, NULL, 0);
     PyObject *lines = mod ? PyObject_CallMethod(mod, "format_exception", "OOO",
                                                 et, ev ? ev : Py_None,
                                                 tb ? tb : Py_None)

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int hooks_installed;      /* inherited by forked children */
-static int reporting;            /* sessions writing reports now */
-static int pending_signal;       /* SIGTERM/SIGHUP came meanwhile */
+static int hooks_installed; /* inherited by forked children */
+static int reporting;       /* sessions writing reports now */
+static int pending_signal;  /* SIGTERM/SIGHUP came meanwhile */
 static void die_by(int signum);
 static void retry_stop(void);
 static PyObject *orig_exit, *orig_execv, *orig_execve;
@@ -473,14 +473,12 @@ restart_instance(struct ptk_plugin_ctx *c, const char *output_dir)
     char *kept = c->filter_extra;
     c->filter_extra = NULL;
     int rc = ptk__instance_init(c, output_dir, where, errbuf, sizeof errbuf, &why);
-    int same = (kept == NULL && c->filter_extra == NULL)
-               || (kept != NULL && c->filter_extra != NULL
-                   && strcmp(kept, c->filter_extra) == 0);
+    int same = (kept == NULL && c->filter_extra == NULL) || (kept != NULL && c->filter_extra != NULL && strcmp(kept, c->filter_extra) == 0);
     free(c->filter_extra);
     c->filter_extra = kept;
     if (rc >= 0 && !same) {
         snprintf(errbuf, sizeof errbuf, "in the child it asked for another "
-                 "file filter than in its parent");
+                                        "file filter than in its parent");
         rc = PTK_ESTATE;
         if (c->desc->fini) {
             c->desc->fini(c->state);
@@ -507,7 +505,8 @@ follow_into_child(ptk_session *s)
     char *dir = child_dir(s->follow_root);
     if (dir == NULL) {
         fprintf(s->summary, "pytracekit: cannot create a report directory "
-                "for process %ld under %s: %s\n", (long)getpid(),
+                            "for process %ld under %s: %s\n",
+                (long)getpid(),
                 s->follow_root, strerror(errno));
         return;
     }
@@ -607,7 +606,7 @@ install_hooks(void)
         return;
     }
     hooks_installed = 1;
-    PyObject *os = PyImport_ImportModule("os");
+    PyObject *os = PyImport_ImportModuleLevel("os", NULL, NULL, NULL, 0);
     if (os == NULL) {
         PyErr_Clear();
         return;
@@ -631,7 +630,7 @@ install_hooks(void)
      * only the main thread may set a handler). Through _signal, which the
      * interpreter has loaded at start: the signal module would import enum
      * before the program does. */
-    PyObject *sig = PyImport_ImportModule("_signal");
+    PyObject *sig = PyImport_ImportModuleLevel("_signal", NULL, NULL, NULL, 0);
     PyObject *dfl = sig ? PyObject_GetAttrString(sig, "SIG_DFL") : NULL;
     PyObject *handler = dfl ? PyCFunction_New(&hook_defs[4], NULL) : NULL;
     const char *names[] = {"SIGTERM", "SIGHUP"};
@@ -666,8 +665,7 @@ install_hooks(void)
 /* ---- following children: the environment ------------------------------ */
 
 #ifndef PTK_PYTHONDIR_FROM_LIBDIR
-#define PTK_PYTHONDIR_FROM_LIBDIR "python" Py_STRINGIFY(PY_MAJOR_VERSION) "." \
-    Py_STRINGIFY(PY_MINOR_VERSION) "/site-packages"
+#define PTK_PYTHONDIR_FROM_LIBDIR "python" Py_STRINGIFY(PY_MAJOR_VERSION) "." Py_STRINGIFY(PY_MINOR_VERSION) "/site-packages"
 #endif
 
 /* The directory holding the pytracekit package that has the start-up
@@ -704,7 +702,8 @@ package_parent(void)
     char *found = NULL;
     for (int i = 0; i < 4; i++) {
         char *hook = cands[i] ? ptk__asprintf("%s/pytracekit/_follow/"
-                                              "sitecustomize.py", cands[i])
+                                              "sitecustomize.py",
+                                              cands[i])
                               : NULL;
         if (found == NULL && hook != NULL && access(hook, R_OK) == 0) {
             found = realpath(cands[i], NULL);
@@ -832,12 +831,13 @@ follow_setup(ptk_session *s, char **errmsg)
     /* the filter as Session keywords, not as text to parse again */
     PyObject *filter = ptk__filter_keywords(&s->filter_defaults);
     PyObject *a = plugins && s->follow_run && live && filter ? Py_BuildValue(
-        "{s:O,s:s,s:s,s:s,s:z,s:z,s:O,s:O}", "plugins", plugins,
-        "output_dir", s->output_dir,
-        "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
-        "backend", ptk_backend_name(s->requested), "plugin_path",
-        s->plugin_path, "pkgdir", pkg, "filter", filter,
-        "run", s->follow_run) : NULL;
+                                                                   "{s:O,s:s,s:s,s:s,s:z,s:z,s:O,s:O}", "plugins", plugins,
+                                                                   "output_dir", s->output_dir,
+                                                                   "threads", s->threads == PTK_THREADS_ALL ? "all" : "current",
+                                                                   "backend", ptk_backend_name(s->requested), "plugin_path",
+                                                                   s->plugin_path, "pkgdir", pkg, "filter", filter,
+                                                                   "run", s->follow_run)
+                                                             : NULL;
     Py_XDECREF(plugins);
     Py_XDECREF(filter);
     free(pkg);
@@ -1008,7 +1008,7 @@ add_unlisted(ptk_session *s, PyObject *files)
     }
     closedir(d);
     int rc = found != NULL && PyList_Sort(found) == 0 &&
-             PyList_SetSlice(files, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, found) == 0
+                     PyList_SetSlice(files, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, found) == 0
                  ? 0
                  : -1;
     Py_XDECREF(found);
@@ -1021,7 +1021,8 @@ write_manifest(ptk_session *s)
 {
     if (s->written_lost) {
         fprintf(s->summary, "pytracekit: out of memory: %s/run.json does not "
-                "list every report file written\n", s->output_dir);
+                            "list every report file written\n",
+                s->output_dir);
     }
     PyObject *id = ptk__process_identity(s);
     PyObject *files = PyList_New(0);
@@ -1039,9 +1040,7 @@ write_manifest(ptk_session *s)
     int failed = 0;
     for (struct ptk_plugin_ctx *c = s->plugins; plugins && c; c = c->next) {
         failed += c->failed;
-        PyObject *p = c->removed ? NULL : Py_BuildValue(
-            "{s:s,s:z,s:O}", "name", c->name, "spec", c->spec, "failed",
-            c->failed ? Py_True : Py_False);
+        PyObject *p = c->removed ? NULL : Py_BuildValue("{s:s,s:z,s:O}", "name", c->name, "spec", c->spec, "failed", c->failed ? Py_True : Py_False);
         if (!c->removed && (p == NULL || PyList_Append(plugins, p) < 0)) {
             Py_CLEAR(plugins);
         }
@@ -1055,11 +1054,12 @@ write_manifest(ptk_session *s)
     PyObject *lines = notes ? PyUnicode_Splitlines(notes, 0) : NULL;
     Py_XDECREF(notes);
     PyObject *m = id && files && plugins && lines ? Py_BuildValue(
-        "{s:s,s:i,s:O,s:d,s:s,s:s,s:s,s:O,s:O,s:i,s:O}", "format", "pytracekit-run",
-        "version", 1, "run", id, "ended", s->ended_wall, "python",
-        ptk__python_version(), "backend", ptk_backend_name(s->backend),
-        "clock", ptk__clock_source(), "plugins", plugins, "files", files,
-        "failed_plugins", failed, "notes", lines) : NULL;
+                                                        "{s:s,s:i,s:O,s:d,s:s,s:s,s:s,s:O,s:O,s:i,s:O}", "format", "pytracekit-run",
+                                                        "version", 1, "run", id, "ended", s->ended_wall, "python",
+                                                        ptk__python_version(), "backend", ptk_backend_name(s->backend),
+                                                        "clock", ptk__clock_source(), "plugins", plugins, "files", files,
+                                                        "failed_plugins", failed, "notes", lines)
+                                                  : NULL;
     Py_XDECREF(lines);
     Py_XDECREF(id);
     Py_XDECREF(files);
@@ -1107,8 +1107,7 @@ int
 ptk__process_children_failed(ptk_session *s)
 {
     s->children_failed = 0;
-    if (!s->follow || s->follow_root == NULL || s->output_dir == NULL
-        || strcmp(s->follow_root, s->output_dir) != 0) {
+    if (!s->follow || s->follow_root == NULL || s->output_dir == NULL || strcmp(s->follow_root, s->output_dir) != 0) {
         return 0; /* not the top process: it does not see the others */
     }
     PyObject *a = Py_BuildValue("{s:s,s:d}", "root", s->follow_root, "started",
@@ -1118,7 +1117,8 @@ ptk__process_children_failed(ptk_session *s)
     PyObject *out = ns ? PyDict_GetItemString(ns, "out") : NULL;
     if (out == NULL || !PyList_Check(out)) {
         fprintf(s->summary, "pytracekit: cannot check the followed processes' "
-                "reports under %s\n", s->follow_root);
+                            "reports under %s\n",
+                s->follow_root);
     }
     else {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
@@ -1175,9 +1175,21 @@ static int
 holdable(int sig)
 {
     switch (sig) {
-    case SIGINT: case SIGTERM: case SIGHUP: case SIGKILL: case SIGSTOP:
-    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP:
-    case SIGSYS: case SIGABRT: case SIGTSTP: case SIGTTIN: case SIGTTOU:
+    case SIGINT:
+    case SIGTERM:
+    case SIGHUP:
+    case SIGKILL:
+    case SIGSTOP:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGTRAP:
+    case SIGSYS:
+    case SIGABRT:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
     case SIGCONT:
         return 0;
     default:

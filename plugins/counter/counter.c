@@ -17,18 +17,19 @@
 #include "../common/fs_name.h"
 #include "../common/grow.h"
 #include "../common/pair_map.h"
+#include "../common/py_import.h"
 
 typedef struct fn_entry {
-    const void *key;     /* code object, or the C function's PyMethodDef */
-    PyObject *obj;       /* strong: for a Python function (name, qualname,
-                            file, line) of its code object, not the code
-                            object (a program that makes and drops code
-                            keeps none of it alive); for a C function its
-                            (name, qualname, module, label), taken at first
-                            sight, or a callable keyed by identity */
-    PyObject *code;      /* strong: the code object, only when the hub has
-                            no code slot (then it is the map's key) */
-    int is_c;            /* 0: Python; 1: C, obj the callable; 2: C, obj its names */
+    const void *key; /* code object, or the C function's PyMethodDef */
+    PyObject *obj;   /* strong: for a Python function (name, qualname,
+                        file, line) of its code object, not the code
+                        object (a program that makes and drops code
+                        keeps none of it alive); for a C function its
+                        (name, qualname, module, label), taken at first
+                        sight, or a callable keyed by identity */
+    PyObject *code;  /* strong: the code object, only when the hub has
+                        no code slot (then it is the map's key) */
+    int is_c;        /* 0: Python; 1: C, obj the callable; 2: C, obj its names */
     uint64_t calls;
 } fn_entry;
 
@@ -36,17 +37,17 @@ typedef struct counter {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
     uint64_t events[PTK_EV_COUNT];
-    unsigned int mask;   /* what this instance subscribed to */
-    fn_entry *fns;       /* in the order first seen */
+    unsigned int mask; /* what this instance subscribed to */
+    fn_entry *fns;     /* in the order first seen */
     size_t nfns, capfns;
-    ptk_kit_map index;   /* key -> 1 + its index in fns */
+    ptk_kit_map index;    /* key -> 1 + its index in fns */
     const void *last_key; /* the function counted last (recursion, loops) */
     fn_entry *last;
-    PyObject *last_pin;  /* strong: last_key's code object, so that its
-                            address is not reused while it is last_key */
-    PyObject *by_names;  /* (name, qualname, file, line) -> 1 + index in fns:
-                            a code slot is forgotten when the session stops,
-                            so a restarted one finds the entry again here */
+    PyObject *last_pin; /* strong: last_key's code object, so that its
+                           address is not reused while it is last_key */
+    PyObject *by_names; /* (name, qualname, file, line) -> 1 + index in fns:
+                           a code slot is forgotten when the session stops,
+                           so a restarted one finds the entry again here */
     uint64_t *per_thread;
     size_t nthreads;
     int64_t top;
@@ -56,7 +57,8 @@ static const ptk_option_spec options[] = {
     {"events", PTK_OPT_LIST, "profile",
      "events to count, ',' separated: call, return, line, exception, "
      "c_call, c_return, c_exception, opcode, branch, jump, or the groups "
-     "profile, trace, all, branches", NULL},
+     "profile, trace, all, branches",
+     NULL},
     {"top", PTK_OPT_INT, "10", "rows in the summary table", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
@@ -79,7 +81,8 @@ counter_init(const ptk_init_args *args, void **state, unsigned int *events)
                  "option 'events': cannot parse '%s' (names: call, return, "
                  "line, exception, c_call, c_return, c_exception, opcode, "
                  "branch, jump, or the groups profile, trace, all, "
-                 "branches)", ev);
+                 "branches)",
+                 ev);
         free(c);
         return PTK_EOPTTYPE;
     }
@@ -284,7 +287,9 @@ counter_event(void *state, const ptk_event *ev)
 static PyObject *
 abspath(PyObject *file)
 {
-    PyObject *os = PyImport_ImportModule("os.path");
+    PyObject *os_mod = ptk_kit_import("os");
+    PyObject *os = os_mod ? PyObject_GetAttrString(os_mod, "path") : NULL;
+    Py_XDECREF(os_mod);
     PyObject *r = NULL;
     if (os && PyUnicode_Check(file) && PyUnicode_GET_LENGTH(file) > 0 &&
         PyUnicode_READ_CHAR(file, 0) != '<') {
@@ -343,7 +348,8 @@ by_calls(const void *a, const void *b)
 {
     const fn_entry *x = *(const fn_entry *const *)a;
     const fn_entry *y = *(const fn_entry *const *)b;
-    return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+    return x->calls < y->calls ? 1 : x->calls > y->calls ? -1
+                                                         : 0;
 }
 
 /* {event name: count}: the kinds of 0.1 always; branch and jump when
@@ -446,7 +452,7 @@ done:
 static void
 summary_row(FILE *out, const fn_entry *e)
 {
-    PyObject *q = !e->is_c ? Py_NewRef(PyTuple_GET_ITEM(e->obj, 1))
+    PyObject *q = !e->is_c       ? Py_NewRef(PyTuple_GET_ITEM(e->obj, 1))
                   : e->is_c == 2 ? ptk_kit_c_display(PyTuple_GET_ITEM(e->obj, 3))
                                  : c_display(e->obj);
     if (q == NULL) {

@@ -2,6 +2,7 @@
 #include "cov_private.h"
 
 #include "cov_embedded.h"
+#include "../common/py_import.h"
 
 /* ---- first sight of a code object (may call Python) -------------------- */
 
@@ -12,14 +13,18 @@
  */
 PyObject *
 cov__load_module(const char *name, const char *source, const unsigned char *code_bytes,
-            size_t code_len)
+                 size_t code_len)
 {
     PyObject *mod = PyModule_New(name);
     if (!mod) {
         return NULL;
     }
     PyObject *dict = PyModule_GetDict(mod); /* borrowed */
-    if (PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins()) < 0) {
+    PyObject *builtins = ptk_kit_builtins();
+    int bad = builtins == NULL ||
+              PyDict_SetItemString(dict, "__builtins__", builtins) < 0;
+    Py_XDECREF(builtins);
+    if (bad) {
         Py_DECREF(mod);
         return NULL;
     }
@@ -93,7 +98,7 @@ code_describe(const cov_state *st, cov_code *c)
 typedef struct cov_an_ctx {
     cov_state *st;
     cov_file *f;
-    size_t known;  /* f->branches before this analysis: not changed by it */
+    size_t known; /* f->branches before this analysis: not changed by it */
     cov_rec *rec;
 } cov_an_ctx;
 
@@ -108,8 +113,7 @@ rec_add(cov_an_ctx *a, const char *qualname, int32_t line, const int32_t *v, int
     }
     cov_rec_item *it = &r->items[r->nitems];
     *it = (cov_rec_item){NULL, line, n, NULL};
-    if ((qualname && !(it->qualname = strdup(qualname)))
-        || (n > 0 && !(it->v = malloc((size_t)n * sizeof(int32_t))))) {
+    if ((qualname && !(it->qualname = strdup(qualname))) || (n > 0 && !(it->v = malloc((size_t)n * sizeof(int32_t))))) {
         free(it->qualname);
         PyErr_NoMemory();
         return -1;
@@ -262,8 +266,8 @@ file_analyze_py(cov_an_ctx *a, PyObject *root)
         int line, start;
         int32_t *v, n;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(funcs, i), "O!siiO!", &PyCode_Type, &code,
-                              &qualname, &line, &start, &PyList_Type, &own)
-            || int_list(own, &v, &n) < 0) {
+                              &qualname, &line, &start, &PyList_Type, &own) ||
+            int_list(own, &v, &n) < 0) {
             goto done;
         }
         int r = an_code(a, (PyCodeObject *)code, start, v, n);
@@ -513,4 +517,3 @@ cov__code_get_other(cov_state *st, PyCodeObject *code)
     st->last = c;
     return c;
 }
-

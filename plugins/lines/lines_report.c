@@ -5,6 +5,7 @@
 #include <marshal.h>
 
 #include "lines_embedded.h"
+#include "../common/py_import.h"
 
 /* The embedded module's dict: its marshalled code when this interpreter
  * is the one it was built by, else its source compiled. */
@@ -16,7 +17,11 @@ ln_load_format(void)
         return NULL;
     }
     PyObject *dict = PyModule_GetDict(mod); /* borrowed */
-    if (PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins()) < 0) {
+    PyObject *builtins = ptk_kit_builtins();
+    int bad = builtins == NULL ||
+              PyDict_SetItemString(dict, "__builtins__", builtins) < 0;
+    Py_XDECREF(builtins);
+    if (bad) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -9,6 +9,7 @@
  * does not need the shadow stack).
  * Output: reftrack.json and a summary on stderr (see report.c). */
 #include "reftrack.h"
+#include "../common/py_import.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -546,8 +547,12 @@ rt_destroy_is_missed(void)
         "        o = object()\n"
         "    o = None\n",
         "<reftrack probe>", Py_file_input);
-    PyObject *mod = code && globals ? PyEval_EvalCode(code, globals, globals)
-                                    : NULL;
+    PyObject *builtins = ptk_kit_builtins();
+    PyObject *mod = code && globals && builtins &&
+                            PyDict_SetItemString(globals, "__builtins__", builtins) == 0
+                        ? PyEval_EvalCode(code, globals, globals)
+                        : NULL;
+    Py_XDECREF(builtins);
     PyObject *f = mod ? PyDict_GetItemString(globals, "f") : NULL;
     PyObject *arg = f ? PyLong_FromLong(8) : NULL;
     int rc = -1;

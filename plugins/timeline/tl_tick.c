@@ -1,5 +1,6 @@
 /* timeline: counters, GC spans, time-based flushing (tl__tick). */
 #include "tl_private.h"
+#include "../common/py_import.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -34,7 +35,6 @@ tl__rename_threads(tl_state *st, uint64_t now)
     }
 }
 
-
 /* Live objects per type from reftrack's service (services.h): the types
  * with the most objects get a counter track each, the first time they are
  * among the top `objects`; every such track gets a sample at each tick
@@ -63,7 +63,7 @@ tl_sample_objects(tl_state *st, uint64_t now)
         }
         if (k == st->nobj && st->nobj < TL_OBJ_TRACKS) {
             if (tl__track_init(&st->obj_track[k], TL_TRACK_COUNTER,
-                              (UINT64_C(2) << 32) + k, label) != 0) {
+                               (UINT64_C(2) << 32) + k, label) != 0) {
                 tl__drop(st); /* out of memory: the track's samples are lost */
                 continue;
             }
@@ -182,7 +182,7 @@ static PyMethodDef tl_gc_def = {"timeline_gc", tl_gc_callback, METH_VARARGS,
 int
 tl__gc_install(tl_state *st)
 {
-    PyObject *gc = PyImport_ImportModule("gc"); /* built in: imports nothing */
+    PyObject *gc = ptk_kit_import("gc"); /* built in: imports nothing */
     PyObject *cbs = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
     PyObject *cap = cbs ? PyCapsule_New(st, "pytracekit.timeline", NULL) : NULL;
     PyObject *fn = cap ? PyCFunction_New(&tl_gc_def, cap) : NULL;
@@ -205,7 +205,7 @@ tl__gc_remove(tl_state *st)
     if (st->gc_cb == NULL) {
         return;
     }
-    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *gc = ptk_kit_import("gc");
     PyObject *cbs = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
     if (cbs != NULL && PyList_Check(cbs)) {
         for (Py_ssize_t i = PyList_GET_SIZE(cbs) - 1; i >= 0; i--) {

@@ -34,7 +34,8 @@ def _restore():
     if raw is None:
         return None, pkgdir
     enc = sys.getfilesystemencoding()
-    argv = [bytes.fromhex(h).decode(enc, "surrogateescape") for h in raw.split(",") if h]
+    # every argument ends with a comma; an empty one ("--include ''") stays
+    argv = [bytes.fromhex(h).decode(enc, "surrogateescape") for h in raw.split(",")[:-1]]
     return argv, pkgdir
 
 

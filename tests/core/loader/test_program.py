@@ -427,9 +427,9 @@ WHERE = "import os, sys\nprint(os.path.realpath(os.readlink('/proc/self/exe')))\
 def launch_modes():
     """Which process runs the program: the command itself embedding
     libpython (PYTRACEKIT_LAUNCH=embed), or the interpreter's executable
-    running -m pytracekit (exec). By default the command execs exactly when
-    the interpreter is statically linked and the command is not (it then
-    embeds the shared libpython: cmake/libpython.cmake)."""
+    running -m pytracekit (exec). The default is embed everywhere for now,
+    even where the build found exec faster (a statically linked interpreter,
+    the command on the shared libpython: cmake/libpython.cmake)."""
     with Scratch("launch") as s:
         seen = {}
         for mode in ("embed", "exec", "auto"):
@@ -446,7 +446,11 @@ def launch_modes():
         py = run([PYTHON, "-c", WHERE])
         static_python = py.out.split()[1] == "False"
         command_shared = seen["embed"][1]
-        want = "exec" if static_python and command_shared else "embed"
+        # exec is not yet the default anywhere (tools/pytracekit.c
+        # launch_by_exec: a 3.14 monitoring difference under exec)
+        want = "embed"
+        print("interpreter statically linked: %s, command on a shared libpython: %s"
+              % (static_python, command_shared))
         check(seen["auto"] == seen[want], "default: ran in %s, expected %s (%s)"
               % (seen["auto"][0], want, seen[want][0]))
         r = cli(["-c", "pass"], cwd=s.path, env=clean_env({"PYTRACEKIT_LAUNCH": "fork"}))

@@ -2,55 +2,16 @@
  * figures of every code object seen. */
 #include "lines.h"
 
-#include <marshal.h>
-
 #include "lines_embedded.h"
-#include "../common/py_import.h"
+#include "../common/embed_module.h"
 
 /* The embedded module's dict: its marshalled code when this interpreter
  * is the one it was built by, else its source compiled. */
 static PyObject *
 ln_load_format(void)
 {
-    PyObject *mod = PyModule_New("_ptk_lines_format");
-    if (mod == NULL) {
-        return NULL;
-    }
-    PyObject *dict = PyModule_GetDict(mod); /* borrowed */
-    PyObject *builtins = ptk_kit_builtins();
-    int bad = builtins == NULL ||
-              PyDict_SetItemString(dict, "__builtins__", builtins) < 0;
-    Py_XDECREF(builtins);
-    if (bad) {
-        Py_DECREF(mod);
-        return NULL;
-    }
-    PyObject *code = NULL;
-    if ((unsigned long)(Py_Version >> 16) == COV_EMBED_PY_VERSION) {
-        code = PyMarshal_ReadObjectFromString((const char *)lines_format_py_code,
-                                              (Py_ssize_t)lines_format_py_code_len);
-        if (code == NULL || !PyCode_Check(code)) {
-            Py_CLEAR(code);
-            PyErr_Clear();
-        }
-    }
-    if (code == NULL) {
-        code = Py_CompileString(lines_format_py, "_ptk_lines_format", Py_file_input);
-    }
-    if (code == NULL) {
-        Py_DECREF(mod);
-        return NULL;
-    }
-    PyObject *res = PyEval_EvalCode(code, dict, dict);
-    Py_DECREF(code);
-    if (res == NULL) {
-        Py_DECREF(mod);
-        return NULL;
-    }
-    Py_DECREF(res);
-    Py_INCREF(dict);
-    Py_DECREF(mod);
-    return dict;
+    return ptk_kit_load_module("_ptk_lines_format", lines_format_py, lines_format_py_code,
+                               lines_format_py_code_len, COV_EMBED_PY_VERSION);
 }
 
 /* (file, qualname, first, calls, {line: (hits, time_ns)}) per code object. */

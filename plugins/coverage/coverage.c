@@ -14,6 +14,8 @@
  */
 #include "cov_private.h"
 
+#include "../common/gone_box.h"
+
 /* ---- small tables ------------------------------------------------------ */
 
 char cov__gone_marker;
@@ -38,12 +40,10 @@ cov__code_free(cov_code *c)
 static PyObject *
 code_gone(PyObject *self, PyObject *wr)
 {
-    void **box = PyCapsule_GetPointer(self, NULL);
-    cov_state *st = box ? *box : NULL;
+    cov_state *st = ptk_kit_gone_state(self);
     PyCodeObject *code = st ? ptk_kit_map_get(&st->wrs, wr, NULL) : NULL;
     cov_code *c = code ? cov__code_find(st, code) : NULL;
-    if (c && c->wr == wr
-        && PTK_KIT_RESERVE(st->dead, st->capdead, st->ndead + 1, 64) == 0) {
+    if (c && c->wr == wr && PTK_KIT_RESERVE(st->dead, st->capdead, st->ndead + 1, 64) == 0) {
         st->dead[st->ndead++] = c->wr;
         c->wr = NULL;
         if (st->last == c) {
@@ -59,12 +59,6 @@ code_gone(PyObject *self, PyObject *wr)
 }
 
 static PyMethodDef code_gone_def = {"_coverage_code_gone", code_gone, METH_O, NULL};
-
-static void
-box_free(PyObject *capsule)
-{
-    free(PyCapsule_GetPointer(capsule, NULL));
-}
 
 /* Inserts @p code, with a weak reference to it (or, failing that, a strong
  * one); returns the entry or NULL. */
@@ -113,23 +107,10 @@ cov__code_add(cov_state *st, PyCodeObject *code)
         st->last = NULL;
     }
     if (!st->gone_cb) {
-        void **box = malloc(sizeof(*box));
-        if (!box) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        *box = st;
-        PyObject *cap = PyCapsule_New(box, NULL, box_free);
-        if (!cap) {
-            free(box);
-            return NULL;
-        }
-        st->gone_cb = PyCFunction_New(&code_gone_def, cap);
-        Py_DECREF(cap); /* frees the box if the function was not made */
+        st->gone_cb = ptk_kit_gone_callback(&code_gone_def, st, &st->gone_box);
         if (!st->gone_cb) {
             return NULL;
         }
-        st->gone_box = box;
     }
     PyObject *wr = PyWeakref_NewRef((PyObject *)code, st->gone_cb);
     if (!wr) {
@@ -441,8 +422,7 @@ return_is_yield(const cov_state *st, const cov_code *c, const ptk_event *ev)
         return 1;
     }
     /* Some versions leave f_lasti on the RESUME after the YIELD_VALUE. */
-    return raw[lasti] == st->op_resume && raw[lasti + 1] != 0 && lasti >= 2
-           && raw[lasti - 2] == st->op_yield;
+    return raw[lasti] == st->op_resume && raw[lasti + 1] != 0 && lasti >= 2 && raw[lasti - 2] == st->op_yield;
 }
 
 #define TRAIL_NONE INT32_MIN
@@ -563,8 +543,7 @@ on_branch(cov_state *st, cov_code *c, const ptk_event *ev)
         int32_t to = from > 0 ? branch_trail(st, c, from, dest) : TRAIL_NONE;
         if (to != TRAIL_NONE) {
             cov_file *f = c->file;
-            if ((from > f->maxline && cov__file_reserve(f, from) < 0)
-                || arc_add(f, from, to) < 0) {
+            if ((from > f->maxline && cov__file_reserve(f, from) < 0) || arc_add(f, from, to) < 0) {
                 return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
             }
         }
@@ -589,7 +568,7 @@ on_branch_dir(cov_state *st, cov_code *c, const ptk_event *ev)
     if (to != TRAIL_NONE) {
         cov_file *f = c->file;
         int64_t i = from > f->maxline && cov__file_reserve(f, from) < 0 ? -1
-                                                                 : arc_add(f, from, to);
+                                                                        : arc_add(f, from, to);
         if (i < 0) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
@@ -679,8 +658,7 @@ ctx_switch(cov_state *st)
     }
     else if (key != NULL && !PyErr_Occurred()) {
         PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(st->ctx_names));
-        if (n && PyDict_SetItem(st->ctx_index, key, n) == 0
-            && PyList_Append(st->ctx_names, key) == 0) {
+        if (n && PyDict_SetItem(st->ctx_index, key, n) == 0 && PyList_Append(st->ctx_names, key) == 0) {
             st->ctx_cur = (int32_t)PyLong_AsLong(n);
             rc = 0;
         }
@@ -776,8 +754,7 @@ cov_on_event_full(void *state, const ptk_event *ev)
         if (!s) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
-        if (s->code == ev->code && !return_is_yield(st, c, ev)
-            && arc_step(f, c, s->last, -c->firstline) < 0) {
+        if (s->code == ev->code && !return_is_yield(st, c, ev) && arc_step(f, c, s->last, -c->firstline) < 0) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
         s->code = NULL;
@@ -807,16 +784,14 @@ cov__on_event(void *state, const ptk_event *ev)
 {
     cov_state *st = state;
     const cov_code *c = st->last;
-    if (ev->kind != PTK_EV_LINE || !st->arcs_fast || c == NULL || c->code != ev->code
-        || c->file == NULL || ev->thread == NULL) {
+    if (ev->kind != PTK_EV_LINE || !st->arcs_fast || c == NULL || c->code != ev->code || c->file == NULL || ev->thread == NULL) {
         return cov_on_event_full(state, ev);
     }
     cov_file *f = c->file;
     int32_t line = ev->line;
     size_t t = ev->thread->index;
     /* (negative line and depth: unsigned, too large) */
-    if ((uint32_t)line - 1 >= (uint32_t)f->maxline || t >= st->nthreads
-        || (uint32_t)ev->depth >= (uint32_t)st->threads[t].cap) {
+    if ((uint32_t)line - 1 >= (uint32_t)f->maxline || t >= st->nthreads || (uint32_t)ev->depth >= (uint32_t)st->threads[t].cap) {
         return cov_on_event_full(state, ev);
     }
     cov_slot *s = &st->threads[t].slots[ev->depth];

@@ -11,6 +11,7 @@
  */
 #include "timer.h"
 #include "../common/c_label.h"
+#include "../common/gone_box.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,17 @@
 /* ---- options ------------------------------------------------------------ */
 
 enum {
-    OPT_CLOCK, OPT_BUILTINS, OPT_PER_THREAD, OPT_TOP, OPT_SORT,
-    OPT_FOLDED_DEPTH, OPT_CONTEXTS, OPT_MAX_CONTEXTS, OPT_SPEEDSCOPE,
-    OPT_FOLDED, OPT_COUNT
+    OPT_CLOCK,
+    OPT_BUILTINS,
+    OPT_PER_THREAD,
+    OPT_TOP,
+    OPT_SORT,
+    OPT_FOLDED_DEPTH,
+    OPT_CONTEXTS,
+    OPT_MAX_CONTEXTS,
+    OPT_SPEEDSCOPE,
+    OPT_FOLDED,
+    OPT_COUNT
 };
 
 static const ptk_option_spec tm_options[] = {
@@ -38,10 +47,12 @@ static const ptk_option_spec tm_options[] = {
     [OPT_FOLDED_DEPTH] = {"folded_depth", PTK_OPT_INT, "128",
                           "timer.speedscope.json and timer.folded: frames "
                           "below this depth are merged into one '[deeper]' "
-                          "frame (0: no limit)", NULL},
+                          "frame (0: no limit)",
+                          NULL},
     [OPT_CONTEXTS] = {"contexts", PTK_OPT_BOOL, "true",
                       "keep calling contexts (false: none is kept, and no "
-                      "speedscope or folded file is written)", NULL},
+                      "speedscope or folded file is written)",
+                      NULL},
     [OPT_MAX_CONTEXTS] = {"max_contexts", PTK_OPT_INT, "50000",
                           "calling contexts in the flame graph files: the "
                           "heaviest by time, the lighter ones merged by "
@@ -51,7 +62,8 @@ static const ptk_option_spec tm_options[] = {
                         "write timer.speedscope.json (calling contexts)", NULL},
     [OPT_FOLDED] = {"folded", PTK_OPT_BOOL, "false",
                     "write timer.folded (collapsed stacks for flamegraph.pl "
-                    "and inferno)", NULL},
+                    "and inferno)",
+                    NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -82,8 +94,7 @@ tm_fcache_slot(tm_state *st, const void *code)
 static PyObject *
 tm_code_gone(PyObject *self, PyObject *wr)
 {
-    void **box = PyCapsule_GetPointer(self, NULL);
-    tm_state *st = box != NULL ? *box : NULL;
+    tm_state *st = ptk_kit_gone_state(self);
     tm_func *fn = st != NULL ? ptk_kit_map_get(&st->wrs, wr, NULL) : NULL;
     if (fn != NULL && fn->wr == wr && fn->code != NULL &&
         PTK_KIT_RESERVE(st->dead, st->capdead, st->ndead + 1, 64) == 0) {
@@ -101,12 +112,6 @@ tm_code_gone(PyObject *self, PyObject *wr)
 }
 
 static PyMethodDef tm_code_gone_def = {"_timer_code_gone", tm_code_gone, METH_O, NULL};
-
-static void
-tm_box_free(PyObject *capsule)
-{
-    free(PyCapsule_GetPointer(capsule, NULL));
-}
 
 /* The record of the Python function of @p code (first sight: its names,
  * and a weak reference that says when it dies), through the cache; NULL
@@ -135,18 +140,8 @@ tm_code_func(tm_state *st, PyCodeObject *code)
             (fn = tm__arena_alloc(&st->arena, sizeof(*fn))) == NULL) {
             return NULL;
         }
-        if (st->gone_cb == NULL && st->gone_box == NULL &&
-            (st->gone_box = malloc(sizeof(*st->gone_box))) != NULL) {
-            *st->gone_box = st;
-            PyObject *cap = PyCapsule_New(st->gone_box, NULL, tm_box_free);
-            if (cap == NULL) {
-                free(st->gone_box);
-            }
-            st->gone_cb = cap != NULL ? PyCFunction_New(&tm_code_gone_def, cap) : NULL;
-            Py_XDECREF(cap); /* frees the box if the function was not made */
-            if (st->gone_cb == NULL) {
-                st->gone_box = NULL;
-            }
+        if (st->gone_cb == NULL) {
+            st->gone_cb = ptk_kit_gone_callback(&tm_code_gone_def, st, &st->gone_box);
             PyErr_Clear();
         }
         fn->wr = st->gone_cb != NULL ? PyWeakref_NewRef((PyObject *)code, st->gone_cb)
@@ -817,7 +812,8 @@ tm_merge(tm_state *st, tm_thread *th)
         const tm_edge *e = th->edges.slots[i].value;
         if (e != NULL) {
             tm_fig_add(&tm_gone_edge(g, tm_gone_stat(g, e->caller->fn),
-                                     tm_gone_stat(g, e->callee->fn))->fig,
+                                     tm_gone_stat(g, e->callee->fn))
+                            ->fig,
                        &e->fig);
         }
     }

@@ -6,6 +6,34 @@
 #include <string.h>
 #include <time.h>
 
+/* Levenshtein distance of @p a and @p b (their first 63 bytes). */
+size_t
+ptk__edit_distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 63), lb = strnlen(b, 63);
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++) {
+        row[j] = j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) {
+                best = up + 1;
+            }
+            if (row[j - 1] + 1 < best) {
+                best = row[j - 1] + 1;
+            }
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
 char *
 ptk__strdup(const char *s)
 {

@@ -142,7 +142,7 @@ static import_mark
 imports_before(void)
 {
     import_mark m;
-    m.mods = keys_of(PyImport_GetModuleDict());      /* borrowed dict */
+    m.mods = keys_of(PyImport_GetModuleDict());                /* borrowed dict */
     m.cache = keys_of(PySys_GetObject("path_importer_cache")); /* borrowed */
     return m;
 }

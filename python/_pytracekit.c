@@ -640,20 +640,27 @@ cmd_start_now(void)
     cmd_session = NULL;
     PyObject *r = self ? Session_start(self, NULL) : NULL;
     if (r == NULL && self != NULL) {
-        /* it started before (every check passed): a resource ran out */
+        /* The start's checks (the output directory, the backend and its
+         * events, following children) are made here, when the program
+         * starts, and not before from the start-up hook: a start and stop
+         * on sys.monitoring made there, while the import system's frames
+         * ran, left 3.14's importlib without some of its events in the
+         * program (core.backends.Differential.test_objects). A failure is
+         * the command's usage error, as when it embeds: status 2, and the
+         * program does not run. */
         PyObject *et, *exc, *tb;
         PyErr_Fetch(&et, &exc, &tb);
         PyErr_NormalizeException(&et, &exc, &tb);
-        PyObject *msg = exc ? PyObject_Str(exc) : NULL;
-        Py_XDECREF(et);
-        Py_XDECREF(tb);
-        fprintf(stderr, "pytracekit: cannot start tracing: %s; the program runs "
-                        "without it and no report is written\n",
+        PyObject *args = exc ? PyObject_GetAttrString(exc, "args") : NULL;
+        PyObject *msg = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 &&
+                                PyUnicode_Check(PyTuple_GET_ITEM(args, 0))
+                            ? Py_NewRef(PyTuple_GET_ITEM(args, 0))
+                            : (exc ? PyObject_Str(exc) : NULL);
+        fprintf(stderr, "pytracekit: %s\n",
                 msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
-        PyErr_Clear();
-        Py_XDECREF(msg);
-        Py_XDECREF(exc);
-        cmd_report_failed = 1;
+        fflush(stderr);
+        fflush(stdout);
+        _exit(2);
     }
     Py_XDECREF(r);
     Py_XDECREF(self);
@@ -702,20 +709,6 @@ Session_stop_at_exit(SessionObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* _check(): start and stop, in C (nothing of it is delivered to the
- * plugins as the program's): every check the start makes, before the
- * program runs. */
-static PyObject *
-Session_check(SessionObject *self, PyObject *unused)
-{
-    PyObject *r = Session_start(self, unused);
-    if (r == NULL) {
-        return NULL;
-    }
-    Py_DECREF(r);
-    return Session_stop(self, unused);
-}
-
 /* _program_started() -> bool */
 static PyObject *
 mod_program_started(PyObject *self, PyObject *unused)
@@ -729,7 +722,6 @@ static PyMethodDef Session_methods[] = {
     {"_for_command", (PyCFunction)Session_for_command, METH_NOARGS, NULL},
     {"_start_with_program", (PyCFunction)Session_start_with_program, METH_VARARGS, NULL},
     {"_stop_at_exit", (PyCFunction)Session_stop_at_exit, METH_NOARGS, NULL},
-    {"_check", (PyCFunction)Session_check, METH_NOARGS, NULL},
     {"add_plugin", (PyCFunction)Session_add_plugin, METH_O,
      "add_plugin(spec): load and add a plugin (attached at once if running)"},
     {"remove_plugin", (PyCFunction)Session_remove_plugin, METH_O,

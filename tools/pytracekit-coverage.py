@@ -183,20 +183,54 @@ def _start(stmt):
     return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
 
 
-class SourceModel:
-    """The statement structure of one source text (see above)."""
+def _lines_matching(text, patterns):
+    """The lines that a match of any of the patterns touches, searched over
+    the whole text (multi-line patterns included, ^ and $ at every line),
+    as coverage.py 7.x does: one search of the text, not one per line."""
+    import re
+    if not patterns:
+        return set()
+    regex = re.compile("|".join("(?:%s)" % p for p in patterns), re.MULTILINE)
+    found = set()
+    last, line = 0, 1
+    for m in regex.finditer(text):
+        start, end = m.span()
+        line += text.count("\n", last, start)
+        last = start
+        found.update(range(line, line + text.count("\n", start, end) + 1))
+    return found
 
-    def __init__(self, text, exclude=None, partial=None):
-        import re
+
+def _interpreter_code(path):
+    """The module code object the import system has for the file at path:
+    its __pycache__ .pyc when that is current for the file (checked as
+    import checks it), else the file compiled; None when neither works.
+    Writes no .pyc (a script run as __main__ has none, and gets none)."""
+    import importlib.machinery
+    import sys
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        loader = importlib.machinery.SourceFileLoader("_ptk_model", path)
+        return loader.get_code("_ptk_model")
+    except (ImportError, OSError, SyntaxError, ValueError, EOFError, TypeError):
+        return None
+    finally:
+        sys.dont_write_bytecode = saved
+
+
+class SourceModel:
+    """The statement structure of one source text (see above). path, when
+    given, is the file the text was read from (for the code the import system
+    already compiled of it)."""
+
+    def __init__(self, text, exclude=None, partial=None, path=None):
         import tokenize
         import io
         exclude = EXCLUDE if exclude is None else exclude
         partial = PARTIAL if partial is None else partial
-        lines = text.splitlines()
-        ex_re = re.compile("|".join("(?:%s)" % p for p in exclude)) if exclude else None
-        pa_re = re.compile("|".join("(?:%s)" % p for p in partial)) if partial else None
-        matched = {i for i, t in enumerate(lines, 1) if ex_re and ex_re.search(t)}
-        self.no_branch = {i for i, t in enumerate(lines, 1) if pa_re and pa_re.search(t)}
+        matched = _lines_matching(text, exclude)
+        self.no_branch = _lines_matching(text, partial)
         self.matched = matched
         self.first = {}          # physical line -> first line of its statement
         self.docstrings = set()
@@ -273,20 +307,27 @@ class SourceModel:
                     skip_depth = depth
                 elif colon_inside:
                     pass  # `if x: y` on one line: only that line
+        # a pragma on any line of a statement is the statement's (coverage.py
+        # maps what the partial patterns match through its multi-line map)
+        self.no_branch = {self.first.get(n, n) for n in self.no_branch}
         self._oneliners(tree, -1, ())
         # 3.14+: coverage.py 7.16's rules there (see SYSMON_RULES)
         self.annotate_only = set()
         self._codes = []
         self._trail_more = None if SYSMON_RULES else {}
         if SYSMON_RULES:
-            self._annotations(text)
+            self._annotations(text, path)
 
-    def _annotations(self, text):
+    def _annotations(self, text, path):
         """The code the running interpreter compiles of the text (kept for
-        trail_more) and its annotate_only lines (see _sysmon_rules)."""
+        trail_more) and its annotate_only lines (see _sysmon_rules): the
+        import system's own for the file when it has it (a .pyc read instead
+        of a second compile: about a sixth of the model on test_enum)."""
         import types
+        top = _interpreter_code(path) if path is not None else None
         try:
-            top = compile(text, "<model>", "exec", dont_inherit=True)
+            if top is None:
+                top = compile(text, "<model>", "exec", dont_inherit=True)
         except (SyntaxError, ValueError):
             return
         stack, codes = [top], []
@@ -849,7 +890,7 @@ def source_model(path):
         import tokenize
         with tokenize.open(path) as f:
             text = f.read()
-        model = SourceModel(text, exclude, partial)
+        model = SourceModel(text, exclude, partial, path)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as e:
         model = None
         _ = e

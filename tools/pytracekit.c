@@ -526,9 +526,8 @@ run_combine(int argc, char **argv)
  * `-m pytracekit` (exec). exec is faster where the build found the
  * interpreter statically linked and the command linked to the shared
  * libpython instead (cmake/libpython.cmake: Debian's, Ubuntu's, Fedora's
- * python3.X), which runs every program about a third slower, but it is not
- * yet the default (below); the
- * environment variable PYTRACEKIT_LAUNCH=auto|embed|exec chooses (exec
+ * python3.X), which runs every program about a third slower, and is the
+ * default there; the environment variable PYTRACEKIT_LAUNCH=auto|embed|exec chooses (exec
  * needs the pytracekit package next to the command: the build tree's, or
  * the installation's). 1 for exec, 0 for embed, -1 (and a message) for
  * another value. */
@@ -537,12 +536,7 @@ launch_by_exec(void)
 {
     const char *v = getenv("PYTRACEKIT_LAUNCH");
     if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) {
-        /* Not yet the default where the build would choose it
-         * (PTK_EXEC_INTERPRETER): on 3.14 the monitoring backend then misses
-         * C calls in importlib's code that the session's start-up check ran
-         * (core.backends.Differential.test_objects under exec) */
-        (void)PTK_EXEC_INTERPRETER;
-        return 0;
+        return PTK_EXEC_INTERPRETER;
     }
     if (strcmp(v, "exec") == 0) {
         return 1;

@@ -37,6 +37,9 @@
 /* ---- strings and messages (util.c) ---------------------------------- */
 
 char *ptk__strdup(const char *s);
+/* Levenshtein distance of @p a and @p b (their first 63 bytes): for "did
+ * you mean" (a plugin's name, an option's). */
+size_t ptk__edit_distance(const char *a, const char *b);
 char *ptk__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Sets *errmsg (if errmsg) to a formatted message; returns code. */
 int ptk__err(char **errmsg, int code, const char *fmt, ...)

@@ -157,6 +157,43 @@ resolve_sets(filter_impl *f)
     PyErr_Restore(et, ev, tb);
 }
 
+/* An absolute path taken as the shell takes it, by its text: "." parts
+ * dropped, ".." taking the part before it (never above "/"), repeated
+ * slashes and a trailing one dropped ("." of a relative item made
+ * "/cwd/." matched nothing). In place: the result is never longer. */
+static void
+path_tidy(char *p)
+{
+    size_t w = 1; /* p[0] is the root's '/' */
+    const char *r = p + 1;
+    while (*r != '\0') {
+        while (*r == '/') {
+            r++;
+        }
+        const char *part = r;
+        while (*r != '\0' && *r != '/') {
+            r++;
+        }
+        size_t n = (size_t)(r - part);
+        if (n == 0 || (n == 1 && part[0] == '.')) {
+            continue;
+        }
+        if (n == 2 && part[0] == '.' && part[1] == '.') {
+            while (w > 1 && p[w - 1] != '/') {
+                w--;
+            }
+            w -= w > 1; /* and its '/' */
+            continue;
+        }
+        if (w > 1) {
+            p[w++] = '/';
+        }
+        memmove(p + w, part, n);
+        w += n;
+    }
+    p[w] = '\0';
+}
+
 /* The item's text, unquoted by the caller, checked and made what it is
  * matched as: a named set, a directory or file prefix made absolute, or a
  * glob (include, exclude). *prefix says which. */
@@ -176,6 +213,9 @@ file_item(filter_impl *f, int which, char *text, const char *item, size_t n,
         memmove(text + strlen(f->cwd) + 1, text, n + 1);
         memcpy(text, f->cwd, strlen(f->cwd));
         text[strlen(f->cwd)] = '/';
+    }
+    if (text[0] == '/') {
+        path_tidy(text);
     }
     if (!brackets_ok(text)) {
         return ptk__err(errmsg, PTK_EINVAL,

@@ -242,6 +242,25 @@ read_value(const char **pp, char **wp, int is_list, const char *subject,
     return PTK_OK;
 }
 
+/* The accepted name closest to @p key, for "did you mean": the same but
+ * for case, or at most two edits away (and not all of it); NULL if none. */
+static const char *
+nearest_name(const ptk_option_spec *specs, size_t n, const char *key)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = strcasecmp(specs[i].name, key) == 0
+                       ? 0
+                       : ptk__edit_distance(specs[i].name, key);
+        if (d < best_d && d < strlen(specs[i].name)) {
+            best = specs[i].name;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
 /* One "key[=value]" at *p: looked up, read and parsed into its value;
  * *p moves past it and its ','. A stray comma is skipped. */
 static int
@@ -265,10 +284,12 @@ parse_pair(ptk__options *out, const char *subject, const char **pp, char **wp,
     }
     if (i == out->n) {
         char *acc = accepted_list(out->specs, out->n);
+        const char *near = nearest_name(out->specs, out->n, key);
         int rc = ptk__err(errmsg, PTK_EOPTION,
-                          "unknown %soption '%s'%s%s (it accepts: %s)",
+                          "unknown %soption '%s'%s%s (it accepts: %s)%s%s%s",
                           subject ? "" : "filter ", key, subject ? " for " : "",
-                          subject ? subject : "", acc ? acc : "?");
+                          subject ? subject : "", acc ? acc : "?",
+                          near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         free(acc);
         return rc;
     }

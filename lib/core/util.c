@@ -6,6 +6,34 @@
 #include <string.h>
 #include <time.h>
 
+/* Levenshtein distance of @p a and @p b (their first 63 bytes). */
+size_t
+ptk__edit_distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 63), lb = strnlen(b, 63);
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++) {
+        row[j] = j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) {
+                best = up + 1;
+            }
+            if (row[j - 1] + 1 < best) {
+                best = row[j - 1] + 1;
+            }
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
 char *
 ptk__strdup(const char *s)
 {
@@ -72,47 +100,73 @@ ptk__python_version(void)
     return buf;
 }
 
-/* The names in sys.modules now (a new set), or NULL (no error set). */
+/* What an import leaves behind besides the module: the names in
+ * sys.modules, and the path entries sys.path_importer_cache has a finder
+ * for (a path entry searched for the first time is cached there, and a
+ * program that imports through it later then takes another way through
+ * the import system: other events). */
+typedef struct {
+    PyObject *mods;  /* names in sys.modules (a set), or NULL */
+    PyObject *cache; /* keys of sys.path_importer_cache (a set), or NULL */
+} import_mark;
+
 static PyObject *
-modules_before(void)
+keys_of(PyObject *dict)
 {
-    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
-    PyObject *before = mods != NULL ? PySet_New(mods) : NULL;
-    if (before == NULL) {
+    PyObject *keys = dict != NULL && PyDict_Check(dict) ? PySet_New(dict) : NULL;
+    if (keys == NULL) {
         PyErr_Clear();
     }
-    return before;
+    return keys;
 }
 
-/* Takes out of sys.modules every name that is not in @p before (and
- * releases it). The module objects stay alive for whoever holds them; a
- * later import makes new ones. The pending exception is kept. */
+/* Drops from @p dict every key not in @p before. */
 static void
-modules_restore(PyObject *before)
+drop_new_keys(PyObject *dict, PyObject *before)
 {
-    if (before == NULL) {
+    if (dict == NULL || before == NULL || !PyDict_Check(dict)) {
         return;
     }
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    PyObject *mods = PyImport_GetModuleDict();
-    PyObject *now = mods != NULL ? PyDict_Keys(mods) : NULL;
+    PyObject *now = PyDict_Keys(dict);
     for (Py_ssize_t i = 0; now != NULL && i < PyList_GET_SIZE(now); i++) {
         PyObject *k = PyList_GET_ITEM(now, i);
-        if (PySet_Contains(before, k) == 0 && PyDict_DelItem(mods, k) < 0) {
+        if (PySet_Contains(before, k) == 0 && PyDict_DelItem(dict, k) < 0) {
             PyErr_Clear();
         }
     }
     Py_XDECREF(now);
-    Py_DECREF(before);
     PyErr_Clear();
+}
+
+static import_mark
+imports_before(void)
+{
+    import_mark m;
+    m.mods = keys_of(PyImport_GetModuleDict());                /* borrowed dict */
+    m.cache = keys_of(PySys_GetObject("path_importer_cache")); /* borrowed */
+    return m;
+}
+
+/* Takes out of sys.modules every name that is not in @p m (and releases
+ * it), and out of sys.path_importer_cache every path entry first searched
+ * since. The module objects stay alive for whoever holds them; a later
+ * import makes new ones. The pending exception is kept. */
+static void
+imports_restore(import_mark m)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    drop_new_keys(PyImport_GetModuleDict(), m.mods);
+    drop_new_keys(PySys_GetObject("path_importer_cache"), m.cache);
+    Py_XDECREF(m.mods);
+    Py_XDECREF(m.cache);
     PyErr_Restore(et, ev, tb);
 }
 
 PyObject *
 ptk__import_quietly(const char *name)
 {
-    PyObject *before = modules_before();
+    import_mark before = imports_before();
     /* Through the import system itself, not builtins.__import__: a report
      * may run where builtins has lost it (an interpreter finalizing) and a
      * program's replacement of it is not for the library's imports. A
@@ -120,7 +174,7 @@ ptk__import_quietly(const char *name)
     PyObject *mod = strchr(name, '.') == NULL
                         ? PyImport_ImportModuleLevel(name, NULL, NULL, NULL, 0)
                         : PyImport_ImportModule(name);
-    modules_restore(before);
+    imports_restore(before);
     return mod;
 }
 
@@ -145,7 +199,7 @@ ptk__opmap(void)
 PyObject *
 ptk__run_snippet(const char *src, const char *name, PyObject *value)
 {
-    PyObject *before = modules_before();
+    import_mark before = imports_before();
     PyObject *globals = PyDict_New();
     PyObject *r = NULL;
     /* the interpreter's builtins, not the current frame's (a signal
@@ -162,7 +216,7 @@ ptk__run_snippet(const char *src, const char *name, PyObject *value)
     Py_XDECREF(r);
     Py_XDECREF(builtins);
     PyErr_Clear();
-    modules_restore(before);
+    imports_restore(before);
     return globals;
 }
 

@@ -129,34 +129,6 @@ struct find_ctx {
     size_t nearest_d;
 };
 
-/* Levenshtein distance of @p a and @p b (their first 63 bytes). */
-static size_t
-edit_distance(const char *a, const char *b)
-{
-    size_t la = strnlen(a, 63), lb = strnlen(b, 63);
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++) {
-        row[j] = j;
-    }
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) {
-                best = up + 1;
-            }
-            if (row[j - 1] + 1 < best) {
-                best = row[j - 1] + 1;
-            }
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* Notes the NAME.so files of @p dir close to the name looked for. */
 static void
 note_nearest(struct find_ctx *f, const char *dir)
@@ -171,7 +143,7 @@ note_nearest(struct find_ctx *f, const char *dir)
         char stem[64];
         memcpy(stem, e->d_name, n - 3);
         stem[n - 3] = '\0';
-        size_t dist = edit_distance(f->name, stem);
+        size_t dist = ptk__edit_distance(f->name, stem);
         if (dist <= 2 && dist < strlen(stem) && (f->nearest == NULL || dist < f->nearest_d)) {
             char *c = ptk__strdup(stem);
             if (c != NULL) {

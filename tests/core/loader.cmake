@@ -25,7 +25,7 @@ foreach(case exit_status exit_message uncaught uncaught_in_code keyboard_interru
              module_form package_main_form code_form stdin_form missing_script
              missing_module program_output_unchanged hub_work_not_traced launcher_not_traced
              os_exit_in_atexit os_exit_direct_and_child own_hook_noted launch_modes
-             runner_not_traced_exec)
+             runner_not_traced_exec start_error_exec)
   ptk_add_python_test(NAME core.loader.program.${case} SCRIPT loader/test_program.py ARGS ${case})
 endforeach()
 foreach(case unknown_option threads_bogus threads_valid backend_bogus backend_valid no_program missing_value

@@ -93,6 +93,14 @@ class Conditions(unittest.TestCase):
         self.assertTrue(any(k[1] == "w_helper" for k in got))
         self.assertFalse(any(k[1] == "w_main" for k in got))
 
+    def test_include_relative(self):
+        # relative to the directory the session was set up in (the corpus
+        # here), "." and ".." components taken as the shell takes them
+        for rel, absolute in ((".", CORPUS), ("./fpkg", PKG), ("fpkg/../fpkg/", PKG),
+                              ("./fpkg/./core.py", os.path.join(PKG, "core.py"))):
+            got = self.same("include=%s" % rel, oracle_spec="include=%s" % absolute)
+            self.assertEqual(got, traced(["include=%s" % absolute], [MAIN])[0], rel)
+
     def test_include_glob_and_exclude(self):
         got = self.same("include=%s/*,exclude=%s/util.py" % (CORPUS, PKG))
         self.assertFalse(any(k[1] in ("w_helper", "w_gen", "add") for k in got))

@@ -394,6 +394,39 @@ def case_report_exclude_also():
     p.compare("report", ["-m"])
 
 
+MULTI_PY = """DEBUG = False
+
+
+def f(v):
+    if DEBUG:
+        log(v)
+        log(v)
+    if (v and
+            v > 1):  # pragma: no branch
+        return 1
+    return 2
+
+
+def log(v):
+    print(v)
+"""
+
+
+def case_report_exclude_multiline():
+    # an exclusion pattern over two lines (coverage.py searches the whole
+    # text), and a "no branch" pragma on the second line of a condition
+    # (it is the statement's)
+    p = Project("exclude-multiline", ("pyproject.toml", "[tool.coverage.run]\nsource = "
+                                      "[\"pkg\"]\nbranch = true\n[tool.coverage.report]\n"
+                                      "exclude_also = ['if DEBUG:\\n\\s+log\\(v\\)']\n"),
+                {"pkg/multi.py": MULTI_PY,
+                 "multi.py": "import sys\nsys.path.insert(0, '.')\nimport pkg.multi\n"
+                             "pkg.multi.f(2)\npkg.multi.f(0)\n"})
+    p.run_both(prog=("multi.py",))
+    o, _ = p.compare("report", ["-m", "--include=*/multi.py"])
+    expect_in(o.stdout, "pkg/multi.py", "stdout")
+
+
 def case_report_partial_branches():
     # partial_branches replaces the default (the "no branch" pragma counts again)
     p = Project("partial-branches", (".coveragerc", "[run]\nsource = pkg\nbranch = True\n"

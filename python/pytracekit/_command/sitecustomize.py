@@ -8,8 +8,9 @@ directory first on PYTHONPATH and its own arguments in _PYTRACEKIT_COMMAND
 (hex, comma-separated). Python imports this module at start-up (`site`
 imports `sitecustomize`); it puts the environment and sys.path back, imports
 the sitecustomize it hides, and prepares the session as the command does:
-every check before the program, the start when the program starts (the
-command's audit hook, in the extension), the reports at exit. The program
+the plugins loaded before the program, the start (and its checks) when the
+program starts (the command's audit hook, in the extension), the reports at
+exit. The program
 runs as python runs it: no frame of ours is below it.
 """
 
@@ -31,6 +32,10 @@ def _restore():
     given = [os.path.abspath(d) for d in (old or "").split(os.pathsep) if d]
     if here not in given:
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+        # nor a finder for it (importing this module searched it): a path
+        # entry searched for the first time takes the program's imports
+        # another way through the import system
+        sys.path_importer_cache.pop(here, None)
     if raw is None:
         return None, pkgdir
     enc = sys.getfilesystemencoding()
@@ -136,8 +141,6 @@ def _prepare(argv, pkgdir, mine):
             session = _c.Session(o["plugins"], o["output"], o["threads"],
                                  o["plugin_path"], o["backend"], follow_children=o["follow"],
                                  **_session_keywords(_c, o))
-            # every check now, before the program; the events from its start
-            session._check()
     except RuntimeError as e:  # the library's errors, without the package's classes
         error = e.args[0] if e.args else str(e)
     if error is not None:

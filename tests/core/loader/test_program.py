@@ -427,9 +427,9 @@ WHERE = "import os, sys\nprint(os.path.realpath(os.readlink('/proc/self/exe')))\
 def launch_modes():
     """Which process runs the program: the command itself embedding
     libpython (PYTRACEKIT_LAUNCH=embed), or the interpreter's executable
-    running -m pytracekit (exec). The default is embed everywhere for now,
-    even where the build found exec faster (a statically linked interpreter,
-    the command on the shared libpython: cmake/libpython.cmake)."""
+    running -m pytracekit (exec). The default is exec where the build found
+    it faster (a statically linked interpreter, the command on the shared
+    libpython: cmake/libpython.cmake), embed elsewhere."""
     with Scratch("launch") as s:
         seen = {}
         for mode in ("embed", "exec", "auto"):
@@ -446,9 +446,7 @@ def launch_modes():
         py = run([PYTHON, "-c", WHERE])
         static_python = py.out.split()[1] == "False"
         command_shared = seen["embed"][1]
-        # exec is not yet the default anywhere (tools/pytracekit.c
-        # launch_by_exec: a 3.14 monitoring difference under exec)
-        want = "embed"
+        want = "exec" if static_python and command_shared else "embed"
         print("interpreter statically linked: %s, command on a shared libpython: %s"
               % (static_python, command_shared))
         check(seen["auto"] == seen[want], "default: ran in %s, expected %s (%s)"
@@ -489,13 +487,39 @@ def runner_not_traced_exec():
                 args, got["exec-events"], got["embed-events"]))
 
 
+def start_error_exec():
+    """A start that fails (the output directory is a file) is the command's
+    usage error under both launches: status 2, the same one line, and the
+    program does not run. Run by the interpreter, the start and its checks
+    are made when the program starts, not from the start-up hook (a start
+    and stop there left 3.14's importlib without some of its events:
+    core.backends.Differential.test_objects)."""
+    with Scratch("start-error") as s:
+        s.write("taken", "a file\n")
+        said = {}
+        for mode in ("embed", "exec"):
+            marker = s.join("ran-" + mode)
+            r = cli(["-o", s.join("taken"), "-p", "counter", "-c",
+                     "open(%r, 'w').close()" % marker], cwd=s.path,
+                    env=clean_env({"PYTRACEKIT_LAUNCH": mode}))
+            check(r.rc == 2, "%s: status %d, expected 2" % (mode, r.rc), r)
+            check(not os.path.exists(marker), "%s: the program ran" % mode, r)
+            check(r.out == "" and r.err.startswith("pytracekit: ") and r.err.count("\n") == 1,
+                  "%s: not one line" % mode, r)
+            said[mode] = r.err
+        check(said["exec"] == said["embed"], "exec said %r, embedded %r"
+              % (said["exec"], said["embed"]))
+        print("both: %s" % said["exec"].strip())
+
+
 CASES = {f.__name__: f for f in [
     exit_status, exit_message, uncaught, uncaught_in_code, keyboard_interrupt_raised,
     keyboard_interrupt_signal, script_form, script_elsewhere, script_after_dashdash,
     script_named_like_option,
     module_form, package_main_form, code_form, stdin_form, missing_script, missing_module,
     program_output_unchanged, hub_work_not_traced, launcher_not_traced, os_exit_in_atexit,
-    os_exit_direct_and_child, own_hook_noted, launch_modes, runner_not_traced_exec]}
+    os_exit_direct_and_child, own_hook_noted, launch_modes, runner_not_traced_exec,
+    start_error_exec]}
 
 if __name__ == "__main__":
     main(CASES)

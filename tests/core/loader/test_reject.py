@@ -235,9 +235,12 @@ def option_unknown():
         expect_rejected(s, ["-p", "counter:tpo=5"],
                         ["pytracekit: unknown option 'tpo' for plugin 'counter' "
                          "(it accepts: events, top, include, exclude, modules, "
-                         "functions, threads, max_depth)"])
+                         "functions, threads, max_depth); did you mean 'top'?"])
         # option names are case-sensitive
-        expect_rejected(s, ["-p", "counter:TOP=5"], ["unknown option 'TOP' for plugin 'counter'"])
+        expect_rejected(s, ["-p", "counter:TOP=5"], ["unknown option 'TOP' for plugin 'counter'",
+                                                     "; did you mean 'top'?"])
+        # nothing near: no guess
+        expect_rejected(s, ["-p", "counter:bogus=5"], ["max_depth)\n"])
 
 
 def option_int():

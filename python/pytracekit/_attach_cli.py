@@ -150,8 +150,8 @@ def inspect(pid):
             names += [line.split(None, 5)[5].strip() for line in f
                       if len(line.split(None, 5)) == 6]
     except PermissionError:
-        raise Failure(_no_permission(pid, uid, "cannot read its memory map "
-                                     f"({base}/maps)"), EXIT_PERMISSION) from None
+        raise Failure(_no_permission(pid, uid, f"cannot read {base}/maps"),
+                      EXIT_PERMISSION) from None
     except FileNotFoundError:
         raise Failure(f"no process {pid}", EXIT_NO_PROCESS) from None
     for n in names:
@@ -170,12 +170,13 @@ def _no_permission(pid, uid, what):
             scope = f.read().strip()
     except OSError:
         pass
-    who = "another user's process " if uid != os.getuid() else ""
-    return (f"permission denied: {what} of {who}process {pid}"
-            + (f" (kernel.yama.ptrace_scope is {scope}" +
-               ("; a non-root user may attach only to its own children: "
-                "run as root, or set it to 0" if scope == "1" else "")
-               + ")" if scope else "")
+    who = f"user {uid}'s, and this is user {os.getuid()}" \
+        if uid != os.getuid() else "this user's"
+    return (f"permission denied for process {pid} ({who}): {what}"
+            + (f"; kernel.yama.ptrace_scope is {scope}" if scope else "")
+            + ("; a non-root user may attach only to its own children then: "
+               "run as root or with CAP_SYS_PTRACE, or set it to 0"
+               if scope == "1" else "")
             + "; in a container, attaching needs CAP_SYS_PTRACE "
             "(docs/attach.md)")
 

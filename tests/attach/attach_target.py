@@ -36,6 +36,9 @@ def hooks():
     if hasattr(sys, "monitoring"):
         state["tools"] = [sys.monitoring.get_tool(i) for i in range(6)]
         state["events"] = [sys.monitoring.get_events(i) for i in range(6)]
+        state["local_events"] = [
+            sys.monitoring.get_local_events(i, f.__code__)
+            for i in range(6) for f in (answer, Handler.do_GET)]
     return state
 
 

@@ -161,6 +161,9 @@ class _NoSession:
     def start(self):
         pass
 
+    def stop(self):
+        pass
+
     def _start_and_run(self, code, namespace):
         exec(code, namespace)
 

@@ -1,5 +1,6 @@
 """A server for the attach tests: HTTP on 127.0.0.1, one request at a
-time in the main thread. Usage: attach_target.py PORTFILE [arm].
+time in the main thread. Usage: attach_target.py PORTFILE [arm|import]
+(arm: calls pytracekit.arm(); import: imports pytracekit).
 
 GET /work answers through answer() (the function whose calls the tests
 count); GET /state answers with what the process has installed of hooks
@@ -72,6 +73,8 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] == "arm":
         import pytracekit
         pytracekit.arm()
+    elif len(sys.argv) > 2 and sys.argv[2] == "import":
+        import pytracekit  # noqa: F401 (PYTRACEKIT_ARM=1 arms it)
     server = HTTPServer(("127.0.0.1", 0), Handler)
     server.ending = False
     server.timeout = 0.05  # back in Python code 20 times a second

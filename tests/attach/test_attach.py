@@ -47,10 +47,13 @@ def cli(*args, timeout=60):
 class Target:
     """The server process; armed: started by `pytracekit --armed`."""
 
-    def __init__(self, armed, python=PYTHON, env=None):
+    def __init__(self, armed, python=PYTHON, env=None, cmd=None):
         self.portfile = os.path.join(TMP, f"port-{time.monotonic_ns()}")
-        cmd = [CLI, "--armed", TARGET, self.portfile] if armed else \
-            [python, TARGET, self.portfile]
+        if cmd is not None:  # "PORT" in it: the port file
+            cmd = [self.portfile if a == "PORT" else a for a in cmd]
+        else:
+            cmd = [CLI, "--armed", TARGET, self.portfile] if armed else \
+                [python, TARGET, self.portfile]
         e = dict(os.environ)
         e.update(env or {})
         e = {k: v for k, v in e.items() if v is not None}
@@ -227,6 +230,50 @@ def case_window_armed():
     window(armed=True)
 
 
+# ---- the other ways to arm --------------------------------------------------------
+
+def armed_by(cmd, env=None, signum=signal.SIGUSR2):
+    t = Target(armed=True, cmd=cmd, env=env)
+    with open(f"/tmp/pytracekit-{os.getuid()}/{t.pid}.armed") as f:
+        info = json.load(f)
+    check(info["pid"] == t.pid and info["signal"] == signum,
+          f"the .armed file: {info}, expected signal {signum}")
+    out = os.path.join(TMP, "out")
+    attach_ok(t.pid, "-p", "counter:top=0", "-o", out)
+    for _ in range(3):
+        t.get("/work")
+    detach_ok(t.pid)
+    check(counted(out, "answer") == 3, f"{counted(out, 'answer')} calls")
+    rc, err = t.end()
+    check(rc == 0, f"target: {rc} {err}")
+    check(not os.path.exists(f"/tmp/pytracekit-{os.getuid()}/{t.pid}.armed"),
+          "the .armed file is left after the exit")
+
+
+def case_armed_module():
+    """python -m pytracekit --armed SCRIPT"""
+    armed_by([PYTHON, "-m", "pytracekit", "--armed", TARGET, "PORT"])
+
+
+def case_armed_env():
+    """PYTRACEKIT_ARM=1 and PYTRACEKIT_ARM_SIGNAL=SIGUSR1 in a program that
+    imports pytracekit"""
+    armed_by([PYTHON, TARGET, "PORT", "import"], env={"PYTRACEKIT_ARM": "1",
+                                    "PYTRACEKIT_ARM_SIGNAL": "SIGUSR1"},
+             signum=signal.SIGUSR1)
+
+
+def case_armed_call():
+    """pytracekit.arm() called by the program"""
+    armed_by([PYTHON, TARGET, "PORT", "arm"])
+
+
+def case_armed_usage():
+    r = cli("--armed", "-p", "counter", TARGET)
+    check(r.returncode == 2 and "--armed starts no session: give the plugins to "
+          "`pytracekit attach PID`" in r.stderr, f"{r.returncode} {r.stderr}")
+
+
 # ---- --duration; dump; the target's exit; SIGTERM --------------------------------
 
 def case_duration():
@@ -365,6 +412,31 @@ def case_cycles_monitoring():
 def case_cycles_armed():
     cycles(50, armed=True, backend="legacy" if sys.version_info < (3, 12)
            else "monitoring")
+
+
+def case_coverage_sessions_keep_no_modules():
+    """Many sessions in one process (attach, detach, again): the coverage
+    plugin's start-up findings are made once; each session used to import
+    sysconfig and co. afresh and leave a copy of `warnings` behind."""
+    r = subprocess.run([PYTHON, "-c", """if 1:
+        import gc, types, pytracekit
+        def modules():
+            gc.collect()
+            return sum(isinstance(o, types.ModuleType) for o in gc.get_objects())
+        def one():
+            s = pytracekit.Session(["coverage"], output_dir=OUT)
+            s.start(); s.stop(); s.close()
+        one()
+        first = modules()
+        for _ in range(10):
+            one()
+        print(first, modules())
+        """.replace("OUT", repr(os.path.join(TMP, "cov")))],
+        capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, r.stderr)
+    first, last = map(int, r.stdout.split())
+    check(last == first, f"module objects after 1 coverage session: {first}, "
+          f"after 11: {last}")
 
 
 # ---- the errors: a message and a status each; the target unharmed ----------------

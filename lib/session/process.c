@@ -695,17 +695,28 @@ is_hook(PyObject *f, PyMethodDef *def)
  * the program kept still works: it calls the original). A process a
  * session was attached to and detached from (docs/attach.md) so runs as it
  * did. The at-fork callback stays (CPython cannot unregister it): with no
- * session it does nothing. Signal handlers are set in the main thread
- * only: elsewhere everything stays, for the next session's end. */
-static void
-uninstall_hooks(void)
+ * session it does nothing.
+ *
+ * Done in the main thread at its next safe point (Py_AddPendingCall), not
+ * where the last session is freed: signal handlers are the main thread's to
+ * set, and signal.signal() runs the Python handlers of signals pending
+ * (a Ctrl-C held while the reports were written, which the command acts on
+ * after them): there, a handler's exception reaches the program as it
+ * would have anyway. */
+static int uninstall_pending;       /* an uninstall_now is queued ... */
+static uint64_t uninstall_gen;      /* ... in this interpreter */
+
+static int
+uninstall_now(void *unused)
 {
+    (void)unused;
+    uninstall_pending = 0;
     if (!hooks_installed || reporting > 0 || ptk__active_sessions != NULL ||
-        unreported != NULL || !Py_IsInitialized() || !PyGILState_Check()) {
-        return;
+        unreported != NULL || uninstall_gen != ptk__interp_gen) {
+        return 0;
     }
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
+    /* a signal handler's exception, for the program */
+    PyObject *rt = NULL, *rv = NULL, *rtb = NULL;
     PyObject *sig = PyImport_ImportModuleLevel("_signal", NULL, NULL, NULL, 0);
     PyObject *dfl = sig ? PyObject_GetAttrString(sig, "SIG_DFL") : NULL;
     const char *names[] = {"SIGTERM", "SIGHUP"};
@@ -714,17 +725,21 @@ uninstall_hooks(void)
         PyObject *num = PyObject_GetAttrString(sig, names[i]);
         PyObject *cur = num ? PyObject_CallMethod(sig, "getsignal", "O", num)
                             : NULL;
-        if (cur == NULL) {
-            ok = 0;
-        }
-        else if (is_hook(cur, &hook_defs[4])) {
-            /* ValueError outside the main thread: then keep them all */
+        ok = cur != NULL;
+        if (ok && is_hook(cur, &hook_defs[4])) {
             PyObject *r = PyObject_CallMethod(sig, "signal", "OO", num, dfl);
-            ok = r != NULL;
+            if (r == NULL && rt == NULL) {
+                PyErr_Fetch(&rt, &rv, &rtb);
+                /* the handler is set before pending signals are handled */
+                PyObject *now = PyObject_CallMethod(sig, "getsignal", "O", num);
+                ok = now != NULL && !is_hook(now, &hook_defs[4]);
+                Py_XDECREF(now);
+            }
             Py_XDECREF(r);
         }
         Py_XDECREF(cur);
         Py_XDECREF(num);
+        PyErr_Clear();
     }
     Py_XDECREF(dfl);
     Py_XDECREF(sig);
@@ -750,7 +765,24 @@ uninstall_hooks(void)
         PyErr_Clear();
         hooks_installed = 0;
     }
-    PyErr_Restore(et, ev, tb);
+    if (rt != NULL) {
+        PyErr_Restore(rt, rv, rtb);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+uninstall_hooks(void)
+{
+    if (!hooks_installed || uninstall_pending || ptk__active_sessions != NULL ||
+        unreported != NULL || !Py_IsInitialized()) {
+        return;
+    }
+    if (Py_AddPendingCall(uninstall_now, NULL) == 0) {
+        uninstall_pending = 1;
+        uninstall_gen = ptk__interp_gen;
+    }
 }
 
 /* ---- following children: the environment ------------------------------ */

@@ -29,6 +29,7 @@ def hooks():
         "threading_trace": repr(getattr(threading, "gettrace", lambda: None)()),
         "sigterm": repr(signal.getsignal(signal.SIGTERM)),
         "sighup": repr(signal.getsignal(signal.SIGHUP)),
+        "os": [repr(getattr(os, n)) for n in ("_exit", "execv", "execve")],
         "threads": sorted(t.name for t in threading.enumerate()),
         "atexit": atexit._ncallbacks(),
         "modules_pytracekit": sorted(m for m in sys.modules if m.startswith("pytracekit")),

@@ -335,7 +335,8 @@ def _disarm_file():
 
 def _on_signal(signum, frame):
     """The armed signal: carries out the requests waiting for this
-    process (PID.request.TOKEN files, oldest first)."""
+    process (PID.request.TOKEN files, oldest first); with none, writes the
+    attached session's reports, if there is one."""
     # the session may be running: no Python code but this module's
     d = control_dir()
     prefix = f"{os.getpid()}.request."
@@ -343,6 +344,15 @@ def _on_signal(signum, frame):
         names = [(os.stat(f"{d}/{n}").st_mtime_ns, n) for n in os.listdir(d)
                  if n.startswith(prefix) and not n.endswith(".tmp")]
     except OSError:
+        return
+    if not names:
+        # the signal alone (`kill -USR2 PID`): the attached session's
+        # reports now, as `pytracekit dump PID`
+        if _state["session"] is not None:
+            try:
+                dump()
+            except Exception:  # noqa: BLE001 - the program goes on
+                pass
         return
     names.sort()
     for _, n in names:

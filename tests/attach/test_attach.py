@@ -185,7 +185,7 @@ def window(armed):
     out = os.path.join(TMP, "out")
     attach_ok(t.pid, "-p", "counter:top=0", "-p", "timer:top=0",
               "-p", "coverage:counts=true", "-o", out)
-    time.sleep(2.0)
+    time.sleep(3.0)
     r = detach_ok(t.pid)
     time.sleep(0.3)
     log = c.finish()
@@ -308,6 +308,24 @@ def case_dump():
     r = cli("dump", t.pid)
     check(r.returncode == 12 and "not attached" in r.stderr, f"{r.returncode} {r.stderr}")
     t.end()
+
+
+def case_dump_by_signal():
+    """kill -USR2 on an armed process with an attached session: its
+    reports now, as `pytracekit dump`; on one with none: nothing."""
+    t = Target(armed=True)
+    os.kill(t.pid, signal.SIGUSR2)  # nothing attached: nothing happens
+    out = os.path.join(TMP, "out")
+    attach_ok(t.pid, "-p", "counter:top=0", "-o", out)
+    for _ in range(3):
+        t.get("/work")
+    os.kill(t.pid, signal.SIGUSR2)
+    t.get("/work")  # the handler has run before this is answered
+    check(counted(out, "answer") == 3, f"{counted(out, 'answer')} calls")
+    detach_ok(t.pid)
+    check(counted(out, "answer") == 4, f"{counted(out, 'answer')} calls")
+    rc, err = t.end()
+    check(rc == 0, f"target: {rc} {err}")
 
 
 def case_target_exit():

@@ -12,6 +12,7 @@ import atexit
 import json
 import os
 import pstats
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def _end_spawned():
         if p.poll() is None:
             p.kill()
             p.wait()
+    shutil.rmtree(TMP, ignore_errors=True)
 
 
 atexit.register(_end_spawned)

@@ -298,6 +298,18 @@ def _signal_number():
     return int(sig)
 
 
+def start_time(pid):
+    """When process *pid* started (clock ticks since boot, /proc/PID/stat),
+    or None: with the pid, it names the process (pids are reused)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # after the command name, which may hold spaces and parentheses
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def armed_file(pid, uid=None):
     """The file saying process *pid* of user *uid* is armed."""
     return f"{control_dir(uid)}/{pid}.armed"
@@ -315,8 +327,8 @@ def arm():
     d = _make_control_dir()
     previous = signal.signal(signum, _on_signal)
     path = os.path.join(d, f"{os.getpid()}.armed")
-    _write_json(path, {"pid": os.getpid(), "signal": signum,
-                       "python": sys.version.split()[0],
+    _write_json(path, {"pid": os.getpid(), "start": start_time(os.getpid()),
+                       "signal": signum, "python": sys.version.split()[0],
                        "executable": sys.executable})
     _armed.update(signum=signum, previous=previous, file=path)
     import atexit

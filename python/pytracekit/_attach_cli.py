@@ -182,13 +182,24 @@ def _no_permission(pid, uid, what):
 
 
 def _armed_info(pid, uid):
+    """What process *pid*'s .armed file says, or None. A file left by an
+    armed process that was killed (no atexit) names a pid that may be
+    another process's now, one the signal would end: its start time must
+    be the process's, else the file goes."""
     path = _attach.armed_file(pid, uid)
     try:
         with open(path, encoding="utf-8") as f:
             info = json.load(f)
     except (OSError, ValueError):
         return None
-    return info if info.get("pid") == pid else None
+    if info.get("pid") == pid and info.get("start") is not None and \
+            info.get("start") == _attach.start_time(pid):
+        return info
+    try:
+        os.unlink(path)  # stale
+    except OSError:
+        pass
+    return None
 
 
 # ---- the two ways in ----------------------------------------------------------------

@@ -488,6 +488,26 @@ def case_err_not_python():
         p.wait()
 
 
+def case_stale_armed_file():
+    """A .armed file left by a killed armed process, its pid now another
+    (unarmed) process's: the command does not signal that one (SIGUSR2
+    would end it) and takes the stale file away."""
+    if REMOTE:
+        skip("3.14+ gets into an unarmed process by sys.remote_exec")
+    t = Target(armed=False)
+    d = f"/tmp/pytracekit-{os.getuid()}"
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    stale = os.path.join(d, f"{t.pid}.armed")
+    with open(stale, "w") as f:
+        json.dump({"pid": t.pid, "start": 1, "signal": int(signal.SIGUSR2),
+                   "python": "3.x", "executable": PYTHON}, f)
+    expect_error(["attach", t.pid, "-p", "counter"], 10, "it is not armed")
+    check(not os.path.exists(stale), "the stale .armed file is still there")
+    t.get("/work")
+    rc, err = t.end()
+    check(rc == 0, f"the target: {rc} {err}")
+
+
 def case_err_unarmed():
     if REMOTE:
         skip("a 3.14+ target needs no arming (sys.remote_exec)")

@@ -513,6 +513,23 @@ Session_report(SessionObject *self, PyObject *unused)
     return PyLong_FromLong(failed);
 }
 
+/* _mark_attached(at, by_pid): run.json says the session was attached to
+ * this running process (pytracekit._attach). */
+static PyObject *
+Session_mark_attached(SessionObject *self, PyObject *args)
+{
+    const char *at;
+    long by_pid;
+    if (!PyArg_ParseTuple(args, "sl", &at, &by_pid) || check(self) < 0) {
+        return NULL;
+    }
+    int rc = ptk_session_mark_attached(self->s, at, by_pid);
+    if (rc < 0) {
+        return raise_str(rc, "cannot mark the session attached");
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 Session_close(SessionObject *self, PyObject *unused)
 {
@@ -722,6 +739,7 @@ static PyMethodDef Session_methods[] = {
     {"_for_command", (PyCFunction)Session_for_command, METH_NOARGS, NULL},
     {"_start_with_program", (PyCFunction)Session_start_with_program, METH_VARARGS, NULL},
     {"_stop_at_exit", (PyCFunction)Session_stop_at_exit, METH_NOARGS, NULL},
+    {"_mark_attached", (PyCFunction)Session_mark_attached, METH_VARARGS, NULL},
     {"add_plugin", (PyCFunction)Session_add_plugin, METH_O,
      "add_plugin(spec): load and add a plugin (attached at once if running)"},
     {"remove_plugin", (PyCFunction)Session_remove_plugin, METH_O,
@@ -995,7 +1013,7 @@ cmdline_dict(const ptk_cmdline *o, int argc, char *const *argv)
     int run = o->action == PTK_CMD_RUN;
     PyObject *target = run ? arg_str(argv[o->program]) : Py_NewRef(Py_None);
     return Py_BuildValue(
-        "{s:N,s:N,s:s,s:s,s:N,s:O,s:s,s:z,s:N,s:N,s:N,s:O}",
+        "{s:N,s:N,s:s,s:s,s:N,s:O,s:s,s:z,s:N,s:N,s:N,s:O,s:O}",
         "plugins", arg_list((char *const *)o->plugins, 0, o->nplugins),
         "output", arg_str(o->outdir),
         "threads", o->threads == PTK_THREADS_ALL ? "all" : "current",
@@ -1006,7 +1024,40 @@ cmdline_dict(const ptk_cmdline *o, int argc, char *const *argv)
         "target", target,
         "args", arg_list(argv, run ? o->program + 1 : argc, argc),
         "filter", cmdline_filter(o),
-        "follow", o->follow ? Py_True : Py_False);
+        "follow", o->follow ? Py_True : Py_False,
+        "armed", o->armed ? Py_True : Py_False);
+}
+
+/* A callable _call_in_main() queued, called in the main thread. */
+static int
+run_in_main(void *fn)
+{
+    PyObject *r = PyObject_CallNoArgs((PyObject *)fn);
+    if (r == NULL) {
+        PyErr_WriteUnraisable((PyObject *)fn);
+    }
+    Py_XDECREF(r);
+    Py_DECREF((PyObject *)fn);
+    return 0;
+}
+
+/* _call_in_main(fn): fn() in the main thread at its next safe point
+ * (Py_AddPendingCall), for pytracekit._attach's --duration timer: a
+ * session is stopped where its signal handlers can be put back. */
+static PyObject *
+mod_call_in_main(PyObject *self, PyObject *fn)
+{
+    (void)self;
+    if (!PyCallable_Check(fn)) {
+        return PyErr_Format(PyExc_TypeError, "_call_in_main expects a callable");
+    }
+    Py_INCREF(fn);
+    if (Py_AddPendingCall(run_in_main, fn) < 0) {
+        Py_DECREF(fn);
+        return PyErr_Format(PyExc_RuntimeError, "the interpreter's queue of "
+                                                "pending calls is full");
+    }
+    Py_RETURN_NONE;
 }
 
 /* _parse_command_line(args): the command's arguments (without the
@@ -1093,6 +1144,7 @@ static PyMethodDef mod_methods[] = {
     {"_error_codes", mod_error_codes, METH_NOARGS, NULL},
     {"_scan", mod_scan, METH_VARARGS, NULL},
     {"_parse_command_line", mod_parse_command_line, METH_O, NULL},
+    {"_call_in_main", mod_call_in_main, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

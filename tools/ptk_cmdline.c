@@ -127,6 +127,9 @@ read_options(int argc, char *const *argv, ptk_cmdline *o)
         else if (strcmp(a, "--follow-children") == 0) {
             o->follow = 1;
         }
+        else if (strcmp(a, "--armed") == 0) {
+            o->armed = 1;
+        }
         else if (strcmp(a, "--list-plugins") == 0) {
             o->action = PTK_CMD_LIST;
         }
@@ -181,6 +184,10 @@ ptk_cmdline_parse(int argc, char *const *argv, ptk_cmdline *o)
     }
     if (o->action == PTK_CMD_RUN && o->mode == NULL && o->program >= argc) {
         return usage_error(o, "no program given (SCRIPT, -m MODULE or -c CODE; see --help)");
+    }
+    if (o->armed && o->action == PTK_CMD_RUN && o->nplugins > 0) {
+        return usage_error(o, "--armed starts no session: give the plugins to "
+                              "`pytracekit attach PID` (see --help)");
     }
     if (o->nplugins == 0) {
         o->plugins[o->nplugins++] = "counter"; /* argc >= 1: room for it */

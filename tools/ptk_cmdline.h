@@ -34,6 +34,7 @@ typedef struct ptk_cmdline {
     const char **filter[PTK_FILTER_KEY_COUNT];
     int nfilter[PTK_FILTER_KEY_COUNT]; /**< how many values of each */
     int follow;                        /**< --follow-children or PYTRACEKIT_FOLLOW_CHILDREN */
+    int armed;                         /**< --armed: no session, armed for `pytracekit attach` */
     const char *mode;                  /**< NULL: a script; "-m" or "-c" */
     int program;                       /**< argv index of the script, module or code */
     char error[512];                   /**< after a usage error: what to say */

@@ -11,6 +11,10 @@
     "                  [--include GLOBS] [--exclude GLOBS] [--modules NAMES]\n" \
     "                  [--functions GLOBS] [--thread-names GLOBS] [--max-depth N]\n" \
     "                  (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n" \
+    "       pytracekit --armed (SCRIPT | -m MODULE | -c CODE) [ARGS...]\n" \
+    "       pytracekit attach PID [-p PLUGIN[:KEY=VALUE,...]]... [-o DIR]\n" \
+    "                         [--duration SECONDS] [--timeout SECONDS] [...]\n" \
+    "       pytracekit detach|dump PID [--timeout SECONDS]\n" \
     "       pytracekit --list-plugins [--plugin-path DIR]\n" \
     "       pytracekit combine [-o DIR] [--paths A=B]... DIR...\n" \
     "       pytracekit report|html|xml|json|lcov [OPTIONS] [DIR...]\n" \
@@ -46,6 +50,9 @@
     "                      Python subprocesses, exec) with the same plugins,\n" \
     "                      each reporting into DIR/pid-N/ (also:\n" \
     "                      PYTRACEKIT_FOLLOW_CHILDREN=1)\n" \
+    "  --armed             run the program with no session, armed for\n" \
+    "                      `pytracekit attach PID` (on any Python; see\n" \
+    "                      docs/attach.md)\n" \
     "  --list-plugins      list the plugins found, their events and options\n" \
     "  --version           print the version\n" \
     "\n" \

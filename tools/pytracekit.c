@@ -504,19 +504,20 @@ exec_program(const char *python, const char *dir, int argc, char **argv,
 }
 
 /* `pytracekit combine ...` is `python -m pytracekit combine ...` with the
- * pytracekit package of this build (build tree) or installation. */
+ * pytracekit package of this build (build tree) or installation; so are
+ * attach, detach and dump (pytracekit/_attach_cli.py). */
 static int
 run_combine(int argc, char **argv)
 {
     char exe[4096], dir[4096 + 256];
     if (!package_dir(dir, sizeof dir, exe, sizeof exe)) {
-        fprintf(stderr, "pytracekit: combine: the pytracekit Python package "
-                        "is not installed next to %s\n",
-                exe);
+        fprintf(stderr, "pytracekit: %s: the pytracekit Python package "
+                    "is not installed next to %s\n",
+            argv[1], exe);
         return EXIT_USAGE;
     }
     exec_module(PTK_PYTHON_EXECUTABLE, dir, argc, argv);
-    fprintf(stderr, "pytracekit: combine: cannot run %s: %s\n",
+    fprintf(stderr, "pytracekit: %s: cannot run %s: %s\n", argv[1],
             PTK_PYTHON_EXECUTABLE, strerror(errno));
     return EXIT_USAGE;
 }
@@ -645,6 +646,45 @@ prepare_session(ptk_cmdline *o, const char *filter, char **err)
     return rc;
 }
 
+/* --armed: no session; pytracekit._attach.arm() before the program (the
+ * package from sys.path, else the one next to the command, which then
+ * leaves sys.path again). 0, or -1 after printing why. */
+static int
+arm_program(void)
+{
+    static const char src[] =
+        "import sys\n"
+        "try:\n"
+        "    import pytracekit._attach as a\n"
+        "except ImportError:\n"
+        "    if not pkgdir:\n"
+        "        raise\n"
+        "    sys.path.insert(0, pkgdir)\n"
+        "    try:\n"
+        "        import pytracekit._attach as a\n"
+        "    finally:\n"
+        "        sys.path.remove(pkgdir)\n"
+        "a.arm()\n";
+    char exe[4096], dir[4096 + 256];
+    int have = package_dir(dir, sizeof dir, exe, sizeof exe);
+    PyObject *g = PyDict_New();
+    PyObject *d = have ? PyUnicode_DecodeFSDefault(dir) : Py_NewRef(Py_None);
+    PyObject *r = NULL;
+    if (g != NULL && d != NULL && PyDict_SetItemString(g, "pkgdir", d) == 0 &&
+        PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0) {
+        r = PyRun_String(src, Py_file_input, g, g);
+    }
+    Py_XDECREF(d);
+    Py_XDECREF(g);
+    if (r == NULL) {
+        fprintf(stderr, "pytracekit: --armed: cannot arm the program:\n");
+        PyErr_Print();
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
 /* --list-plugins: plugins are C code that uses the Python C API, so they
  * are loaded with an interpreter around. */
 static int
@@ -659,8 +699,9 @@ list_plugins(const char *plugin_path)
 int
 main(int argc, char **argv)
 {
-    static const char *const python_side[] = {"combine", "report", "html",
-                                              "xml", "json", "lcov"};
+    static const char *const python_side[] = {"combine", "report", "html", "xml",
+                                              "json", "lcov", "attach", "detach",
+                                              "dump"};
     for (size_t k = 0; argc > 1 && k < sizeof python_side / sizeof *python_side; k++) {
         if (strcmp(argv[1], python_side[k]) == 0) {
             return run_combine(argc, argv);
@@ -697,8 +738,8 @@ main(int argc, char **argv)
     /* exec: the same arguments, read again by the same reader in the
      * start-up hook; without the package next to the command, embedded */
     char exe[4096], dir[4096 + 256];
-    if (by_exec && !package_dir(dir, sizeof dir, exe, sizeof exe)) {
-        by_exec = 0;
+    if (by_exec && (o.armed || !package_dir(dir, sizeof dir, exe, sizeof exe))) {
+        by_exec = 0; /* --armed: no session to start in the program */
     }
     char **pargv = python_argv(argc, argv, &o, python, &pargc);
     if (pargv == NULL) {
@@ -712,6 +753,18 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (start_python(pargc, pargv, python, &status) < 0) {
+        return status;
+    }
+    if (o.armed) {
+        if (arm_program() < 0) {
+            Py_FinalizeEx();
+            status = EXIT_USAGE;
+        }
+        else {
+            status = Py_RunMain(); /* runs the program, then finalises */
+        }
+        ptk_cmdline_free(&o);
+        free(pargv);
         return status;
     }
     char *filter = ptk_cmdline_filter_text(&o, &oom), *err = NULL;

@@ -26,7 +26,9 @@
  *   sessions not reported yet and then end the process by the same signal.
  * - Every report directory gets `run.json` (the run's pid, parent pid,
  *   start and end time, command line, host, plugins and the files written),
- *   and each JSON report a `"run"` member with the same identity; hidden
+ *   and each JSON report a `"run"` member with the same identity (and,
+ *   for a session attached to a running process, when and by whom:
+ *   ptk_session_mark_attached()); hidden
  *   temporary files left by a killed run are removed when the next session
  *   starts there.
  */
@@ -54,6 +56,19 @@ extern "C" {
  * @since 0.3
  */
 PTK_API int ptk_session_follow_children(ptk_session *s, int follow);
+
+/**
+ * @brief Records that the session was attached to a running process
+ * (`pytracekit attach`, docs/attach.md): its run.json then holds
+ * `"attached": {"at": AT, "by_pid": BY_PID}`.
+ * @param s A session.
+ * @param at When, as ISO 8601 text (copied).
+ * @param by_pid The process that asked for the attach (> 0).
+ * @return #PTK_OK, `PTK_EINVAL` for a NULL argument or a pid <= 0,
+ * `PTK_ENOMEM`.
+ * @since 0.3
+ */
+PTK_API int ptk_session_mark_attached(ptk_session *s, const char *at, long by_pid);
 
 #ifdef __cplusplus
 }

@@ -834,6 +834,8 @@ struct ptk_session {
     size_t nwritten;
     int written_lost;         /* a name could not be kept (out of memory) */
     int children_failed;      /* followed processes whose plugins failed */
+    char *attached_at;        /* ptk_session_mark_attached: ISO time, or NULL */
+    long attached_by;         /* the attaching process's pid */
 };
 
 extern struct ptk_session *ptk__active_sessions;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 static int hooks_installed; /* inherited by forked children */
+static int fork_registered; /* os.register_at_fork done (it cannot be undone) */
 static int reporting;       /* sessions writing reports now */
 static int pending_signal;  /* SIGTERM/SIGHUP came meanwhile */
 static void die_by(int signum);
@@ -43,6 +44,22 @@ ptk_session_follow_children(ptk_session *s, int follow)
         return PTK_ESTATE;
     }
     s->follow = follow != 0;
+    return PTK_OK;
+}
+
+int
+ptk_session_mark_attached(ptk_session *s, const char *at, long by_pid)
+{
+    if (s == NULL || at == NULL || by_pid <= 0) {
+        return PTK_EINVAL;
+    }
+    char *copy = ptk__strdup(at);
+    if (copy == NULL) {
+        return PTK_ENOMEM;
+    }
+    free(s->attached_at);
+    s->attached_at = copy;
+    s->attached_by = by_pid;
     return PTK_OK;
 }
 
@@ -591,7 +608,7 @@ wrap_os(PyObject *os, const char *name, PyMethodDef *def, PyObject **orig)
     PyObject *o = PyObject_GetAttrString(os, name);
     PyObject *w = o ? PyCFunction_New(def, NULL) : NULL;
     if (w != NULL && PyObject_SetAttrString(os, name, w) == 0) {
-        *orig = o;
+        Py_XSETREF(*orig, o); /* again after uninstall_hooks: the same one */
         o = NULL;
     }
     Py_XDECREF(o);
@@ -614,11 +631,12 @@ install_hooks(void)
     wrap_os(os, "_exit", &hook_defs[0], &orig_exit);
     wrap_os(os, "execv", &hook_defs[1], &orig_execv);
     wrap_os(os, "execve", &hook_defs[2], &orig_execve);
-    PyObject *fn = PyCFunction_New(&hook_defs[3], NULL);
-    PyObject *reg = PyObject_GetAttrString(os, "register_at_fork");
+    PyObject *fn = fork_registered ? NULL : PyCFunction_New(&hook_defs[3], NULL);
+    PyObject *reg = fn ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
     PyObject *kw = fn ? Py_BuildValue("{s:O}", "after_in_child", fn) : NULL;
     PyObject *empty = PyTuple_New(0);
     PyObject *r = reg && kw && empty ? PyObject_Call(reg, empty, kw) : NULL;
+    fork_registered |= r != NULL;
     Py_XDECREF(r);
     Py_XDECREF(empty);
     Py_XDECREF(kw);
@@ -660,6 +678,111 @@ install_hooks(void)
     Py_XDECREF(sig);
     PyErr_Clear();
     retry_setup();
+}
+
+/* Is @p f the hook function @p def (a PyCFunction made from it)? */
+static int
+is_hook(PyObject *f, PyMethodDef *def)
+{
+    return f != NULL && PyCFunction_Check(f) &&
+           ((PyCFunctionObject *)f)->m_ml == def;
+}
+
+/* When no session is left that could report (none running, none stopped
+ * and not reported), the process-wide hooks install_hooks() made go again,
+ * where they are still ours: SIGTERM/SIGHUP back to their default action,
+ * the retry timers deleted, os._exit/execv/execve the originals (a wrapper
+ * the program kept still works: it calls the original). A process a
+ * session was attached to and detached from (docs/attach.md) so runs as it
+ * did. The at-fork callback stays (CPython cannot unregister it): with no
+ * session it does nothing.
+ *
+ * Done in the main thread at its next safe point (Py_AddPendingCall), not
+ * where the last session is freed: signal handlers are the main thread's to
+ * set, and signal.signal() runs the Python handlers of signals pending
+ * (a Ctrl-C held while the reports were written, which the command acts on
+ * after them): there, a handler's exception reaches the program as it
+ * would have anyway. */
+static int uninstall_pending;       /* an uninstall_now is queued ... */
+static uint64_t uninstall_gen;      /* ... in this interpreter */
+
+static int
+uninstall_now(void *unused)
+{
+    (void)unused;
+    uninstall_pending = 0;
+    if (!hooks_installed || reporting > 0 || ptk__active_sessions != NULL ||
+        unreported != NULL || uninstall_gen != ptk__interp_gen) {
+        return 0;
+    }
+    /* a signal handler's exception, for the program */
+    PyObject *rt = NULL, *rv = NULL, *rtb = NULL;
+    PyObject *sig = PyImport_ImportModuleLevel("_signal", NULL, NULL, NULL, 0);
+    PyObject *dfl = sig ? PyObject_GetAttrString(sig, "SIG_DFL") : NULL;
+    const char *names[] = {"SIGTERM", "SIGHUP"};
+    int ok = dfl != NULL;
+    for (int i = 0; ok && i < 2; i++) {
+        PyObject *num = PyObject_GetAttrString(sig, names[i]);
+        PyObject *cur = num ? PyObject_CallMethod(sig, "getsignal", "O", num)
+                            : NULL;
+        ok = cur != NULL;
+        if (ok && is_hook(cur, &hook_defs[4])) {
+            PyObject *r = PyObject_CallMethod(sig, "signal", "OO", num, dfl);
+            if (r == NULL && rt == NULL) {
+                PyErr_Fetch(&rt, &rv, &rtb);
+                /* the handler is set before pending signals are handled */
+                PyObject *now = PyObject_CallMethod(sig, "getsignal", "O", num);
+                ok = now != NULL && !is_hook(now, &hook_defs[4]);
+                Py_XDECREF(now);
+            }
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(cur);
+        Py_XDECREF(num);
+        PyErr_Clear();
+    }
+    Py_XDECREF(dfl);
+    Py_XDECREF(sig);
+    PyErr_Clear();
+    if (ok) {
+        if (retry_pid == (long)getpid()) {
+            retry_stop();
+            timer_delete(retry_timer[0]);
+            timer_delete(retry_timer[1]);
+        }
+        retry_pid = 0;
+        PyObject *os = PyImport_ImportModuleLevel("os", NULL, NULL, NULL, 0);
+        static const char *const fns[] = {"_exit", "execv", "execve"};
+        PyObject *origs[] = {orig_exit, orig_execv, orig_execve};
+        for (int i = 0; os != NULL && i < 3; i++) {
+            PyObject *cur = PyObject_GetAttrString(os, fns[i]);
+            if (origs[i] != NULL && is_hook(cur, &hook_defs[i])) {
+                PyObject_SetAttrString(os, fns[i], origs[i]);
+            }
+            Py_XDECREF(cur);
+        }
+        Py_XDECREF(os);
+        PyErr_Clear();
+        hooks_installed = 0;
+    }
+    if (rt != NULL) {
+        PyErr_Restore(rt, rv, rtb);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+uninstall_hooks(void)
+{
+    if (!hooks_installed || uninstall_pending || ptk__active_sessions != NULL ||
+        unreported != NULL || !Py_IsInitialized()) {
+        return;
+    }
+    if (Py_AddPendingCall(uninstall_now, NULL) == 0) {
+        uninstall_pending = 1;
+        uninstall_gen = ptk__interp_gen;
+    }
 }
 
 /* ---- following children: the environment ------------------------------ */
@@ -1060,6 +1183,14 @@ write_manifest(ptk_session *s)
                                                         "clock", ptk__clock_source(), "plugins", plugins, "files", files,
                                                         "failed_plugins", failed, "notes", lines)
                                                   : NULL;
+    if (m != NULL && s->attached_at != NULL) {
+        PyObject *a = Py_BuildValue("{s:s,s:l}", "at", s->attached_at, "by_pid",
+                                    s->attached_by);
+        if (a == NULL || PyDict_SetItemString(m, "attached", a) < 0) {
+            Py_CLEAR(m);
+        }
+        Py_XDECREF(a);
+    }
     Py_XDECREF(lines);
     Py_XDECREF(id);
     Py_XDECREF(files);
@@ -1288,4 +1419,5 @@ ptk__process_session_free(ptk_session *s)
     if (s->summary_file != NULL) {
         fclose(s->summary_file);
     }
+    uninstall_hooks();
 }

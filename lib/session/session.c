@@ -805,5 +805,6 @@ ptk_session_free(ptk_session *s)
     free(s->output_dir);
     free(s->plugin_path);
     free(s->notes);
+    free(s->attached_at);
     free(s);
 }

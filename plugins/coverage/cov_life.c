@@ -35,7 +35,7 @@ static const ptk_option_spec cov_options[] = {
 
 /* ---- init / fini ----------------------------------------------------- */
 
-/* python_setup()'s function, run once per init. */
+/* python_setup()'s function, run once per interpreter. */
 static const char setup_src[] =
     "def _setup(find_coveragepy, need_dirs):\n"
     "    import sys\n"
@@ -125,13 +125,30 @@ static const char setup_src[] =
 static PyObject *
 python_setup(int find_coveragepy, int need_dirs)
 {
+    /* Kept in the interpreter's own dict (it goes with the interpreter):
+     * what it finds does not change while the process runs, and running it
+     * again imports sysconfig and co. afresh each time (they are taken out
+     * of sys.modules), whose new module objects other modules' registries
+     * keep: a process with many sessions (`pytracekit attach` and detach
+     * over and over, docs/attach.md) would grow by each. */
+    char key[64];
+    snprintf(key, sizeof key, "pytracekit.coverage.setup.%d%d", find_coveragepy != 0,
+             need_dirs != 0);
+    PyObject *cache = PyInterpreterState_GetDict(PyInterpreterState_Get()); /* borrowed */
+    PyObject *res = cache ? PyDict_GetItemString(cache, key) : NULL; /* borrowed */
+    if (res != NULL) {
+        return Py_NewRef(res);
+    }
     PyObject *mod = cov__load_module("_ptk_coverage_setup", setup_src, NULL, 0);
     if (!mod) {
         return NULL;
     }
     PyObject *fn = PyDict_GetItemString(mod, "_setup");
-    PyObject *res = fn ? PyObject_CallFunction(fn, "ii", find_coveragepy, need_dirs) : NULL;
+    res = fn ? PyObject_CallFunction(fn, "ii", find_coveragepy, need_dirs) : NULL;
     Py_DECREF(mod);
+    if (res != NULL && cache != NULL && PyDict_SetItemString(cache, key, res) < 0) {
+        PyErr_Clear();
+    }
     return res;
 }
 

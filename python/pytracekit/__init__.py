@@ -29,7 +29,7 @@ __all__ = [
     "Error", "PluginNotFoundError", "PluginLoadError", "OptionError",
     "UnsupportedError", "StateError", "BusyError", "PluginError",
     "OutputError", "pkgconfig_dir", "cmake_dir", "include_dir", "combine",
-    "set_context", "context",
+    "set_context", "context", "arm",
 ]
 
 
@@ -345,3 +345,23 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     set of reports; see pytracekit.combining for the details."""
     from .combining import combine as _combine
     return _combine(inputs, output_dir, paths, summary)
+
+
+# ---- attaching to a running process --------------------------------------------
+
+def arm() -> int:
+    """Arms this process for ``pytracekit attach PID`` on any Python
+    (docs/attach.md): installs only a handler of SIGUSR2 (or the signal
+    named by ``PYTRACEKIT_ARM_SIGNAL``) and a control file in
+    ``/tmp/pytracekit-UID/``; a session comes when the command asks. Call
+    it from the main thread. Returns the signal number. ``PYTRACEKIT_ARM=1``
+    in the environment arms a process when it imports pytracekit."""
+    from ._attach import arm as _arm
+    return _arm()
+
+
+if os.environ.get("PYTRACEKIT_ARM", "") not in ("", "0"):
+    try:
+        arm()
+    except (ValueError, OSError) as _e:  # not the main thread; the directory
+        print(f"pytracekit: PYTRACEKIT_ARM: not armed: {_e}", file=sys.stderr)

@@ -154,6 +154,20 @@ def _run(o, session):
         _start_and_exec(session, code, main)
 
 
+class _NoSession:
+    """--armed: the program runs as _run runs it, with no session (it
+    comes with `pytracekit attach`)."""
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
+
+    def _start_and_run(self, code, namespace):
+        exec(code, namespace)
+
+
 def _is_zip(path):
     import zipfile
     try:
@@ -195,6 +209,9 @@ def main(argv=None):
     if argv and argv[0] == "combine":
         from .combining import main as combine_main
         return combine_main(argv[1:])
+    if argv and argv[0] in ("attach", "detach", "dump"):
+        from ._attach_cli import main as attach_main
+        return attach_main(argv)
     if argv and argv[0] in ("report", "html", "xml", "json", "lcov"):
         from . import _coverage_format as covfmt
         return covfmt.report_main(argv[0], argv[1:])
@@ -211,6 +228,11 @@ def main(argv=None):
         return 0
     if o["action"] == "list":
         list_plugins(o["plugin_path"])
+        return 0
+    if o["armed"]:
+        from ._attach import arm
+        arm()
+        _run(o, _NoSession())
         return 0
     try:
         _coverage_config(o)

@@ -688,6 +688,12 @@ size_t ptk__code_rearm(uint64_t slots, void (*rearm)(PyCodeObject *code));
 /* The context changed (context.c): the per-context subscribers get the
  * locations they disabled back (hub.c). */
 void ptk__hub_context_changed(void);
+/* Execution contexts (exec_ctx.c): hooks greenlet's switches while what is
+ * attached needs them (after each table rebuild), forgets everything after
+ * Py_FinalizeEx; the switches seen so far. */
+void ptk__exec_sync(void);
+void ptk__exec_reset(void);
+extern uint64_t ptk__exec_switches;
 /* Code objects re-armed at context changes, and the changes that re-armed
  * something (for the cost figures, bench/README.md). */
 extern uint64_t ptk__rearm_codes, ptk__rearm_switches;

@@ -515,6 +515,124 @@ tm_last_ns(const tm_thread *th)
     return t;
 }
 
+/* Suspends the frames of the context running on @p th at @p now: their
+ * functions' and edges' levels are given back (a recursion is counted
+ * within its own context) and their clocks stop until it runs again. */
+static void
+tm_suspend(tm_thread *th)
+{
+    for (size_t i = 0; i < th->sp; i++) {
+        tm_node *n = th->stack[i].node;
+        n->stat->fig.level--;
+        n->edge->fig.level--;
+    }
+}
+
+/* Resumes the frames now in th->stack, suspended since @p at. */
+static void
+tm_resume(tm_thread *th, uint64_t at, uint64_t now)
+{
+    uint64_t shift = now > at ? now - at : 0;
+    for (size_t i = 0; i < th->sp; i++) {
+        tm_node *n = th->stack[i].node;
+        th->stack[i].t0 += shift;
+        n->stat->fig.level++;
+        n->edge->fig.level++;
+    }
+    th->top = th->sp > 0 ? th->stack[th->sp - 1].node : &th->root;
+}
+
+/* The execution context on @p th became @p id (a greenlet switch): the
+ * running context's frames are suspended and saved, @p id's (if it ran
+ * here before) resumed, so that a return pairs with a frame of its own
+ * context and no context is charged for the time another ran. */
+static __attribute__((noinline)) int
+tm_switch(tm_state *st, tm_thread *th, uint64_t id, uint64_t now)
+{
+    tm_saved *out = ptk_kit_map_get(&th->saved, (const void *)(uintptr_t)(th->exec_id + 1), NULL);
+    if (out == NULL && th->sp > 0) {
+        out = calloc(1, sizeof *out);
+        if (out == NULL ||
+            ptk_kit_map_put(&th->saved, (const void *)(uintptr_t)(th->exec_id + 1), NULL,
+                            out) != 0) {
+            free(out);
+            return st->host->fail(st->ctx, PTK_ENOMEM,
+                                  "out of memory saving an execution context");
+        }
+    }
+    tm_suspend(th);
+    if (out != NULL) {
+        free(out->stack); /* (empty: its frames came back when it last ran) */
+        out->stack = th->stack;
+        out->sp = th->sp;
+        out->cap = th->cap;
+        out->at = now;
+        th->stack = NULL;
+        th->sp = th->cap = 0;
+    }
+    else {
+        th->sp = 0; /* keep the (empty) array for the next context */
+    }
+    tm_saved *in = ptk_kit_map_get(&th->saved, (const void *)(uintptr_t)(id + 1), NULL);
+    if (in != NULL && in->sp > 0) {
+        free(th->stack);
+        th->stack = in->stack;
+        th->sp = in->sp;
+        th->cap = in->cap;
+        in->stack = NULL;
+        in->sp = in->cap = 0;
+        tm_resume(th, in->at, now);
+    }
+    else {
+        th->top = &th->root;
+    }
+    th->last_left = NULL;
+    th->exec_id = id;
+    th->switches++;
+    return PTK_OK;
+}
+
+/* Closes every frame of @p th, the suspended contexts' included (each at
+ * the time it was switched away from), and frees their stacks. */
+static void
+tm_close_all(tm_thread *th, uint64_t now)
+{
+    while (th->sp > 0) {
+        tm_leave(th, now);
+    }
+    for (size_t i = 0; th->saved.slots && i <= th->saved.mask; i++) {
+        tm_saved *sv = th->saved.slots[i].value;
+        if (sv == NULL || sv->sp == 0) {
+            continue;
+        }
+        tm_frame *keep = th->stack;
+        size_t kcap = th->cap;
+        th->stack = sv->stack;
+        th->sp = sv->sp;
+        tm_resume(th, sv->at, sv->at);
+        while (th->sp > 0) {
+            tm_leave(th, sv->at);
+        }
+        th->stack = keep;
+        th->cap = kcap;
+        th->top = &th->root;
+        sv->sp = 0;
+    }
+}
+
+static void
+tm_saved_free(tm_thread *th)
+{
+    for (size_t i = 0; th->saved.slots && i <= th->saved.mask; i++) {
+        tm_saved *sv = th->saved.slots[i].value;
+        if (sv != NULL) {
+            free(sv->stack);
+            free(sv);
+        }
+    }
+    ptk_kit_map_free(&th->saved);
+}
+
 /* A C function's key: its PyMethodDef (a bound method is made anew for
  * each call, a descriptor's is the same def), else the callable itself. */
 static inline const void *
@@ -543,6 +661,12 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
         st->hot = th;
     }
     uint64_t now = st->cpu_clock ? tm__cpu_now() : ev->time_ns;
+    if (ev->thread->exec_id != th->exec_id) {
+        int rc = tm_switch(st, th, ev->thread->exec_id, now);
+        if (rc != PTK_OK) {
+            return rc;
+        }
+    }
     th->last_ns = now;
     switch (ev->kind) {
     case PTK_EV_CALL: {
@@ -611,10 +735,10 @@ static int
 tm_on_event(void *state, const ptk_event *ev)
 {
     tm_state *st = state;
-    if (ev->thread != st->hot_thread) {
+    tm_thread *th = st->hot;
+    if (ev->thread != st->hot_thread || ev->thread->exec_id != th->exec_id) {
         return tm_on_event_slow(st, ev);
     }
-    tm_thread *th = st->hot;
     const void *key;
     switch (ev->kind) {
     case PTK_EV_CALL: {
@@ -683,9 +807,7 @@ tm__flush(tm_state *st)
                 now = t;
             }
         }
-        while (th->sp > 0) {
-            tm_leave(th, now);
-        }
+        tm_close_all(th, now);
     }
     return PTK_OK;
 }
@@ -870,6 +992,7 @@ tm_thread_free(tm_state *st, tm_thread *th)
     ptk_kit_map_free(&th->edges);
     ptk_kit_map_free(&th->nodes);
     tm__arena_free(&th->arena);
+    tm_saved_free(th);
     free(th->stack);
     free(th->name);
     free(th);
@@ -892,9 +1015,8 @@ tm_on_thread_end(void *state, const ptk_thread *t)
         st->hot = NULL;
     }
     uint64_t now = tm_last_ns(th);
-    while (th->sp > 0) {
-        tm_leave(th, now);
-    }
+    tm_close_all(th, now);
+    tm_saved_free(th);
     free(th->stack);
     th->stack = NULL;
     th->cap = 0;
@@ -1051,7 +1173,8 @@ static const ptk_plugin_desc tm_desc = {
               PTK_MASK(PTK_EV_C_EXCEPTION),
     /* its own stack pairs every return (tm_leave_key): the hub's is not
      * needed (PTK_FLAG_OWN_STACK) */
-    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_OWN_STACK,
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_OWN_STACK |
+             PTK_FLAG_EXEC_CONTEXT,
     .options = tm_options,
     .init = tm_init,
     .on_event = tm_on_event,

@@ -158,7 +158,20 @@ typedef struct tm_thread {
     tm_arena arena;    /* stats, edges and nodes of this thread */
     uint64_t unmatched;  /* RETURN / C_RETURN with no frame of ours */
     uint64_t resynced;   /* frames closed because an outer frame returned */
+    uint64_t exec_id;    /* the execution context whose frames `stack` holds
+                            (ptk_thread::exec_id) */
+    tm_map saved;        /* (exec_id + 1, NULL) -> tm_saved: the stacks of
+                            the contexts switched away from */
+    uint64_t switches;   /* context switches seen on this thread */
 } tm_thread;
+
+/** The frames of an execution context while another runs on its thread:
+ *  suspended (their levels given back, their clocks stopped at `at`). */
+typedef struct tm_saved {
+    tm_frame *stack;
+    size_t sp, cap;
+    uint64_t at;       /* when it was switched away from */
+} tm_saved;
 
 /** What the report says of a thread that ended (its figures are merged). */
 typedef struct tm_done {

@@ -16,6 +16,11 @@ return.
 
     python greenlet_oracle.py OUT SCRIPT [ARGS...]
 
+With PTK_ORACLE_EVENTS=1 it also lists every event under "events", as
+(kind, name of the frame's function, depth, greenlet serial, C callable's
+__name__ or None): depth is the greenlet's Python depth after a call,
+before a return, and at a C event.
+
 Only Python functions are keyed (C calls are counted by name under
 "c_calls"). The oracle's own frames (the settrace and setprofile callbacks)
 are never counted: a profile function is not profiled while it runs, and
@@ -37,6 +42,7 @@ stacks[current[0]] = []
 calls, primitive, edges, c_calls = {}, {}, {}, {}
 max_depth = {}
 switches = [0]
+events = [] if __import__("os").environ.get("PTK_ORACLE_EVENTS") == "1" else None
 
 
 def tracer(event, args):
@@ -64,9 +70,13 @@ def profile(frame, event, arg):
         s = serial[current[0]]
         if len(stack) > max_depth.get(s, 0):
             max_depth[s] = len(stack)
+        if events is not None:
+            events.append(("call", co.co_name, len(stack), s, None))
     elif event == "return":
         co = frame.f_code
         key = (co.co_filename, co.co_firstlineno, co.co_name)
+        if events is not None:
+            events.append(("return", co.co_name, len(stack), serial[current[0]], None))
         if stack and stack[-1] == key:
             stack.pop()
         elif stack:
@@ -74,6 +84,9 @@ def profile(frame, event, arg):
     elif event == "c_call":
         name = getattr(arg, "__qualname__", getattr(arg, "__name__", repr(arg)))
         c_calls[name] = c_calls.get(name, 0) + 1
+    if events is not None and event in ("c_call", "c_return"):
+        events.append((event, frame.f_code.co_name, len(stack), serial[current[0]],
+                       getattr(arg, "__name__", None)))
 
 
 greenlet.settrace(tracer)
@@ -88,4 +101,5 @@ finally:
 with open(out, "wb") as f:
     marshal.dump({"calls": calls, "primitive": primitive, "edges": edges,
                   "c_calls": c_calls, "switches": switches[0],
-                  "greenlets": len(serial), "max_depth": max_depth}, f)
+                  "greenlets": len(serial), "max_depth": max_depth,
+                  "events": events}, f)

@@ -8,6 +8,10 @@ of changing depth), against oracles that know greenlets:
             no negative or impossible time; no warning
   coverage  lines and arcs (with their counts) = a sys.settrace oracle that
             pairs each line with the previous one of its own frame
+  hub_stack every event in a greenlet (tests/plugins/recorder.c, exec=true)
+            = the oracle's: kind, function, depth (the hub's, per greenlet)
+            and context; the top of the hub's shadow stack is the code of
+            every CALL and RETURN, in every greenlet
 
     test_greenlet.py CASE
 
@@ -41,27 +45,28 @@ def tmp(name):
     return tempfile.mkdtemp(prefix="ptk-greenlet-%s-" % name)
 
 
-def run(spec, prog=PROG):
-    out = tmp(spec.split(":")[0])
-    cmd = [CLI, "-p", spec, "-o", out, "--plugin-path", PLUGIN_DIR, prog]
+def run(spec, prog=PROG, args=(), result="[20000, 30000, 50000]"):
+    out = tmp(spec.split(":")[0].split("/")[-1])
+    cmd = [CLI, "-p", spec, "-o", out, "--plugin-path", PLUGIN_DIR, prog] + list(args)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         fail("%s exited %d:\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
-    check("[20000, 30000, 50000]" in p.stdout, "the program's result: %r" % p.stdout)
+    check(result in p.stdout, "the program's result: %r" % p.stdout)
     check("pytracekit: " + spec.split(":")[0] + ":" not in p.stderr
           and "warning" not in p.stderr.lower(),
           "a plugin said something: %s" % p.stderr)
     return out
 
 
-def oracle():
+def oracle(args=(), events=False):
     out = os.path.join(tmp("oracle"), "oracle.marshal")
-    p = subprocess.run([PYTHON, ORACLE, out, PROG], capture_output=True, text=True,
-                       timeout=600)
+    env = dict(os.environ, PTK_ORACLE_EVENTS="1" if events else "0")
+    p = subprocess.run([PYTHON, ORACLE, out, PROG] + list(args), capture_output=True,
+                       text=True, timeout=600, env=env)
     if p.returncode != 0:
         fail("the oracle exited %d:\n%s" % (p.returncode, p.stderr[-3000:]))
     d = marshal.load(open(out, "rb"))
-    check(d["greenlets"] == 4 and d["switches"] >= 30000,
+    check(d["greenlets"] == 4 and d["switches"] >= 3 * int((list(args) or [10000])[0]),
           "the oracle saw %d greenlets, %d switches" % (d["greenlets"], d["switches"]))
     return d
 
@@ -170,11 +175,43 @@ def case_coverage():
           "lines %r != settrace %r" % (sorted(got_lines), sorted(o["lines"])))
     got_arcs = {(a, b): n for a, b, n in f["arcs"]}
     want_arcs = o["arcs"]
+    if j["meta"]["measured"] == "branch events":
+        # (3.14+, sys.monitoring: each line and branch is reported once, then
+        # switched off; the arcs are the branches taken) the destinations
+        # taken from each branching line, as settrace saw them
+        for src, dests in f["branches"]:
+            got = sorted(b for (a, b) in got_arcs if a == src)
+            want = sorted(b for (a, b) in want_arcs if a == src and b in dests)
+            check(got == want, "branch from %d: %r != settrace %r" % (src, got, want))
+        return
     check(set(got_arcs) == set(want_arcs),
           "arcs only ours %r, only settrace's %r"
           % (sorted(set(got_arcs) - set(want_arcs)), sorted(set(want_arcs) - set(got_arcs))))
     check(got_arcs == want_arcs, "arc counts %r != settrace %r" % (got_arcs, want_arcs))
     check(got_lines == o["lines"], "line counts %r != settrace %r" % (got_lines, o["lines"]))
+
+
+def case_hub_stack():
+    need_greenlet()
+    o = oracle(args=["200"], events=True)
+    rec = os.path.join(os.environ["PTK_TEST_PLUGIN_DIR"], "recorder.so")
+    out = run(rec + ":exec=true,events=call,return,c_call,c_return", args=["200"],
+              result="[400, 600, 1000]")
+    rows = json.load(open(os.path.join(out, "recorder.json")))
+    pairs = [r for r in rows if r[0] in ("call", "return")]
+    wrong = [r for r in pairs if r[7][1] is not True]
+    check(len(pairs) > 10000 and not wrong,
+          "%d of %d CALL/RETURN rows not on top of the hub's stack: %r"
+          % (len(wrong), len(pairs), wrong[:5]))
+    got = [(r[0], r[1], r[4], r[7][0], r[3] if r[0].startswith("c_") else None)
+           for r in rows if r[7][0] != 0]
+    want = [tuple(e) for e in o["events"] if e[3] != 0]
+    check(len(want) > 10000, "the oracle saw %d events in greenlets" % len(want))
+    if got != want:
+        i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                 min(len(got), len(want)))
+        fail("event %d of %d/%d in the greenlets: %r != oracle %r"
+             % (i, len(got), len(want), got[i:i + 3], want[i:i + 3]))
 
 
 if __name__ == "__main__":

@@ -4,10 +4,11 @@ turn, so that every switch leaves frames of the greenlet switched away from
 on its stack, and returns arrive for frames of another greenlet's stack.
 """
 import functools
+import sys
 
 import greenlet
 
-ROUNDS = 10000
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
 
 
 def fib(n):

@@ -161,7 +161,20 @@ typedef struct tl_task {
     uint64_t first_ns, last_ns, running_ns;
     uint64_t steps;
     int done;
+    int greenlet;      /* a greenlet's track (ptk_thread::exec_id), not a Task's:
+                          steps are the times it was switched to */
+    uint64_t in_ns;    /* greenlet: when it was last switched to */
 } tl_task;
+
+/* The frames of an execution context (a greenlet) while another runs on
+ * its thread. */
+typedef struct tl_gsaved {
+    uint64_t id;
+    struct tl_frame *stack;
+    size_t sp, cap;
+    int gap;
+    tl_task *g;        /* its track, NULL for the thread's own */
+} tl_gsaved;
 
 typedef struct tl_thread {
     uint32_t index;
@@ -172,6 +185,10 @@ typedef struct tl_thread {
     uint64_t last_ns;
     uint64_t unmatched;
     int gap;           /* a BEGIN was dropped: write ancestors first */
+    uint64_t exec_id;  /* the execution context `stack` is of */
+    tl_task *g;        /* its greenlet track, NULL for the thread's own */
+    tl_gsaved *saved;  /* the other contexts' frames */
+    size_t nsaved, capsaved;
 } tl_thread;
 
 /* ---- the encoders ------------------------------------------------------- */

@@ -300,9 +300,7 @@ tl_finish(tl_state *st)
             continue;
         }
         uint64_t t = th->last_ns > now ? th->last_ns : now;
-        while (th->sp > 0) {
-            tl__pop(st, th, t, 0);
-        }
+        tl__close_all(st, th, t);
     }
     tl__rename_threads(st, now);
     /* At the end, wait for the disk rather than lose the tail. */
@@ -332,7 +330,8 @@ tl_summary(tl_state *st, int werr)
     for (size_t i = 0; i < st->ntasks; i++) {
         tl_task *tk = st->task_list[i];
         PyObject *d = Py_BuildValue(
-            "{s:K,s:s,s:K,s:K,s:K,s:K,s:O}", "id", (unsigned long long)tk->id,
+            "{s:K,s:s,s:s,s:K,s:K,s:K,s:K,s:O}", "id", (unsigned long long)tk->id,
+            "kind", tk->greenlet ? "greenlet" : "task",
             "name", tk->track.name, "steps", (unsigned long long)tk->steps,
             "wall_ns", (unsigned long long)(tk->last_ns > tk->first_ns
                                                 ? tk->last_ns - tk->first_ns : 0),
@@ -492,9 +491,7 @@ tl_thread_end(void *state, const ptk_thread *t)
     if (th == NULL) {
         return;
     }
-    while (th->sp > 0) {
-        tl__pop(st, th, th->last_ns, 0);
-    }
+    tl__close_all(st, th, th->last_ns);
     free(th->stack);
     th->stack = NULL;
     th->cap = 0;
@@ -509,7 +506,7 @@ static const ptk_plugin_desc tl_desc = {
     .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
               PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
               PTK_MASK(PTK_EV_C_EXCEPTION) | PTK_MASK(PTK_EV_EXCEPTION),
-    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C,
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_EXEC_CONTEXT,
     .options = tl_options,
     .init = tl_init,
     .on_event = tl__on_event,

@@ -8,6 +8,8 @@ of changing depth), against oracles that know greenlets:
             no negative or impossible time; no warning
   coverage  lines and arcs (with their counts) = a sys.settrace oracle that
             pairs each line with the previous one of its own frame
+  timeline  a track per greenlet ("greenlet N"), its span tree = the tree
+            of calls the oracle saw in that greenlet
   hub_stack every event in a greenlet (tests/plugins/recorder.c, exec=true)
             = the oracle's: kind, function, depth (the hub's, per greenlet)
             and context; the top of the hub's shadow stack is the code of
@@ -189,6 +191,67 @@ def case_coverage():
           % (sorted(set(got_arcs) - set(want_arcs)), sorted(set(want_arcs) - set(got_arcs))))
     check(got_arcs == want_arcs, "arc counts %r != settrace %r" % (got_arcs, want_arcs))
     check(got_lines == o["lines"], "line counts %r != settrace %r" % (got_lines, o["lines"]))
+
+
+def oracle_trees(events):
+    """{greenlet serial: [[name, [children...]], ...]} from the oracle's
+    events: Python functions by name, C ones by their __name__."""
+    trees, stacks = {}, {}
+    for kind, name, depth, serial, cname in events:
+        st = stacks.setdefault(serial, [trees.setdefault(serial, [])])
+        if kind in ("call", "c_call"):
+            node = [name if kind == "call" else cname, []]
+            st[-1].append(node)
+            st.append(node[1])
+        elif len(st) > 1:
+            st.pop()
+    return trees
+
+
+def span_name(name):
+    # "file:line(name)" for Python; cProfile's label for C ("<method
+    # 'switch' of 'greenlet.greenlet' objects>")
+    if name.startswith("<") and "'" in name:
+        return name.split("'")[1]
+    return name[name.rindex("(") + 1:-1] if name.endswith(")") else name
+
+
+def case_timeline():
+    need_greenlet()
+    o = oracle(args=["200"], events=True)
+    want = oracle_trees(o["events"])
+    out = run("timeline:format=json", args=["200"], result="[400, 600, 1000]")
+    events = json.load(open(os.path.join(out, "timeline.json")))
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    tracks = {tid: n for tid, n in names.items() if n.startswith("greenlet ")}
+    check(sorted(tracks.values()) == ["greenlet 1", "greenlet 2", "greenlet 3"],
+          "tracks: %r" % sorted(names.values()))
+    summary = json.load(open(os.path.join(out, "timeline.summary.json")))
+    check(summary["unmatched_returns"] == 0 and summary["dropped"] == 0,
+          "unmatched %r, dropped %r" % (summary["unmatched_returns"], summary["dropped"]))
+    kinds = sorted((t["name"], t["kind"]) for t in summary["tasks"])
+    check(kinds == [("greenlet %d" % i, "greenlet") for i in (1, 2, 3)],
+          "summary tasks: %r" % kinds)
+    for tid, tname in tracks.items():
+        serial = int(tname.split()[1])
+        roots, st, t0 = [], [], []
+        for e in events:
+            if e.get("tid") != tid or e.get("ph") not in ("B", "E"):
+                continue
+            if e["ph"] == "B":
+                node = [span_name(e["name"]), []]
+                (st[-1][1] if st else roots).append(node)
+                st.append(node)
+                t0.append(e["ts"])
+            else:
+                check(st, "an E with no B on %s" % tname)
+                st.pop()
+                check(e["ts"] >= t0.pop(), "a span of %s ends before it begins" % tname)
+        check(not st, "%d spans of %s never end" % (len(st), tname))
+        if roots != want[serial]:
+            fail("%s: the span tree differs from the oracle's calls in greenlet %d:\n"
+                 "ours   %r\noracle %r" % (tname, serial, roots[:2], want[serial][:2]))
 
 
 def case_hub_stack():

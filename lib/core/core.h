@@ -761,6 +761,13 @@ typedef struct ptk__backend_ops {
      * again (NULL: it switches nothing off there; it asks the hub's
      * records at each event). GIL held; may call Python. */
     void (*rearm)(PyCodeObject *code);
+    /* The execution context on the calling thread changed (a greenlet
+     * switch, exec_ctx.c): what the backend turned off on the thread for
+     * the frames of the context left is turned on again, since the frames
+     * of the one entered resume with no frame start to see (legacy: the
+     * trace function unparked and unsuspended; the next quiet frame
+     * parks it again). NULL: nothing to do. GIL held. */
+    void (*exec_switched)(ptk__thread *th);
 } ptk__backend_ops;
 
 /* The reference tracer's sync (lib/ref), called after every table swap;

@@ -229,6 +229,9 @@ on_greenlet(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             else {
                 swap_in(th, from, to);
+                if (ptk__hub_ops != NULL && ptk__hub_ops->exec_switched != NULL) {
+                    ptk__hub_ops->exec_switched(th);
+                }
                 th->pub.exec_id = to->id;
                 th->pub.exec_object = to->id != 0 ? target : NULL;
                 ptk__exec_switches++;

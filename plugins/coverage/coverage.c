@@ -371,27 +371,21 @@ thread_switch(cov_state *st, size_t t, uint64_t id)
         return -1;
     }
     cov_tstack *ts = &st->threads[t];
-    size_t i;
-    for (i = 0; i < ts->nsaved && ts->saved[i].id != ts->exec_id; i++) {
-    }
-    if (i == ts->nsaved) {
-        if (PTK_KIT_RESERVE(ts->saved, ts->capsaved, ts->nsaved + 1, 8) != 0) {
-            return -1;
-        }
-        ts->saved[ts->nsaved++] = (cov_saved){ts->exec_id, NULL, 0};
-    }
     cov_saved out = {ts->exec_id, ts->slots, ts->cap};
+    size_t i;
     for (i = 0; i < ts->nsaved && ts->saved[i].id != id; i++) {
     }
     if (i < ts->nsaved) {
+        /* the entry of the one entered takes the one left */
         ts->slots = ts->saved[i].slots;
         ts->cap = ts->saved[i].cap;
-        ts->saved[i] = out; /* the slot of the one entered takes the one left */
+        ts->saved[i] = out;
     }
     else {
-        for (i = 0; ts->saved[i].id != out.id; i++) {
+        if (PTK_KIT_RESERVE(ts->saved, ts->capsaved, ts->nsaved + 1, 8) != 0) {
+            return -1;
         }
-        ts->saved[i] = out;
+        ts->saved[ts->nsaved++] = out;
         ts->slots = NULL;
         ts->cap = 0;
     }

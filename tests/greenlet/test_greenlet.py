@@ -107,7 +107,8 @@ def case_timer():
     st = pstats.Stats(os.path.join(out, "timer.pstats")).stats
     ours = {k: v for k, v in st.items() if mine(k)}
     want = {k: v for k, v in o["calls"].items() if mine(k)}
-    check(len(want) >= 6, "the oracle saw %d functions of the program" % len(want))
+    # (<module>, main, worker, fib, descend; 3.12+ inline the comprehensions)
+    check(len(want) >= 5, "the oracle saw %d functions of the program" % len(want))
     got_calls = {k: v[1] for k, v in ours.items()}
     check(got_calls == want, "calls: %r != oracle %r" % (got_calls, want))
     got_prim = {k: v[0] for k, v in ours.items()}

@@ -464,6 +464,9 @@ tl_call(tl_state *st, tl_thread *th, const void *key, tl_name *n, uint64_t now)
             }
             f->task = tk;
             tk->steps++;
+            th->step_at1 = th->sp;
+            th->worst_ns = 0;
+            th->nworst = 0;
             return PTK_OK;
         }
     }
@@ -471,11 +474,79 @@ tl_call(tl_state *st, tl_thread *th, const void *key, tl_name *n, uint64_t now)
 }
 
 /* Pops the top frame, and after a Task's root coroutine its step span. */
+/* blocking=: a call inside a Task step ended (th->stack[th->sp] is its
+ * frame): the slowest so far is remembered with its frames from the step's
+ * coroutine down. A call around the one remembered (its callers end after
+ * it, and always took longer) does not replace it while the one
+ * remembered took at least half its time: the stack then goes down to
+ * where the time went (blocker -> helper -> time.sleep, not blocker). */
+static void
+tl_block_call(tl_thread *th, const tl_frame *f, uint64_t now)
+{
+    uint64_t ns = now > f->t0 ? now - f->t0 : 0;
+    if (ns <= th->worst_ns) {
+        return;
+    }
+    size_t depth = th->sp - (th->step_at1 - 1) + 1; /* frames from the step's down */
+    if ((size_t)th->nworst > depth && th->worst_ns * 2 >= ns) {
+        size_t i = 0;
+        while (i < depth && th->worst[i] == th->stack[th->step_at1 - 1 + i].name) {
+            i++;
+        }
+        if (i == depth) {
+            return; /* a caller of the call remembered */
+        }
+    }
+    th->worst_ns = ns;
+    th->nworst = 0;
+    for (size_t i = th->step_at1 - 1; i <= th->sp && th->nworst < TL_BLOCK_STACK; i++) {
+        th->worst[th->nworst++] = th->stack[i].name;
+    }
+}
+
+/* blocking=: a Task step ended after @p ns: recorded if it held the loop
+ * that long, on the counter track (its length, for its duration) and in
+ * the summary's list. */
+static void
+tl_block_step(tl_state *st, tl_thread *th, const tl_frame *f, uint64_t now)
+{
+    uint64_t ns = now > f->t0 ? now - f->t0 : 0;
+    th->step_at1 = 0;
+    if ((int64_t)ns < st->blocking_ns ||
+        PTK_KIT_RESERVE(st->blocks, st->capblocks, st->nblocks + 1, 16) != 0) {
+        return;
+    }
+    tl_block *b = &st->blocks[st->nblocks];
+    b->task = strdup(f->task->track.name);
+    if (b->task == NULL) {
+        return;
+    }
+    st->nblocks++;
+    b->t0 = f->t0;
+    b->ns = ns;
+    b->worst_ns = th->worst_ns;
+    b->nworst = th->nworst;
+    memcpy(b->worst, th->worst, sizeof b->worst);
+    if (tl__can_write(st, now) &&
+        (st->fmt->counter(st, &st->block_track, (double)ns / 1e6, f->t0) != 0 ||
+         st->fmt->counter(st, &st->block_track, 0.0, now) != 0)) {
+        tl__drop(st);
+    }
+}
+
 void
 tl__pop(tl_state *st, tl_thread *th, uint64_t now, int finished)
 {
     tl_frame f = th->stack[--th->sp];
     tl__frame_end(st, th, &f, now);
+    if (th->step_at1 != 0 && st->blocking_ns > 0) {
+        if (f.task != NULL) {
+            tl_block_step(st, th, &f, now);
+        }
+        else if (th->sp >= th->step_at1) {
+            tl_block_call(th, &f, now);
+        }
+    }
     if (f.task != NULL) {
         tl_task *tk = f.task;
         tk->running_ns += now - f.t0;

@@ -784,7 +784,36 @@ tm_is_yield(tm_state *st, const ptk_event *ev, PyFrameObject *frame)
     if (ev->origin == PTK_ORIGIN_YIELD) {
         return 1;
     }
-    if (ev->origin == PTK_ORIGIN_UNWIND || frame == NULL || st->op_yield < 0) {
+    if (ev->origin == PTK_ORIGIN_UNWIND || frame == NULL) {
+        return 0;
+    }
+    if (st->op_yield == -2) {
+        /* the opcodes, from the opcode module: imported already by any
+         * program that runs asyncio (inspect, dis); imported here only if
+         * not, once the program runs coroutines */
+        st->op_yield = st->op_resume = -1;
+        PyObject *et, *ev_, *tb;
+        PyErr_Fetch(&et, &ev_, &tb);
+        PyObject *name = PyUnicode_InternFromString("opcode");
+        PyObject *opcode = name != NULL ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        if (opcode == NULL) {
+            PyErr_Clear();
+            opcode = PyImport_ImportModule("opcode");
+        }
+        PyObject *opmap = opcode != NULL ? PyObject_GetAttrString(opcode, "opmap") : NULL;
+        PyObject *y = opmap != NULL ? PyDict_GetItemString(opmap, "YIELD_VALUE") : NULL;
+        PyObject *r = opmap != NULL ? PyDict_GetItemString(opmap, "RESUME") : NULL;
+        if (y != NULL && r != NULL) {
+            st->op_yield = (int)PyLong_AsLong(y);
+            st->op_resume = (int)PyLong_AsLong(r);
+        }
+        Py_XDECREF(opmap);
+        Py_XDECREF(opcode);
+        PyErr_Clear();
+        PyErr_Restore(et, ev_, tb);
+    }
+    if (st->op_yield < 0) {
         return 0;
     }
     PyObject *bytes = PyCode_GetCode(ev->code);
@@ -1355,21 +1384,7 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->speedscope = o[OPT_SPEEDSCOPE].i != 0;
     st->folded = o[OPT_FOLDED].i != 0;
     st->await_mode = o[OPT_AWAIT].i != 0;
-    st->op_yield = st->op_resume = -1;
-    if (st->await_mode) {
-        /* the opcodes that tell a yield from a return on the legacy hooks */
-        PyObject *opcode = PyImport_ImportModule("opcode");
-        PyObject *opmap = opcode != NULL ? PyObject_GetAttrString(opcode, "opmap") : NULL;
-        PyObject *y = opmap != NULL ? PyDict_GetItemString(opmap, "YIELD_VALUE") : NULL;
-        PyObject *r = opmap != NULL ? PyDict_GetItemString(opmap, "RESUME") : NULL;
-        if (y != NULL && r != NULL) {
-            st->op_yield = (int)PyLong_AsLong(y);
-            st->op_resume = (int)PyLong_AsLong(r);
-        }
-        Py_XDECREF(opmap);
-        Py_XDECREF(opcode);
-        PyErr_Clear();
-    }
+    st->op_yield = st->op_resume = -2; /* looked up when first needed */
     if (!st->builtins) {
         *events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
     }

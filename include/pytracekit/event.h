@@ -208,6 +208,20 @@ typedef struct ptk_thread {
     const ptk_stack_entry *stack; /**< shadow stack, `stack[0..depth)` */
     const char *name;     /**< thread name when first seen, or NULL */
     /* End of ABI 1.0. Check struct_size before reading fields added later. */
+    /** The execution context running on the thread now: 0 for the thread's
+     *  own (its main greenlet, or no greenlet at all), else a number the
+     *  hub gives each greenlet the thread switches to, never reused while
+     *  the process runs. Kept while the hub tracks contexts (see
+     *  #PTK_FLAG_EXEC_CONTEXT); 0 otherwise. When it changes between two
+     *  events, the frames below the next event are the other context's:
+     *  ptk_thread::stack and ptk_thread::depth are already the new
+     *  context's, and a plugin keeping its own stack switches to the one it
+     *  keeps for this id. @since 0.3 (ABI 1.5) */
+    uint64_t exec_id;
+    /** The object of that context (the greenlet, borrowed: alive while it
+     *  runs), or NULL when ptk_thread::exec_id is 0. GIL held. @since 0.3
+     *  (ABI 1.5) */
+    PyObject *exec_object;
 } ptk_thread;
 
 /**

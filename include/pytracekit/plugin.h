@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 4
+#define PTK_ABI_MINOR 5
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -92,7 +92,20 @@ typedef enum ptk_plugin_flags {
      *  objects' locations back on for its own tool alone, never with
      *  sys.monitoring.restart_events()). A host older than ABI 1.4
      *  ignores the flag. @since 0.3 (ABI 1.4) */
-    PTK_FLAG_PER_CONTEXT = 1u << 4
+    PTK_FLAG_PER_CONTEXT = 1u << 4,
+    /** The plugin keeps its stacks per execution context: it reads
+     *  ptk_thread::exec_id at each event and, when it changed, switches to
+     *  the stack it keeps for that context. The hub tracks the contexts
+     *  (greenlet switches, through greenlet's own trace hook, chained with
+     *  any the program set, from when the greenlet module is imported)
+     *  while some attached instance has this flag or reads the hub's own
+     *  shadow stack (has no #PTK_FLAG_OWN_STACK); then the hub also keeps
+     *  its shadow stack and its stack of C calls per context, so a switch
+     *  never pairs a RETURN with another context's frame. Without greenlet
+     *  imported it costs nothing. A host older than ABI 1.5 ignores the
+     *  flag (and has no ptk_thread::exec_id: check ptk_thread::struct_size).
+     *  @since 0.3 (ABI 1.5) */
+    PTK_FLAG_EXEC_CONTEXT = 1u << 5
 } ptk_plugin_flags;
 
 /**

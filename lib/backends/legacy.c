@@ -1601,6 +1601,31 @@ legacy_plan(ptk__table *t)
         (!t->need_trace && ((t->mask & py_events) || t->need_stack));
 }
 
+/* A greenlet switch: the frames of the greenlet entered resume where it
+ * left them, with no frame start for the frame hook or the parked profile
+ * function to see, and the thread may be parked or suspended for a quiet
+ * frame of the greenlet left: the trace function comes back (greenlet then
+ * sets CPython's tracing flag from the functions, as its trace hook
+ * returns). */
+static void
+legacy_exec_switched(ptk__thread *th)
+{
+    (void)th;
+    PyThreadState *ts = PyThreadState_Get();
+#if PTK_SUSPEND
+    /* and CPython's flag, which greenlet keeps per greenlet, from the
+     * functions the thread has now */
+    if (parked(ts) || suspended(ts)) {
+        slots_set(ts, trace_fn, NULL);
+    }
+    else {
+        slots_set(ts, ts->c_tracefunc, ts->c_profilefunc);
+    }
+#else
+    unpark(ts);
+#endif
+}
+
 const ptk__backend_ops ptk__legacy_ops = {
     .id = PTK_BACKEND_LEGACY,
     .name = "legacy",
@@ -1613,4 +1638,5 @@ const ptk__backend_ops ptk__legacy_ops = {
     .reset = legacy_reset,
     .thread_hot_init = legacy_thread_hot_init,
     .events = legacy_events,
+    .exec_switched = legacy_exec_switched,
 };

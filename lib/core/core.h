@@ -691,6 +691,12 @@ size_t ptk__code_rearm(uint64_t slots, void (*rearm)(PyCodeObject *code));
 /* The context changed (context.c): the per-context subscribers get the
  * locations they disabled back (hub.c). */
 void ptk__hub_context_changed(void);
+/* Execution contexts (exec_ctx.c): hooks greenlet's switches while what is
+ * attached needs them (after each table rebuild), forgets everything after
+ * Py_FinalizeEx; the switches seen so far. */
+void ptk__exec_sync(void);
+void ptk__exec_reset(void);
+extern uint64_t ptk__exec_switches;
 /* Code objects re-armed at context changes, and the changes that re-armed
  * something (for the cost figures, bench/README.md). */
 extern uint64_t ptk__rearm_codes, ptk__rearm_switches;
@@ -758,6 +764,13 @@ typedef struct ptk__backend_ops {
      * again (NULL: it switches nothing off there; it asks the hub's
      * records at each event). GIL held; may call Python. */
     void (*rearm)(PyCodeObject *code);
+    /* The execution context on the calling thread changed (a greenlet
+     * switch, exec_ctx.c): what the backend turned off on the thread for
+     * the frames of the context left is turned on again, since the frames
+     * of the one entered resume with no frame start to see (legacy: the
+     * trace function unparked and unsuspended; the next quiet frame
+     * parks it again). NULL: nothing to do. GIL held. */
+    void (*exec_switched)(ptk__thread *th);
 } ptk__backend_ops;
 
 /* The reference tracer's sync (lib/ref), called after every table swap;

@@ -358,6 +358,7 @@ ptk__hub_rebuild(int install_here, char **errmsg)
         retired = old;
     }
     ptk__context_slots = per_context_slots();
+    ptk__exec_sync();
     if (ptk__dispatch_depth == 0) {
         free_retired();
     }
@@ -568,4 +569,5 @@ ptk__hub_reset(void)
     slots_used = 0;
     ptk__hub_backend = PTK_BACKEND_AUTO;
     ptk__hub_ops = NULL;
+    ptk__exec_reset();
 }

@@ -453,6 +453,10 @@ cov_fini(void *state)
     free(st->files);
     for (size_t i = 0; i < st->nthreads; i++) {
         free(st->threads[i].slots);
+        for (size_t j = 0; j < st->threads[i].nsaved; j++) {
+            free(st->threads[i].saved[j].slots);
+        }
+        free(st->threads[i].saved);
     }
     free(st->threads);
     cov_match_free(st->match);
@@ -468,7 +472,8 @@ static const ptk_plugin_desc cov_desc = {
     .version = COV_VERSION,
     .description = "line, function and branch coverage (lcov, Cobertura XML, JSON)",
     .events = PTK_MASK(PTK_EV_LINE) | PTK_MASK(PTK_EV_CALL),
-    .flags = 0,
+    /* its slots per frame follow the hub's depth per execution context */
+    .flags = PTK_FLAG_EXEC_CONTEXT,
     .options = cov_options,
     .init = cov_init,
     .on_event = cov__on_event,

@@ -152,9 +152,19 @@ typedef struct cov_slot {
     int32_t last;
 } cov_slot;
 
+/* The slots of an execution context switched away from. */
+typedef struct cov_saved {
+    uint64_t id;
+    cov_slot *slots;
+    int32_t cap;
+} cov_saved;
+
 typedef struct cov_tstack {
     cov_slot *slots;
     int32_t cap;
+    uint64_t exec_id;   /* the context `slots` are of (ptk_thread::exec_id) */
+    cov_saved *saved;   /* the other contexts' slots, by id */
+    size_t nsaved, capsaved;
 } cov_tstack;
 
 typedef struct cov_state {

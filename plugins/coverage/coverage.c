@@ -359,12 +359,51 @@ thread_slot_grow(cov_state *st, size_t t, int32_t d)
     return &ts->slots[d];
 }
 
+/* The execution context on thread @p t became @p id (a greenlet switch):
+ * the slots of the frames of the context left are kept for when it runs
+ * again, and @p id's put in their place, so that a line pairs with the
+ * previous line of its own frame, not of another greenlet's frame at the
+ * same depth. 0, or -1 when out of memory. */
+static __attribute__((noinline)) int
+thread_switch(cov_state *st, size_t t, uint64_t id)
+{
+    if (PTK_KIT_RESERVE_ZERO(st->threads, st->nthreads, t + 1, 8) != 0) {
+        return -1;
+    }
+    cov_tstack *ts = &st->threads[t];
+    cov_saved out = {ts->exec_id, ts->slots, ts->cap};
+    size_t i;
+    for (i = 0; i < ts->nsaved && ts->saved[i].id != id; i++) {
+    }
+    if (i < ts->nsaved) {
+        /* the entry of the one entered takes the one left */
+        ts->slots = ts->saved[i].slots;
+        ts->cap = ts->saved[i].cap;
+        ts->saved[i] = out;
+    }
+    else {
+        if (PTK_KIT_RESERVE(ts->saved, ts->capsaved, ts->nsaved + 1, 8) != 0) {
+            return -1;
+        }
+        ts->saved[ts->nsaved++] = out;
+        ts->slots = NULL;
+        ts->cap = 0;
+    }
+    ts->exec_id = id;
+    return 0;
+}
+
 /* What the frame of @p ev last ran (branch mode); NULL when out of memory. */
 static inline cov_slot *
 thread_slot(cov_state *st, const ptk_event *ev)
 {
     size_t t = ev->thread ? ev->thread->index : 0;
     int32_t d = ev->depth < 0 ? 0 : ev->depth;
+    if (ev->thread != NULL &&
+        (t < st->nthreads ? st->threads[t].exec_id : 0) != ev->thread->exec_id &&
+        thread_switch(st, t, ev->thread->exec_id) != 0) {
+        return NULL;
+    }
     if (t < st->nthreads && d < st->threads[t].cap) {
         return &st->threads[t].slots[d];
     }
@@ -791,7 +830,8 @@ cov__on_event(void *state, const ptk_event *ev)
     int32_t line = ev->line;
     size_t t = ev->thread->index;
     /* (negative line and depth: unsigned, too large) */
-    if ((uint32_t)line - 1 >= (uint32_t)f->maxline || t >= st->nthreads || (uint32_t)ev->depth >= (uint32_t)st->threads[t].cap) {
+    if ((uint32_t)line - 1 >= (uint32_t)f->maxline || t >= st->nthreads || (uint32_t)ev->depth >= (uint32_t)st->threads[t].cap ||
+        st->threads[t].exec_id != ev->thread->exec_id) {
         return cov_on_event_full(state, ev);
     }
     cov_slot *s = &st->threads[t].slots[ev->depth];

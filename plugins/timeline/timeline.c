@@ -279,6 +279,126 @@ tl_current_task(tl_state *st, uint64_t now)
     return tk;
 }
 
+/* ---- greenlets ----------------------------------------------------------- */
+
+/* The track of the greenlet the hub numbers @p id (made at first sight:
+ * named after its type and number, "greenlet 2", "Greenlet 5"). */
+static tl_task *
+tl_greenlet(tl_state *st, uint64_t id, PyObject *obj, uint64_t now)
+{
+    const void *k = (const void *)(uintptr_t)(id + 1);
+    tl_task *g = ptk_kit_map_get(&st->task_map, k, (const void *)1);
+    if (g != NULL) {
+        return g;
+    }
+    if (PTK_KIT_RESERVE(st->task_list, st->tasks_cap, st->ntasks + 1, 32) != 0 ||
+        (g = calloc(1, sizeof(*g))) == NULL) {
+        return NULL;
+    }
+    const char *type = obj != NULL ? Py_TYPE(obj)->tp_name : "greenlet";
+    const char *dot = strrchr(type, '.');
+    char buf[160];
+    snprintf(buf, sizeof(buf), "%s %llu", dot ? dot + 1 : type, (unsigned long long)id);
+    g->id = st->ntasks + 1;
+    g->greenlet = 1;
+    g->track.kind = TL_TRACK_TASK;
+    g->track.uuid = (UINT64_C(1) << 32) + g->id;
+    g->track.tid = 1000000000 + (int64_t)g->id;
+    g->track.name = strdup(buf);
+    g->track.named = 1;
+    g->first_ns = now;
+    if (g->track.name == NULL || ptk_kit_map_put(&st->task_map, k, (const void *)1, g) != 0) {
+        free(g->track.name);
+        free(g);
+        return NULL;
+    }
+    st->task_list[st->ntasks++] = g;
+    return g;
+}
+
+/* The execution context on @p th became @p pt's (a greenlet switch): the
+ * frames of the one left are kept, open, on their track, and the entered
+ * one's come back; a frame with nothing below it goes to the greenlet's
+ * own track. */
+static __attribute__((noinline)) int
+tl_switch(tl_state *st, tl_thread *th, const ptk_thread *pt, uint64_t now)
+{
+    size_t i;
+    for (i = 0; i < th->nsaved && th->saved[i].id != th->exec_id; i++) {
+    }
+    if (i == th->nsaved) {
+        if (PTK_KIT_RESERVE(th->saved, th->capsaved, th->nsaved + 1, 8) != 0) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory saving a greenlet");
+        }
+        th->nsaved++;
+    }
+    if (th->g != NULL) {
+        th->g->running_ns += now > th->g->in_ns ? now - th->g->in_ns : 0;
+        th->g->last_ns = now;
+    }
+    th->saved[i] = (tl_gsaved){th->exec_id, th->stack, th->sp, th->cap, th->gap, th->g};
+    th->stack = NULL;
+    th->sp = th->cap = 0;
+    th->gap = 0;
+    uint64_t id = pt->exec_id;
+    for (i = 0; i < th->nsaved && th->saved[i].id != id; i++) {
+    }
+    if (i < th->nsaved) {
+        tl_gsaved *in = &th->saved[i];
+        th->stack = in->stack;
+        th->sp = in->sp;
+        th->cap = in->cap;
+        th->gap = in->gap;
+        th->g = in->g;
+        th->saved[i] = th->saved[--th->nsaved];
+    }
+    else if (id != 0) {
+        th->g = tl_greenlet(st, id, pt->exec_object, now);
+        if (th->g == NULL) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory making a greenlet's track");
+        }
+    }
+    else {
+        th->g = NULL;
+    }
+    if (th->g != NULL) {
+        th->g->in_ns = now;
+        th->g->steps++;
+    }
+    th->exec_id = id;
+    return PTK_OK;
+}
+
+void
+tl__close_all(tl_state *st, tl_thread *th, uint64_t now)
+{
+    while (th->sp > 0) {
+        tl__pop(st, th, now, 0);
+    }
+    if (th->g != NULL && th->g->in_ns != 0) {
+        th->g->running_ns += now > th->g->in_ns ? now - th->g->in_ns : 0;
+        th->g->last_ns = now;
+        th->g->in_ns = 0;
+    }
+    for (size_t i = 0; i < th->nsaved; i++) {
+        tl_gsaved *sv = &th->saved[i];
+        tl_frame *keep = th->stack;
+        size_t ksp = th->sp, kcap = th->cap;
+        th->stack = sv->stack;
+        th->sp = sv->sp;
+        while (th->sp > 0) {
+            tl__pop(st, th, now, 0);
+        }
+        free(sv->stack);
+        th->stack = keep;
+        th->sp = ksp;
+        th->cap = kcap;
+    }
+    free(th->saved);
+    th->saved = NULL;
+    th->nsaved = th->capsaved = 0;
+}
+
 /* ---- the hot path -------------------------------------------------------- */
 
 static int
@@ -327,13 +447,13 @@ static int
 tl_call(tl_state *st, tl_thread *th, const void *key, tl_name *n, uint64_t now)
 {
     tl_frame *top = th->sp ? &th->stack[th->sp - 1] : NULL;
-    tl_track *track = top ? top->track : &th->track;
+    tl_track *track = top ? top->track : tl__base(th);
     if (n->coro && st->tasks && (top == NULL || !top->coro)) {
         /* a coroutine resumed by something that is not a coroutine: the
          * step of a Task, if a Task runs it */
         tl_task *tk = tl_current_task(st, now);
         if (tk != NULL) {
-            tl_frame *m = tl_push(st, th, NULL, &tk->label, &th->track, now);
+            tl_frame *m = tl_push(st, th, NULL, &tk->label, tl__base(th), now);
             if (m == NULL) {
                 return PTK_ENOMEM;
             }
@@ -344,6 +464,9 @@ tl_call(tl_state *st, tl_thread *th, const void *key, tl_name *n, uint64_t now)
             }
             f->task = tk;
             tk->steps++;
+            th->step_at1 = th->sp;
+            th->worst_ns = 0;
+            th->nworst = 0;
             return PTK_OK;
         }
     }
@@ -351,11 +474,79 @@ tl_call(tl_state *st, tl_thread *th, const void *key, tl_name *n, uint64_t now)
 }
 
 /* Pops the top frame, and after a Task's root coroutine its step span. */
+/* blocking=: a call inside a Task step ended (th->stack[th->sp] is its
+ * frame): the slowest so far is remembered with its frames from the step's
+ * coroutine down. A call around the one remembered (its callers end after
+ * it, and always took longer) does not replace it while the one
+ * remembered took at least half its time: the stack then goes down to
+ * where the time went (blocker -> helper -> time.sleep, not blocker). */
+static void
+tl_block_call(tl_thread *th, const tl_frame *f, uint64_t now)
+{
+    uint64_t ns = now > f->t0 ? now - f->t0 : 0;
+    if (ns <= th->worst_ns) {
+        return;
+    }
+    size_t depth = th->sp - (th->step_at1 - 1) + 1; /* frames from the step's down */
+    if ((size_t)th->nworst > depth && th->worst_ns * 2 >= ns) {
+        size_t i = 0;
+        while (i < depth && th->worst[i] == th->stack[th->step_at1 - 1 + i].name) {
+            i++;
+        }
+        if (i == depth) {
+            return; /* a caller of the call remembered */
+        }
+    }
+    th->worst_ns = ns;
+    th->nworst = 0;
+    for (size_t i = th->step_at1 - 1; i <= th->sp && th->nworst < TL_BLOCK_STACK; i++) {
+        th->worst[th->nworst++] = th->stack[i].name;
+    }
+}
+
+/* blocking=: a Task step ended after @p ns: recorded if it held the loop
+ * that long, on the counter track (its length, for its duration) and in
+ * the summary's list. */
+static void
+tl_block_step(tl_state *st, tl_thread *th, const tl_frame *f, uint64_t now)
+{
+    uint64_t ns = now > f->t0 ? now - f->t0 : 0;
+    th->step_at1 = 0;
+    if ((int64_t)ns < st->blocking_ns ||
+        PTK_KIT_RESERVE(st->blocks, st->capblocks, st->nblocks + 1, 16) != 0) {
+        return;
+    }
+    tl_block *b = &st->blocks[st->nblocks];
+    b->task = strdup(f->task->track.name);
+    if (b->task == NULL) {
+        return;
+    }
+    st->nblocks++;
+    b->t0 = f->t0;
+    b->ns = ns;
+    b->worst_ns = th->worst_ns;
+    b->nworst = th->nworst;
+    memcpy(b->worst, th->worst, sizeof b->worst);
+    if (tl__can_write(st, now) &&
+        (st->fmt->counter(st, &st->block_track, (double)ns / 1e6, f->t0) != 0 ||
+         st->fmt->counter(st, &st->block_track, 0.0, now) != 0)) {
+        tl__drop(st);
+    }
+}
+
 void
 tl__pop(tl_state *st, tl_thread *th, uint64_t now, int finished)
 {
     tl_frame f = th->stack[--th->sp];
     tl__frame_end(st, th, &f, now);
+    if (th->step_at1 != 0 && st->blocking_ns > 0) {
+        if (f.task != NULL) {
+            tl_block_step(st, th, &f, now);
+        }
+        else if (th->sp >= th->step_at1) {
+            tl_block_call(th, &f, now);
+        }
+    }
     if (f.task != NULL) {
         tl_task *tk = f.task;
         tk->running_ns += now - f.t0;
@@ -425,7 +616,7 @@ tl_exception(tl_state *st, tl_thread *th, const ptk_event *ev, uint64_t now)
     }
     if (tl_write_ancestors(st, th, th->sp, now) == 0 &&
         tl__can_write(st, now) &&
-        st->fmt->instant(st, top ? top->track : &th->track, n, now, 0) == 0) {
+        st->fmt->instant(st, top ? top->track : tl__base(th), n, now, 0) == 0) {
         st->instants++;
     }
     else {
@@ -473,6 +664,12 @@ tl_event(tl_state *st, const ptk_event *ev)
         return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory recording a thread");
     }
     uint64_t now = ev->time_ns;
+    if (ev->thread->exec_id != th->exec_id) {
+        int rc = tl_switch(st, th, ev->thread, now);
+        if (rc != PTK_OK) {
+            return rc;
+        }
+    }
     st->events++;
     st->tick_events++;
     th->last_ns = now;
@@ -500,7 +697,7 @@ tl_event(tl_state *st, const ptk_event *ev)
             return st->host->fail(st->ctx, PTK_ENOMEM, "cannot name a C function");
         }
         return tl_push(st, th, key, n, th->sp ? th->stack[th->sp - 1].track
-                                              : &th->track, now)
+                                              : tl__base(th), now)
                    ? PTK_OK : PTK_ENOMEM;
     }
     case PTK_EV_C_RETURN:

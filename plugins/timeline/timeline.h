@@ -161,7 +161,23 @@ typedef struct tl_task {
     uint64_t first_ns, last_ns, running_ns;
     uint64_t steps;
     int done;
+    int greenlet;      /* a greenlet's track (ptk_thread::exec_id), not a Task's:
+                          steps are the times it was switched to */
+    uint64_t in_ns;    /* greenlet: when it was last switched to */
 } tl_task;
+
+/* The frames kept of the slowest call of a blocking step. */
+#define TL_BLOCK_STACK 24
+
+/* The frames of an execution context (a greenlet) while another runs on
+ * its thread. */
+typedef struct tl_gsaved {
+    uint64_t id;
+    struct tl_frame *stack;
+    size_t sp, cap;
+    int gap;
+    tl_task *g;        /* its track, NULL for the thread's own */
+} tl_gsaved;
 
 typedef struct tl_thread {
     uint32_t index;
@@ -172,7 +188,28 @@ typedef struct tl_thread {
     uint64_t last_ns;
     uint64_t unmatched;
     int gap;           /* a BEGIN was dropped: write ancestors first */
+    uint64_t exec_id;  /* the execution context `stack` is of */
+    tl_task *g;        /* its greenlet track, NULL for the thread's own */
+    tl_gsaved *saved;  /* the other contexts' frames */
+    size_t nsaved, capsaved;
+    /* blocking=: the Task step running (index + 1 of its coroutine's frame
+     * in `stack`, 0 if none) and the slowest call in it so far, with the
+     * frames from the step's coroutine down to it */
+    size_t step_at1;
+    uint64_t worst_ns;
+    struct tl_name *worst[TL_BLOCK_STACK];
+    int nworst;
 } tl_thread;
+
+/* blocking=: one Task step that held its loop at least that long. */
+typedef struct tl_block {
+    char *task;        /* the Task's name */
+    uint64_t t0, ns;   /* when the step began, how long it ran */
+    uint64_t worst_ns; /* its slowest call, and that call's stack from the
+                          step's coroutine down */
+    struct tl_name *worst[TL_BLOCK_STACK];
+    int nworst;
+} tl_block;
 
 /* ---- the encoders ------------------------------------------------------- */
 
@@ -227,6 +264,10 @@ typedef struct tl_state {
     tl_track events_track;  /* events/s counter */
     tl_track gc_track;      /* GC pause counter (ms per second) */
     tl_track drop_track;    /* dropped events, cumulative */
+    tl_track block_track;   /* blocking=: the steps that held the loop (ms) */
+    int64_t blocking_ns;    /* blocking=: the threshold, 0: off */
+    tl_block *blocks;       /* the steps at or over it */
+    size_t nblocks, capblocks;
     int objects;            /* live-object tracks to show (reftrack's) */
     tl_track obj_track[TL_OBJ_TRACKS]; /* "live objects: TYPE" */
     size_t nobj;

@@ -13,7 +13,7 @@
 
 enum { OPT_FORMAT, OPT_BUFFER_KB, OPT_FLUSH_MS, OPT_MIN_DURATION,
        OPT_BUILTINS, OPT_EXCEPTIONS, OPT_TASKS, OPT_GC, OPT_COUNTERS,
-       OPT_OBJECTS, OPT_COUNT };
+       OPT_OBJECTS, OPT_BLOCKING, OPT_COUNT };
 
 static const ptk_option_spec tl_options[] = {
     [OPT_FORMAT] = {"format", PTK_OPT_CHOICE, "perfetto",
@@ -43,6 +43,10 @@ static const ptk_option_spec tl_options[] = {
                      "live objects of the N types with the most, one counter "
                      "track each, when reftrack runs in the same session "
                      "(CPython 3.13+); 0: none", NULL},
+    [OPT_BLOCKING] = {"blocking", PTK_OPT_STRING, "0",
+                      "list the asyncio Task steps that held their loop at least this "
+                      "long (e.g. 100ms), with the stack of their slowest call; 0: off",
+                      NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -161,6 +165,12 @@ tl_check_options(const ptk_init_args *args, int64_t *min_ns)
                  o[OPT_MIN_DURATION].s);
         return PTK_EOPTTYPE;
     }
+    if (tl_parse_duration(o[OPT_BLOCKING].s ? o[OPT_BLOCKING].s : "0") < 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "blocking: '%s' is not a duration (e.g. 50us, 1.5ms, 2s)",
+                 o[OPT_BLOCKING].s);
+        return PTK_EOPTTYPE;
+    }
     if (o[OPT_BUFFER_KB].i < 4 || o[OPT_BUFFER_KB].i > 1024 * 1024) {
         snprintf(args->errbuf, args->errbuf_size,
                  "buffer_kb must be 4 to 1048576, not %lld",
@@ -210,6 +220,8 @@ tl_tracks_init(tl_state *st)
         tl__track_init(&st->events_track, TL_TRACK_COUNTER, 2, "events/s") != 0 ||
         tl__track_init(&st->gc_track, TL_TRACK_COUNTER, 3, "GC pause (ms per s)") != 0 ||
         tl__track_init(&st->drop_track, TL_TRACK_COUNTER, 4, "dropped events (total)") != 0 ||
+        tl__track_init(&st->block_track, TL_TRACK_COUNTER, 5,
+                       "blocking Task steps (ms)") != 0 ||
         tl__name_label(&st->gc_name, "gc") != 0 ||
         (st->asyncio_name = PyUnicode_InternFromString("asyncio")) == NULL) {
         PyErr_Clear();
@@ -217,6 +229,7 @@ tl_tracks_init(tl_state *st)
     }
     st->process_track.tid = st->pid;
     st->events_track.tid = st->gc_track.tid = st->drop_track.tid = st->pid;
+    st->block_track.tid = st->pid;
     return 0;
 }
 
@@ -244,6 +257,7 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->ctx = args->ctx;
     st->fmt = o[OPT_FORMAT].i == 1 ? &tl__json_format : &tl__pb_format;
     st->min_duration_ns = min_ns;
+    st->blocking_ns = tl_parse_duration(o[OPT_BLOCKING].s ? o[OPT_BLOCKING].s : "0");
     st->flush_ns = o[OPT_FLUSH_MS].i * 1000000;
     st->builtins = o[OPT_BUILTINS].i != 0;
     st->exceptions = o[OPT_EXCEPTIONS].i != 0;
@@ -300,9 +314,7 @@ tl_finish(tl_state *st)
             continue;
         }
         uint64_t t = th->last_ns > now ? th->last_ns : now;
-        while (th->sp > 0) {
-            tl__pop(st, th, t, 0);
-        }
+        tl__close_all(st, th, t);
     }
     tl__rename_threads(st, now);
     /* At the end, wait for the disk rather than lose the tail. */
@@ -332,7 +344,8 @@ tl_summary(tl_state *st, int werr)
     for (size_t i = 0; i < st->ntasks; i++) {
         tl_task *tk = st->task_list[i];
         PyObject *d = Py_BuildValue(
-            "{s:K,s:s,s:K,s:K,s:K,s:K,s:O}", "id", (unsigned long long)tk->id,
+            "{s:K,s:s,s:s,s:K,s:K,s:K,s:K,s:O}", "id", (unsigned long long)tk->id,
+            "kind", tk->greenlet ? "greenlet" : "task",
             "name", tk->track.name, "steps", (unsigned long long)tk->steps,
             "wall_ns", (unsigned long long)(tk->last_ns > tk->first_ns
                                                 ? tk->last_ns - tk->first_ns : 0),
@@ -346,6 +359,33 @@ tl_summary(tl_state *st, int werr)
         }
         Py_DECREF(d);
     }
+    PyObject *blocking = PyList_New(0);
+    for (size_t i = 0; blocking != NULL && i < st->nblocks; i++) {
+        const tl_block *b = &st->blocks[i];
+        PyObject *stack = PyList_New(b->nworst);
+        for (int k = 0; stack != NULL && k < b->nworst; k++) {
+            PyObject *t = PyUnicode_DecodeUTF8(b->worst[k]->text,
+                                               (Py_ssize_t)strlen(b->worst[k]->text), "replace");
+            if (t == NULL) {
+                Py_CLEAR(stack);
+                break;
+            }
+            PyList_SET_ITEM(stack, k, t);
+        }
+        PyObject *d = stack == NULL ? NULL : Py_BuildValue(
+            "{s:s,s:K,s:K,s:K,s:N}", "task", b->task,
+            "start_ns", (unsigned long long)(b->t0 - st->t_origin),
+            "duration_ns", (unsigned long long)b->ns,
+            "slowest_ns", (unsigned long long)b->worst_ns, "slowest_stack", stack);
+        if (d == NULL || PyList_Append(blocking, d) != 0) {
+            Py_CLEAR(blocking);
+        }
+        Py_XDECREF(d);
+    }
+    if (blocking == NULL) {
+        Py_DECREF(tasks);
+        return NULL;
+    }
     uint64_t unmatched = 0;
     for (size_t i = 0; i < st->nthreads; i++) {
         if (st->threads[i] != NULL) {
@@ -353,7 +393,7 @@ tl_summary(tl_state *st, int werr)
         }
     }
     PyObject *res = Py_BuildValue(
-        "{s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:N,s:s,s:K}",
+        "{s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:N,s:L,s:N,s:s,s:K}",
         "file", st->fmt->filename,
         "format", st->fmt == &tl__json_format ? "json" : "perfetto",
         "events", (unsigned long long)st->events,
@@ -369,6 +409,8 @@ tl_summary(tl_state *st, int werr)
         "names", (unsigned long long)st->nnames,
         "min_duration_ns", (long long)st->min_duration_ns,
         "tasks", tasks,
+        "blocking_ns", (long long)st->blocking_ns,
+        "blocking", blocking,
         "write_error", werr ? strerror(werr) : "",
         "after_report", (unsigned long long)st->after_finish);
     return res;
@@ -470,6 +512,11 @@ tl_fini(void *state)
     tl_track_free(&st->process_track);
     tl_track_free(&st->events_track);
     tl_track_free(&st->gc_track);
+    tl_track_free(&st->block_track);
+    for (size_t i = 0; i < st->nblocks; i++) {
+        free(st->blocks[i].task);
+    }
+    free(st->blocks);
     tl_track_free(&st->drop_track);
     for (size_t k = 0; k < st->nobj; k++) {
         tl_track_free(&st->obj_track[k]);
@@ -492,9 +539,7 @@ tl_thread_end(void *state, const ptk_thread *t)
     if (th == NULL) {
         return;
     }
-    while (th->sp > 0) {
-        tl__pop(st, th, th->last_ns, 0);
-    }
+    tl__close_all(st, th, th->last_ns);
     free(th->stack);
     th->stack = NULL;
     th->cap = 0;
@@ -509,7 +554,7 @@ static const ptk_plugin_desc tl_desc = {
     .events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN) |
               PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
               PTK_MASK(PTK_EV_C_EXCEPTION) | PTK_MASK(PTK_EV_EXCEPTION),
-    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C,
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_EXEC_CONTEXT,
     .options = tl_options,
     .init = tl_init,
     .on_event = tl__on_event,

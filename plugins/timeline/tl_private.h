@@ -35,6 +35,18 @@ tl__thread_of(tl_state *st, const ptk_thread *t)
     return th != NULL ? th : tl__thread_get(st, t);
 }
 
+/* The track a frame with no frame below it goes to: the greenlet's, or
+ * the thread's. */
+static inline tl_track *
+tl__base(tl_thread *th)
+{
+    return th->g != NULL ? &th->g->track : &th->track;
+}
+
+/* Ends the spans of every context of @p th at @p now (the one running and
+ * the ones switched away from) and frees the saved stacks. */
+void tl__close_all(tl_state *st, tl_thread *th, uint64_t now);
+
 /* ---- tl_tick.c ---- */
 
 /* The counters and the objects track get a sample once a second. */

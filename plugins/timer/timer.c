@@ -30,6 +30,7 @@ enum {
     OPT_MAX_CONTEXTS,
     OPT_SPEEDSCOPE,
     OPT_FOLDED,
+    OPT_AWAIT,
     OPT_COUNT
 };
 
@@ -64,6 +65,11 @@ static const ptk_option_spec tm_options[] = {
                     "write timer.folded (collapsed stacks for flamegraph.pl "
                     "and inferno)",
                     NULL},
+    [OPT_AWAIT] = {"await", PTK_OPT_BOOL, "false",
+                   "a coroutine's inclusive time runs from its start to its end, "
+                   "the time it was suspended in await included; per-Task totals "
+                   "in timer.json",
+                   NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -156,6 +162,8 @@ tm_code_func(tm_state *st, PyCodeObject *code)
         fn->name = Py_NewRef(code->co_name);
         fn->qualname = Py_NewRef(code->co_qualname);
         fn->line = code->co_firstlineno;
+        fn->coro = st->await_mode &&
+                   (code->co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE)) != 0;
         fn->id = (uint32_t)st->nfuncs;
         st->func_list[st->nfuncs++] = fn; /* released at fini, even if the
                                              maps below fail */
@@ -165,6 +173,9 @@ tm_code_func(tm_state *st, PyCodeObject *code)
             fn->code = NULL;
             return NULL;
         }
+    }
+    if (fn->coro) {
+        return fn; /* its calls take the slow path (tm_await_enter) */
     }
     e->code = code;
     e->fn = fn;
@@ -300,7 +311,8 @@ tm_node_find(tm_state *st, tm_thread *th, tm_node *parent, const void *key,
     }
     n->parent = parent;
     n->key = key;
-    n->match = match;
+    /* a coroutine's return (await=true) takes the slow path: no match */
+    n->match = s->fn->coro ? NULL : match;
     n->stat = s;
     n->edge = e;
     n->merged = merged;
@@ -483,7 +495,8 @@ tm_leave_key(tm_thread *th, const void *match, int c_only, uint64_t now)
     size_t i = th->sp;
     while (i > 0) {
         tm_node *n = th->stack[i - 1].node;
-        if (n->match == match) {
+        if (n->match == match ||
+            (n->match == NULL && n->stat != NULL && n->stat->fn->code == match)) {
             break;
         }
         if (c_only && !n->stat->fn->is_c) {
@@ -515,6 +528,378 @@ tm_last_ns(const tm_thread *th)
     return t;
 }
 
+/* Suspends the frames of the context running on @p th at @p now: their
+ * functions' and edges' levels are given back (a recursion is counted
+ * within its own context) and their clocks stop until it runs again. */
+static void
+tm_suspend(tm_thread *th)
+{
+    for (size_t i = 0; i < th->sp; i++) {
+        tm_node *n = th->stack[i].node;
+        n->stat->fig.level--;
+        n->edge->fig.level--;
+    }
+}
+
+/* Resumes the frames now in th->stack, suspended since @p at. */
+static void
+tm_resume(tm_thread *th, uint64_t at, uint64_t now)
+{
+    uint64_t shift = now > at ? now - at : 0;
+    for (size_t i = 0; i < th->sp; i++) {
+        tm_node *n = th->stack[i].node;
+        th->stack[i].t0 += shift;
+        n->stat->fig.level++;
+        n->edge->fig.level++;
+    }
+    th->top = th->sp > 0 ? th->stack[th->sp - 1].node : &th->root;
+}
+
+/* The execution context on @p th became @p id (a greenlet switch): the
+ * running context's frames are suspended and saved, @p id's (if it ran
+ * here before) resumed, so that a return pairs with a frame of its own
+ * context and no context is charged for the time another ran. */
+static __attribute__((noinline)) int
+tm_switch(tm_state *st, tm_thread *th, uint64_t id, uint64_t now)
+{
+    tm_saved *out = ptk_kit_map_get(&th->saved, (const void *)(uintptr_t)(th->exec_id + 1), NULL);
+    if (out == NULL && th->sp > 0) {
+        out = calloc(1, sizeof *out);
+        if (out == NULL ||
+            ptk_kit_map_put(&th->saved, (const void *)(uintptr_t)(th->exec_id + 1), NULL,
+                            out) != 0) {
+            free(out);
+            return st->host->fail(st->ctx, PTK_ENOMEM,
+                                  "out of memory saving an execution context");
+        }
+    }
+    tm_suspend(th);
+    if (out != NULL) {
+        free(out->stack); /* (empty: its frames came back when it last ran) */
+        out->stack = th->stack;
+        out->sp = th->sp;
+        out->cap = th->cap;
+        out->at = now;
+        th->stack = NULL;
+        th->sp = th->cap = 0;
+    }
+    else {
+        th->sp = 0; /* keep the (empty) array for the next context */
+    }
+    tm_saved *in = ptk_kit_map_get(&th->saved, (const void *)(uintptr_t)(id + 1), NULL);
+    if (in != NULL && in->sp > 0) {
+        free(th->stack);
+        th->stack = in->stack;
+        th->sp = in->sp;
+        th->cap = in->cap;
+        in->stack = NULL;
+        in->sp = in->cap = 0;
+        tm_resume(th, in->at, now);
+    }
+    else {
+        th->top = &th->root;
+    }
+    th->last_left = NULL;
+    th->exec_id = id;
+    th->switches++;
+    return PTK_OK;
+}
+
+/* Closes every frame of @p th, the suspended contexts' included (each at
+ * the time it was switched away from), and frees their stacks. */
+static void
+tm_close_all(tm_thread *th, uint64_t now)
+{
+    while (th->sp > 0) {
+        tm_leave(th, now);
+    }
+    for (size_t i = 0; th->saved.slots && i <= th->saved.mask; i++) {
+        tm_saved *sv = th->saved.slots[i].value;
+        if (sv == NULL || sv->sp == 0) {
+            continue;
+        }
+        tm_frame *keep = th->stack;
+        size_t kcap = th->cap;
+        th->stack = sv->stack;
+        th->sp = sv->sp;
+        tm_resume(th, sv->at, sv->at);
+        while (th->sp > 0) {
+            tm_leave(th, sv->at);
+        }
+        th->stack = keep;
+        th->cap = kcap;
+        th->top = &th->root;
+        sv->sp = 0;
+    }
+}
+
+static void
+tm_saved_free(tm_thread *th)
+{
+    for (size_t i = 0; th->saved.slots && i <= th->saved.mask; i++) {
+        tm_saved *sv = th->saved.slots[i].value;
+        if (sv != NULL) {
+            free(sv->stack);
+            free(sv);
+        }
+    }
+    ptk_kit_map_free(&th->saved);
+}
+
+/* ---- await=true ---------------------------------------------------------- */
+
+/* The asyncio Task running now (asyncio.current_task(), if asyncio is
+ * imported and a loop runs), made a record at first sight; NULL if none. */
+static tm_task *
+tm_current_task(tm_state *st, uint64_t now)
+{
+    if (st->current_task == NULL) {
+        PyObject *modname = PyUnicode_InternFromString("asyncio");
+        PyObject *mod = modname != NULL ? PyImport_GetModule(modname) : NULL;
+        Py_XDECREF(modname);
+        PyErr_Clear();
+        if (mod == NULL) {
+            return NULL; /* not imported: we never import it */
+        }
+        st->current_task = PyObject_GetAttrString(mod, "current_task");
+        Py_DECREF(mod);
+        if (st->current_task == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    PyObject *task = PyObject_CallNoArgs(st->current_task);
+    if (task == NULL || task == Py_None) {
+        PyErr_Clear(); /* no running loop */
+        Py_XDECREF(task);
+        return NULL;
+    }
+    tm_task *tk = ptk_kit_map_get(&st->tasks, task, NULL);
+    if (tk != NULL) {
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject *o = NULL;
+        if (PyWeakref_GetRef(tk->wref, &o) < 0) {
+            PyErr_Clear();
+        }
+        Py_XDECREF(o); /* compared only */
+#else
+        PyObject *o = PyWeakref_GetObject(tk->wref); /* borrowed */
+#endif
+        if (o == task) {
+            Py_DECREF(task);
+            return tk;
+        }
+    }
+    /* new, or a new Task at the address of one that is gone */
+    if (PTK_KIT_RESERVE(st->task_list, st->tasks_cap, st->ntasks + 1, 32) != 0 ||
+        (tk = calloc(1, sizeof(*tk))) == NULL) {
+        Py_DECREF(task);
+        return NULL;
+    }
+    PyObject *name = PyObject_CallMethod(task, "get_name", NULL);
+    const char *u = name != NULL && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    tk->name = strdup(u != NULL ? u : "?");
+    Py_XDECREF(name);
+    PyErr_Clear();
+    tk->wref = PyWeakref_NewRef(task, NULL);
+    if (tk->wref == NULL || tk->name == NULL ||
+        ptk_kit_map_put(&st->tasks, task, NULL, tk) != 0) {
+        PyErr_Clear();
+        Py_XDECREF(tk->wref);
+        free(tk->name);
+        free(tk);
+        Py_DECREF(task);
+        return NULL;
+    }
+    Py_DECREF(task);
+    tk->first_ns = now;
+    st->task_list[st->ntasks++] = tk;
+    return tk;
+}
+
+/* The record of the coroutine whose frame the event is of (made at first
+ * sight), or NULL. */
+static tm_await *
+tm_await_of(tm_state *st, tm_thread *th, const ptk_event *ev, PyFrameObject **framep)
+{
+    PyFrameObject *frame = st->host->event_frame(ev);
+    PyObject *gen = frame != NULL ? PyFrame_GetGenerator(frame) : NULL;
+    *framep = frame;
+    if (gen == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    tm_await *a = ptk_kit_map_get(&th->awaits, gen, NULL);
+    if (a == NULL) {
+        a = tm__arena_alloc(&th->arena, sizeof(*a));
+        if (a == NULL || ptk_kit_map_put(&th->awaits, gen, NULL, a) != 0) {
+            a = NULL;
+        }
+    }
+    Py_DECREF(gen); /* the key is compared only, never used */
+    return a;
+}
+
+/* A coroutine's frame was pushed (its node on top): its start, or a resume. */
+static void
+tm_await_enter(tm_state *st, tm_thread *th, const ptk_event *ev, uint64_t now)
+{
+    PyFrameObject *frame;
+    tm_await *a = tm_await_of(st, th, ev, &frame);
+    if (a == NULL) {
+        return;
+    }
+    tm_node *n = th->top;
+    if (!a->live) {
+        a->live = 1;
+        a->t_first = now;
+        a->stat = n->stat;
+        a->edge = n->edge;
+        a->counted_stat = n->stat->fig.level == 1;
+        a->counted_edge = n->edge->fig.level == 1;
+        a->task = NULL;
+    }
+    a->t_last = now;
+    a->slice_t0 = now;
+    /* resumed by something that is not a coroutine: a Task's step */
+    tm_node *below = th->sp >= 2 ? th->stack[th->sp - 2].node : NULL;
+    if (below == NULL || below->stat == NULL || !below->stat->fn->coro) {
+        tm_task *tk = tm_current_task(st, now);
+        if (tk != NULL) {
+            a->task = tk;
+            tk->steps++;
+            if (tk->coro == NULL) {
+                tk->coro = n->stat->fn;
+            }
+        }
+    }
+}
+
+/* Is the RETURN of a coroutine's frame a suspension (a yield in await)?
+ * The backend says so where it can (PY_YIELD); the legacy hooks say RETURN
+ * for both: the instruction the frame stopped at tells. */
+static int
+tm_is_yield(tm_state *st, const ptk_event *ev, PyFrameObject *frame)
+{
+    if (ev->origin == PTK_ORIGIN_YIELD) {
+        return 1;
+    }
+    if (ev->origin == PTK_ORIGIN_UNWIND || frame == NULL) {
+        return 0;
+    }
+    if (st->op_yield == -2) {
+        /* the opcodes, from the opcode module: imported already by any
+         * program that runs asyncio (inspect, dis); imported here only if
+         * not, once the program runs coroutines */
+        st->op_yield = st->op_resume = -1;
+        PyObject *et, *ev_, *tb;
+        PyErr_Fetch(&et, &ev_, &tb);
+        PyObject *name = PyUnicode_InternFromString("opcode");
+        PyObject *opcode = name != NULL ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        if (opcode == NULL) {
+            PyErr_Clear();
+            opcode = PyImport_ImportModule("opcode");
+        }
+        PyObject *opmap = opcode != NULL ? PyObject_GetAttrString(opcode, "opmap") : NULL;
+        PyObject *y = opmap != NULL ? PyDict_GetItemString(opmap, "YIELD_VALUE") : NULL;
+        PyObject *r = opmap != NULL ? PyDict_GetItemString(opmap, "RESUME") : NULL;
+        if (y != NULL && r != NULL) {
+            st->op_yield = (int)PyLong_AsLong(y);
+            st->op_resume = (int)PyLong_AsLong(r);
+        }
+        Py_XDECREF(opmap);
+        Py_XDECREF(opcode);
+        PyErr_Clear();
+        PyErr_Restore(et, ev_, tb);
+    }
+    if (st->op_yield < 0) {
+        return 0;
+    }
+    PyObject *bytes = PyCode_GetCode(ev->code);
+    if (bytes == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int lasti = PyFrame_GetLasti(frame);
+    const unsigned char *raw = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t size = PyBytes_GET_SIZE(bytes);
+    int y = 0;
+    if (lasti >= 0 && lasti + 1 < size) {
+        y = raw[lasti] == st->op_yield ||
+            /* some versions leave f_lasti on the RESUME after the yield */
+            (raw[lasti] == st->op_resume && raw[lasti + 1] != 0 && lasti >= 2 &&
+             raw[lasti - 2] == st->op_yield);
+    }
+    Py_DECREF(bytes);
+    return y;
+}
+
+/* The coroutine's figures for its whole life, at its end. */
+static void
+tm_await_end(tm_await *a, uint64_t end)
+{
+    uint64_t wall = end > a->t_first ? end - a->t_first : 0;
+    if (a->counted_stat) {
+        a->stat->fig.await_tt += wall;
+    }
+    if (a->counted_edge) {
+        a->edge->fig.await_tt += wall;
+    }
+    a->live = 0;
+}
+
+/* A coroutine's frame returns or suspends (before its frame is popped). */
+static void
+tm_await_leave(tm_state *st, tm_thread *th, const ptk_event *ev, uint64_t now)
+{
+    PyFrameObject *frame;
+    tm_await *a = tm_await_of(st, th, ev, &frame);
+    if (a == NULL || !a->live) {
+        return;
+    }
+    a->t_last = now;
+    if (a->task != NULL) {
+        a->task->running_ns += now > a->slice_t0 ? now - a->slice_t0 : 0;
+        a->task->last_ns = now;
+        a->task = NULL;
+    }
+    if (!tm_is_yield(st, ev, frame)) {
+        tm_await_end(a, now);
+    }
+}
+
+/* Ends the coroutines of @p th still running (at their latest slice's end)
+ * so that their time is counted. */
+static void
+tm_await_close(tm_thread *th)
+{
+    for (size_t i = 0; th->awaits.slots && i <= th->awaits.mask; i++) {
+        tm_await *a = th->awaits.slots[i].value;
+        if (a != NULL && a->live) {
+            tm_await_end(a, a->t_last);
+        }
+    }
+}
+
+/* await=true, at the end: a coroutine's inclusive time is its whole life's. */
+static void
+tm_await_apply(tm_thread *th)
+{
+    for (size_t i = 0; th->stats.slots && i <= th->stats.mask; i++) {
+        tm_stat *s = th->stats.slots[i].value;
+        if (s != NULL && s->fn->coro) {
+            s->fig.tt = s->fig.await_tt;
+        }
+    }
+    for (size_t i = 0; th->edges.slots && i <= th->edges.mask; i++) {
+        tm_edge *e = th->edges.slots[i].value;
+        if (e != NULL && e->callee->fn->coro) {
+            e->fig.tt = e->fig.await_tt;
+        }
+    }
+}
+
 /* A C function's key: its PyMethodDef (a bound method is made anew for
  * each call, a descriptor's is the same def), else the callable itself. */
 static inline const void *
@@ -543,6 +928,12 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
         st->hot = th;
     }
     uint64_t now = st->cpu_clock ? tm__cpu_now() : ev->time_ns;
+    if (ev->thread->exec_id != th->exec_id) {
+        int rc = tm_switch(st, th, ev->thread->exec_id, now);
+        if (rc != PTK_OK) {
+            return rc;
+        }
+    }
     th->last_ns = now;
     switch (ev->kind) {
     case PTK_EV_CALL: {
@@ -553,9 +944,16 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
             }
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory recording a function");
         }
-        return tm_enter(st, th, fn, ev->code, (PyObject *)ev->code, NULL, 0, now);
+        int rc = tm_enter(st, th, fn, ev->code, (PyObject *)ev->code, NULL, 0, now);
+        if (rc == PTK_OK && fn->coro) {
+            tm_await_enter(st, th, ev, now);
+        }
+        return rc;
     }
     case PTK_EV_RETURN:
+        if (st->await_mode && (ev->code->co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE))) {
+            tm_await_leave(st, th, ev, now);
+        }
         if (tm_is_top(th, ev->code)) {
             tm_leave(th, now);
         }
@@ -611,10 +1009,10 @@ static int
 tm_on_event(void *state, const ptk_event *ev)
 {
     tm_state *st = state;
-    if (ev->thread != st->hot_thread) {
+    tm_thread *th = st->hot;
+    if (ev->thread != st->hot_thread || ev->thread->exec_id != th->exec_id) {
         return tm_on_event_slow(st, ev);
     }
-    tm_thread *th = st->hot;
     const void *key;
     switch (ev->kind) {
     case PTK_EV_CALL: {
@@ -683,9 +1081,14 @@ tm__flush(tm_state *st)
                 now = t;
             }
         }
-        while (th->sp > 0) {
-            tm_leave(th, now);
+        tm_close_all(th, now);
+        if (st->await_mode) {
+            tm_await_close(th);
+            tm_await_apply(th);
         }
+    }
+    if (st->await_mode) {
+        tm_await_apply(&st->gone);
     }
     return PTK_OK;
 }
@@ -699,6 +1102,7 @@ tm_fig_add(tm_fig *to, const tm_fig *f)
     to->reccalls += f->reccalls;
     to->tt += f->tt;
     to->it += f->it;
+    to->await_tt += f->await_tt;
 }
 
 /* The stat of @p fn in the merged figures, made on first sight. */
@@ -870,6 +1274,8 @@ tm_thread_free(tm_state *st, tm_thread *th)
     ptk_kit_map_free(&th->edges);
     ptk_kit_map_free(&th->nodes);
     tm__arena_free(&th->arena);
+    tm_saved_free(th);
+    ptk_kit_map_free(&th->awaits);
     free(th->stack);
     free(th->name);
     free(th);
@@ -892,9 +1298,9 @@ tm_on_thread_end(void *state, const ptk_thread *t)
         st->hot = NULL;
     }
     uint64_t now = tm_last_ns(th);
-    while (th->sp > 0) {
-        tm_leave(th, now);
-    }
+    tm_close_all(th, now);
+    tm_saved_free(th);
+    tm_await_close(th);
     free(th->stack);
     th->stack = NULL;
     th->cap = 0;
@@ -977,6 +1383,8 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->max_contexts = o[OPT_MAX_CONTEXTS].i;
     st->speedscope = o[OPT_SPEEDSCOPE].i != 0;
     st->folded = o[OPT_FOLDED].i != 0;
+    st->await_mode = o[OPT_AWAIT].i != 0;
+    st->op_yield = st->op_resume = -2; /* looked up when first needed */
     if (!st->builtins) {
         *events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
     }
@@ -1018,6 +1426,10 @@ tm_fini(void *state)
             Py_DECREF(st->dead[i]);
         }
         Py_CLEAR(st->gone_cb);
+        Py_CLEAR(st->current_task);
+        for (size_t i = 0; i < st->ntasks; i++) {
+            Py_CLEAR(st->task_list[i]->wref);
+        }
         PyGILState_Release(gil);
     }
     for (size_t i = 0; i < st->nthreads; i++) {
@@ -1038,6 +1450,12 @@ tm_fini(void *state)
     ptk_kit_map_free(&st->codes);
     ptk_kit_map_free(&st->wrs);
     tm__arena_free(&st->arena);
+    for (size_t i = 0; i < st->ntasks; i++) {
+        free(st->task_list[i]->name);
+        free(st->task_list[i]);
+    }
+    free(st->task_list);
+    ptk_kit_map_free(&st->tasks);
     free(st);
 }
 
@@ -1051,7 +1469,8 @@ static const ptk_plugin_desc tm_desc = {
               PTK_MASK(PTK_EV_C_EXCEPTION),
     /* its own stack pairs every return (tm_leave_key): the hub's is not
      * needed (PTK_FLAG_OWN_STACK) */
-    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_OWN_STACK,
+    .flags = PTK_FLAG_CLOCK | PTK_FLAG_UNBOUND_C | PTK_FLAG_OWN_STACK |
+             PTK_FLAG_EXEC_CONTEXT,
     .options = tm_options,
     .init = tm_init,
     .on_event = tm_on_event,

@@ -59,6 +59,9 @@ typedef struct tm_func {
     PyObject *ref;     /* strong reference to a C callable keyed by itself */
     uint32_t id;       /* dense, in order of first sight */
     int is_c;
+    int coro;          /* await=true: a coroutine function, whose inclusive
+                          time runs from its start to its end, suspensions
+                          included (its calls always take the slow path) */
 } tm_func;
 
 /** Entries of tm_state::fcache: 1 << TM_FCACHE_BITS. */
@@ -80,6 +83,9 @@ typedef struct tm_fig {
     uint64_t tt;       /* inclusive ns, outermost activations only */
     uint64_t it;       /* own ns */
     int64_t level;     /* activations running now */
+    uint64_t await_tt; /* await=true, coroutines: inclusive ns from start to
+                          end of the outermost activations (replaces tt at
+                          the end) */
 } tm_fig;
 
 /** Per-thread figures of one function. */
@@ -158,7 +164,43 @@ typedef struct tm_thread {
     tm_arena arena;    /* stats, edges and nodes of this thread */
     uint64_t unmatched;  /* RETURN / C_RETURN with no frame of ours */
     uint64_t resynced;   /* frames closed because an outer frame returned */
+    uint64_t exec_id;    /* the execution context whose frames `stack` holds
+                            (ptk_thread::exec_id) */
+    tm_map saved;        /* (exec_id + 1, NULL) -> tm_saved: the stacks of
+                            the contexts switched away from */
+    uint64_t switches;   /* context switches seen on this thread */
+    tm_map awaits;       /* await=true: (coroutine object, NULL) -> tm_await */
 } tm_thread;
+
+/** await=true: an asyncio Task, by the steps of its coroutine. */
+typedef struct tm_task {
+    PyObject *wref;    /* weak reference to the Task (identity, not life) */
+    char *name;        /* Task.get_name() */
+    const struct tm_func *coro; /* the coroutine its steps resume */
+    uint64_t first_ns, last_ns, running_ns, steps;
+} tm_task;
+
+/** await=true: one coroutine object, from its start to its end. */
+typedef struct tm_await {
+    uint64_t t_first, t_last; /* its start; the end of its latest slice */
+    uint64_t slice_t0;        /* the start of its current slice */
+    tm_stat *stat;
+    tm_edge *edge;
+    tm_task *task;     /* the Task whose step resumed it, when it is the
+                          step's coroutine */
+    int live;          /* started and not ended (the address is reused) */
+    int counted_stat;  /* its function / edge ran nowhere below it when it
+                          started: its time is counted (outermost) */
+    int counted_edge;
+} tm_await;
+
+/** The frames of an execution context while another runs on its thread:
+ *  suspended (their levels given back, their clocks stopped at `at`). */
+typedef struct tm_saved {
+    tm_frame *stack;
+    size_t sp, cap;
+    uint64_t at;       /* when it was switched away from */
+} tm_saved;
 
 /** What the report says of a thread that ended (its figures are merged). */
 typedef struct tm_done {
@@ -235,6 +277,12 @@ typedef struct tm_state {
     tm_thread gone;      /* the figures of the threads that ended */
     size_t ngone;        /* threads merged into gone */
     int flushed;
+    int await_mode;       /* await=true */
+    int op_yield, op_resume; /* YIELD_VALUE and RESUME: is a RETURN a yield */
+    PyObject *current_task; /* asyncio.current_task, once asyncio is imported */
+    tm_map tasks;         /* (Task object, NULL) -> tm_task */
+    tm_task **task_list;
+    size_t ntasks, tasks_cap;
 } tm_state;
 
 /* ---- timer.c / timer_report.c ------------------------------------------ */

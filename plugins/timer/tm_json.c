@@ -228,7 +228,29 @@ tm__write_json(tm_state *st, const tm_labels *L, const tm_view *all,
         ok = tm_json_thread(f, st, L, i, first);
         first = 0;
     }
-    ok = ok && fputs("]}\n", f) != EOF;
+    ok = ok && fputs("]", f) != EOF;
+    if (ok && st->await_mode) {
+        /* per asyncio Task: its steps, from the start of its first to the
+         * end of its last (wall), and the time they ran (running) */
+        ok = fputs(",\n\"await\":true,\"tasks\":[", f) != EOF;
+        for (size_t i = 0; ok && i < st->ntasks; i++) {
+            const tm_task *tk = st->task_list[i];
+            PyObject *name = PyUnicode_DecodeUTF8(tk->name, (Py_ssize_t)strlen(tk->name),
+                                                  "replace");
+            ok = name != NULL && fprintf(f, "%s\n{\"name\":", i ? "," : "") >= 0 &&
+                 tm_json_pystr(f, name) == 0 && fputs(",\"coroutine\":", f) != EOF &&
+                 (tk->coro != NULL ? tm_json_pystr(f, tk->coro->qualname) == 0
+                                   : fputs("null", f) != EOF) &&
+                 fprintf(f, ",\"steps\":%llu,\"wall_ns\":%llu,\"running_ns\":%llu}",
+                         (unsigned long long)tk->steps,
+                         (unsigned long long)(tk->last_ns > tk->first_ns
+                                                  ? tk->last_ns - tk->first_ns : 0),
+                         (unsigned long long)tk->running_ns) >= 0;
+            Py_XDECREF(name);
+        }
+        ok = ok && fputs("]", f) != EOF;
+    }
+    ok = ok && fputs("}\n", f) != EOF;
     if (!ok && PyErr_Occurred()) {
         PyErr_Clear();
     }

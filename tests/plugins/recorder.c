@@ -16,6 +16,10 @@
  *                      [form, type of ptk_event_c_self() or None] where form
  *                      is "descriptor" or "bound"
  *   own_stack=BOOL     take PTK_FLAG_OWN_STACK (depth is then not read)
+ *   exec=BOOL          take PTK_FLAG_EXEC_CONTEXT; the last column is then
+ *                      [ptk_thread::exec_id, whether the top of the hub's
+ *                      shadow stack is the event's code] (CALL and RETURN;
+ *                      null for the other kinds)
  *   counts=BOOL        write [kind, function name, line, C name or null, count]
  *                      rows instead, one per distinct event (the C callable's
  *                      __name__ for C events, null for the others): what a
@@ -37,7 +41,7 @@ typedef struct {
     PyObject *counts; /* counts=true: (kind, name, line, cname) -> count */
     unsigned int disable;
     const char *tag, *only, *no_lines;
-    int opcodes_check, unbound;
+    int opcodes_check, unbound, exec;
 } rec;
 
 static const ptk_option_spec options[] = {
@@ -50,6 +54,7 @@ static const ptk_option_spec options[] = {
     {"unbound", PTK_OPT_BOOL, "false", "take method descriptors unbound", NULL},
     {"own_stack", PTK_OPT_BOOL, "false", "take PTK_FLAG_OWN_STACK", NULL},
     {"counts", PTK_OPT_BOOL, "false", "one counted row per distinct event", NULL},
+    {"exec", PTK_OPT_BOOL, "false", "record the execution context", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -82,6 +87,10 @@ rec_init(const ptk_init_args *a, void **state, unsigned int *events)
     r->unbound = (int)a->host->option(a, "unbound")->i;
     if (r->unbound) {
         a->subscription->flags |= PTK_FLAG_UNBOUND_C;
+    }
+    r->exec = (int)a->host->option(a, "exec")->i;
+    if (r->exec) {
+        a->subscription->flags |= PTK_FLAG_EXEC_CONTEXT;
     }
     if (a->host->option(a, "own_stack")->i) {
         a->subscription->flags |= PTK_FLAG_OWN_STACK;
@@ -163,6 +172,17 @@ rec_event(void *state, const ptk_event *ev)
     if (ev->kind == PTK_EV_BRANCH || ev->kind == PTK_EV_JUMP) {
         Py_DECREF(extra);
         extra = Py_BuildValue("(ii)", r->host->event_offset(ev), (int)ev->target);
+    }
+    if (r->exec) {
+        const ptk_thread *t = ev->thread;
+        PyObject *top = Py_NewRef(Py_None);
+        if (ev->kind == PTK_EV_CALL || ev->kind == PTK_EV_RETURN) {
+            Py_DECREF(top);
+            top = PyBool_FromLong(t->depth > 0 && t->depth == ev->depth &&
+                                  t->stack[t->depth - 1].code == ev->code);
+        }
+        Py_DECREF(extra);
+        extra = Py_BuildValue("(KN)", (unsigned long long)t->exec_id, top);
     }
     PyFrameObject *f = r->host->event_frame(ev);
     if (ev->kind == PTK_EV_OPCODE && r->opcodes_check && f) {

@@ -5,6 +5,8 @@ sys.setprofile / sys.settrace; on the corpus and on a stdlib unittest suite,
 each condition alone and combined, several instances and sessions at once,
 and every malformed filter refused with its message and exit status 2."""
 import collections
+import fcntl
+import hashlib
 import json
 import os
 import subprocess
@@ -44,15 +46,40 @@ def counted(rows):
     return c
 
 
+def oracle_key(spec, program):
+    """What the oracle's rows depend on: the filter, the program, the
+    interpreter, and the oracle's and the corpus's sources (not the backend:
+    the oracle loads none of our code)."""
+    h = hashlib.sha256(json.dumps([spec, program, os.path.realpath(PYTHON),
+                                   os.stat(PYTHON).st_mtime]).encode())
+    for root, dirs, files in sorted(os.walk(CORPUS)):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(root, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:32]
+
+
 def oracle(spec, program):
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "oracle.json")
-        p = subprocess.run([PYTHON, ORACLE, out, spec] + program, cwd=CORPUS,
-                           capture_output=True, text=True, timeout=300, env=PLAIN_ENV)
-        if p.returncode != 0 or not os.path.exists(out):
-            raise AssertionError("oracle failed:\n" + p.stdout + p.stderr)
-        with open(out) as f:
-            return counted(json.load(f))
+    """The oracle's Counter; its run is shared by a test's two copies (the
+    legacy and @monitoring run of one case ask for the same rows): the first
+    to ask runs it, under a lock the other waits on, into the test
+    directory."""
+    cache = os.path.join(os.getcwd(), "filters-oracle")
+    os.makedirs(cache, exist_ok=True)
+    out = os.path.join(cache, oracle_key(spec, program) + ".json")
+    with open(out + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(out):
+            tmp = out + ".tmp"
+            p = subprocess.run([PYTHON, ORACLE, tmp, spec] + program, cwd=CORPUS,
+                               capture_output=True, text=True, timeout=300, env=PLAIN_ENV)
+            if p.returncode != 0 or not os.path.exists(tmp):
+                raise AssertionError("oracle failed:\n" + p.stdout + p.stderr)
+            os.replace(tmp, out)
+    with open(out) as f:
+        return counted(json.load(f))
 
 
 def traced(specs, program, extra_args=(), events=EVENTS):

@@ -12,6 +12,7 @@ import os
 import sys
 
 import ptk_coverage_util as u
+from ptk_sanitize import PLAIN_DRIVER
 
 PACKAGES = ["json", "email", "asyncio", "importlib", "unittest", "concurrent", "xml",
             "collections", "logging", "http"]
@@ -21,7 +22,13 @@ def report(cwd, source, program, mode, outdir):
     spec = "coverage:source=%s,branch=true" % source
     cmd = [u.env("PTK_CLI"), "--plugin-path", u.env("PTK_PLUGIN_DIR"), "-p", spec,
            "-o", outdir] + program
-    u.run(cmd, cwd, env_extra={"PYTRACEKIT_COVERAGE_ANALYSIS": mode})
+    extra = {"PYTRACEKIT_COVERAGE_ANALYSIS": mode}
+    if mode == "python" and PLAIN_DRIVER:
+        # The reference is the oracle here: under the sanitizers it runs on
+        # Python's own allocator (pure-Python work, 40% of its time through
+        # ASan's malloc); the C analysis runs as every sanitizer test does.
+        extra["PYTHONMALLOC"] = "pymalloc"
+    u.run(cmd, cwd, env_extra=extra)
     with open(os.path.join(cwd, outdir, "coverage.json")) as f:
         data = json.load(f)
     data.pop("meta", None)

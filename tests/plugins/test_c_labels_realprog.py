@@ -124,14 +124,18 @@ def run(code, what):
 def timeline_spans(path):
     """Spans per name of C callables (a span of a Python function has its
     file in its args), read a line (an event) at a time: the file is too big
-    to hold as objects."""
+    to hold as objects. The timeline writes an event's "ph" first; a span's
+    name is decoded where it starts (a regular expression over the 0.2 GB
+    took 4 to 9 times as long)."""
     spans = collections.Counter()
-    name = re.compile(r'"ph":"[BX]".*?"name":("<(?:[^"\\]|\\.)*")')
+    decode = json.JSONDecoder().raw_decode
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = name.search(line)
-            if m and '"args":{"file":' not in line:
-                spans[json.loads(m.group(1))] += 1
+            if not line.startswith(('{"ph":"B"', '{"ph":"X"')):
+                continue
+            i = line.find('"name":"<')
+            if i >= 0 and '"args":{"file":' not in line:
+                spans[decode(line, i + len('"name":'))[0]] += 1
     return spans
 
 

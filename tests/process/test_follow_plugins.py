@@ -30,8 +30,13 @@ import tempfile
 import textwrap
 import time
 
+import ptk_sanitize  # (a PLAIN_DRIVER: the command gets PYTHONMALLOC back)
 from ptk_testlib import CLI, PYTHON, check, fail, run_cli, skip, test_plugin
 
+if ptk_sanitize.PLAIN_DRIVER:
+    # and the preloaded runtimes: the pool's spawned workers and fork
+    # server are the interpreter itself, which loads our extension
+    os.environ["LD_PRELOAD"] = os.environ["PTK_PRELOAD"]
 CASE = sys.argv[1]
 TASKS = 40
 

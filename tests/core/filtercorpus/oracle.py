@@ -123,7 +123,9 @@ def prof(frame, event, arg):
 
 def trace(frame, event, arg):
     if event == "call":
-        return trace
+        # a frame the filter leaves out gets no LINE events to skip: its
+        # verdict (by code) and its thread are the same for its whole run
+        return trace if thread_ok() and selected(frame) else None
     if event == "line" and thread_ok() and selected(frame):
         d = depth.get(threading.get_ident(), 0)
         if not MAX or d <= MAX:

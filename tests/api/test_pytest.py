@@ -346,6 +346,106 @@ class CoverageContexts(Case):
         self.assertEqual(len(self.report("out", "coverage")["files"][self.mod]["contexts"]["2"]), 6)
 
 
+# The oracle of per-test figures: a pytest run without pytracekit, where a
+# conftest.py counts calls with sys.setprofile, per phase of each test (its
+# own hook wrappers name the phase as the plugin does), and "" elsewhere.
+ORACLE_CONFTEST = ("import os, sys, collections, pytest\n"
+                   "CUR = ['']\n"
+                   "SEEN = collections.defaultdict(collections.Counter)\n"
+                   "def prof(frame, event, arg):\n"
+                   "    if event == 'call':\n"
+                   "        c = frame.f_code\n"
+                   "        SEEN[CUR[0]][(c.co_filename, c.co_qualname)] += 1\n"
+                   "def phase(item, name):\n"
+                   "    CUR[0] = item.nodeid + '|' + name\n"
+                   "    try:\n"
+                   "        yield\n"
+                   "    finally:\n"
+                   "        CUR[0] = ''\n"
+                   "if os.environ.get('ORACLE'):\n"
+                   "    sys.setprofile(prof)\n"
+                   "    @pytest.hookimpl(hookwrapper=True)\n"
+                   "    def pytest_runtest_setup(item):\n"
+                   "        yield from phase(item, 'setup')\n"
+                   "    @pytest.hookimpl(hookwrapper=True)\n"
+                   "    def pytest_runtest_call(item):\n"
+                   "        yield from phase(item, 'call')\n"
+                   "    @pytest.hookimpl(hookwrapper=True)\n"
+                   "    def pytest_runtest_teardown(item):\n"
+                   "        yield from phase(item, 'teardown')\n"
+                   "    def pytest_unconfigure(config):\n"
+                   "        sys.setprofile(None)\n"
+                   "        import json\n"
+                   "        with open(os.environ['ORACLE'], 'w') as f:\n"
+                   "            json.dump({k: [[a, b, n] for (a, b), n in v.items()]\n"
+                   "                       for k, v in SEEN.items()}, f)\n")
+
+
+class PerContext(Case):
+    """counter:per_context=true and timer:per_context=true against calls
+    counted with sys.setprofile per phase of each test (ORACLE_CONFTEST)."""
+
+    def setUp(self):
+        super().setUp()
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+        self.write("conftest.py", ORACLE_CONFTEST)
+        self.ours = (self.mod, os.path.join(self.dir, "test_mod.py"))
+
+    def oracle(self):
+        """{context: {qualname: calls}} of the functions of mod.py and
+        test_mod.py, contexts where none ran left out."""
+        out = os.path.join(self.dir, "oracle.json")
+        env = dict(os.environ, ORACLE=out, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        env.pop("PYTEST_ADDOPTS", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+                           cwd=self.dir, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out) as f:
+            seen = json.load(f)
+        want = {}
+        for ctx, rows in seen.items():
+            d = {q: n for file, q, n in rows if file in self.ours}
+            if d:
+                want[ctx] = d
+        return want
+
+    def ours_only(self, contexts, key):
+        got = {}
+        for ctx, rec in contexts.items():
+            d = {q: n for file, q, n in key(rec) if file in self.ours}
+            if d:
+                got[ctx] = d
+        return got
+
+    def test_counter_per_context(self):
+        want = self.oracle()
+        self.pytest("-p", "pytracekit", "--ptk", "counter:per_context=true",
+                    "--ptk-output", "out", "-q")
+        r = self.report("out", "counter")
+        got = self.ours_only(r["contexts"], lambda rec: [
+            (f["file"], f["qualname"], f["calls"]) for f in rec["functions"]])
+        self.assertEqual(got, want)
+        self.assertEqual(want["test_mod.py::test_b|setup"], {"fx": 1, "g": 1, "K.__init__": 1})
+        self.assertEqual(want["test_mod.py::test_b|teardown"], {"fx": 1, "f": 1})
+        # every call of the run is in one context ("" outside the tests):
+        # per function and per event kind, the contexts add up to the run
+        def key(f):
+            return (f["kind"], f["file"], f["qualname"], f["line"], f.get("label"))
+        total, events = {}, {}
+        for rec in r["contexts"].values():
+            for f in rec["functions"]:
+                total[key(f)] = total.get(key(f), 0) + f["calls"]
+            for e, n in rec["events"].items():
+                events[e] = events.get(e, 0) + n
+        self.assertEqual(len(total), len(r["functions"]))
+        self.assertEqual(total, {key(f): f["calls"] for f in r["functions"]})
+        self.assertEqual(events, r["events"])
+        # without per_context, no contexts section
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-output", "plain", "-q")
+        self.assertNotIn("contexts", self.report("plain", "counter"))
+
+
 class Xdist(Case):
     """pytest-xdist: each worker runs a session of its own into OUT/gwN/; the
     controller combines them into OUT at the end (pytracekit combine)."""

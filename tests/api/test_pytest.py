@@ -381,6 +381,33 @@ ORACLE_CONFTEST = ("import os, sys, collections, pytest\n"
                    "                       for k, v in SEEN.items()}, f)\n")
 
 
+# The oracle of per-test profiles: cProfile enabled for each phase of each
+# test (as pytest-profiling profiles each test), its pstats kept per phase.
+CPROFILE_CONFTEST = ("import os, cProfile, pstats, marshal, pytest\n"
+                     "SEEN = {}\n"
+                     "def phase(item, name):\n"
+                     "    p = cProfile.Profile()\n"
+                     "    p.enable()\n"
+                     "    try:\n"
+                     "        yield\n"
+                     "    finally:\n"
+                     "        p.disable()\n"
+                     "        SEEN[item.nodeid + '|' + name] = pstats.Stats(p).stats\n"
+                     "if os.environ.get('ORACLE'):\n"
+                     "    @pytest.hookimpl(hookwrapper=True)\n"
+                     "    def pytest_runtest_setup(item):\n"
+                     "        yield from phase(item, 'setup')\n"
+                     "    @pytest.hookimpl(hookwrapper=True)\n"
+                     "    def pytest_runtest_call(item):\n"
+                     "        yield from phase(item, 'call')\n"
+                     "    @pytest.hookimpl(hookwrapper=True)\n"
+                     "    def pytest_runtest_teardown(item):\n"
+                     "        yield from phase(item, 'teardown')\n"
+                     "    def pytest_unconfigure(config):\n"
+                     "        with open(os.environ['ORACLE'], 'wb') as f:\n"
+                     "            marshal.dump(SEEN, f)\n")
+
+
 class PerContext(Case):
     """counter:per_context=true and timer:per_context=true against calls
     counted with sys.setprofile per phase of each test (ORACLE_CONFTEST)."""
@@ -391,6 +418,57 @@ class PerContext(Case):
         self.write("test_mod.py", CTX_TESTS)
         self.write("conftest.py", ORACLE_CONFTEST)
         self.ours = (self.mod, os.path.join(self.dir, "test_mod.py"))
+
+    def run_oracle(self, out):
+        env = dict(os.environ, ORACLE=out, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        env.pop("PYTEST_ADDOPTS", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+                           cwd=self.dir, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def profiles(self, stats):
+        """{(file, qualname-less name): (calls, primitive calls, {caller name:
+        calls})} of the functions of mod.py and test_mod.py in a pstats
+        dict, callers of those files only."""
+        def ours(key):
+            return key[0] in self.ours
+        return {k[2]: (nc, cc, {c[2]: v[0] for c, v in callers.items() if ours(c)})
+                for k, (cc, nc, tt, ct, callers) in stats.items() if ours(k)}
+
+    def test_timer_per_context(self):
+        import marshal
+        out = os.path.join(self.dir, "oracle.marshal")
+        self.write("conftest.py", CPROFILE_CONFTEST)
+        self.run_oracle(out)
+        with open(out, "rb") as f:
+            want = {ctx: self.profiles(st) for ctx, st in marshal.load(f).items()}
+        want = {ctx: p for ctx, p in want.items() if p}
+        self.pytest("-p", "pytracekit", "--ptk", "timer:per_context=true,top=3",
+                    "--ptk-output", "out", "-q")
+        r = self.report("out", "timer")
+        got = {}
+        for c in r["contexts"]:
+            with open(os.path.join(self.dir, "out", c["pstats"]), "rb") as f:
+                stats = marshal.load(f)
+            self.assertEqual(c["calls"], sum(v[1] for v in stats.values()))
+            self.assertLessEqual(len(c["top"]), 3)
+            p = self.profiles(stats)
+            if p and c["name"]:
+                got[c["name"]] = p
+        self.assertEqual(got, want)
+        self.assertEqual(got["test_mod.py::test_c[3]|call"],
+                         {"test_c": (1, 1, {}), "__init__": (1, 1, {"test_c": 1}),
+                          "up": (1, 1, {"test_c": 1})})
+        # every call of the run is in one context: the calls of each
+        # function add up to the run's
+        total = {}
+        for c in r["contexts"]:
+            with open(os.path.join(self.dir, "out", c["pstats"]), "rb") as f:
+                for k, v in marshal.load(f).items():
+                    total[k] = total.get(k, 0) + v[1]
+        with open(os.path.join(self.dir, "out", "timer.pstats"), "rb") as f:
+            self.assertEqual(total, {k: v[1] for k, v in marshal.load(f).items()})
+        self.assertEqual(sum(c["calls"] for c in r["contexts"]), r["calls"])
 
     def oracle(self):
         """{context: {qualname: calls}} of the functions of mod.py and

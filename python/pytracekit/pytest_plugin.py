@@ -52,6 +52,12 @@ def pytest_addoption(parser):
         g.addoption(opt, dest=ini, default=None, metavar="VALUE",
                     help=f"pytracekit: {help_} (the command's {flag})")
         parser.addini(ini, f"pytracekit: {help_}", default=None)
+    g.addoption("--ptk-slowest", dest="ptk_slowest", default=None, metavar="N",
+                help="pytracekit: the summary lists the N slowest test phases with "
+                     "their top functions, when the timer runs with per_context=true "
+                     "(default 5; 0: none)")
+    parser.addini("ptk_slowest", "pytracekit: slowest test phases in the summary",
+                  default=None)
     g.addoption("--ptk-fail-under", dest="ptk_fail_under", default=None, metavar="PERCENT",
                 help="pytracekit: fail the run when the total coverage is below this "
                      "(else coverage.py's [report] fail_under)")
@@ -116,6 +122,58 @@ def make_session(argv):
         raise pytest.UsageError(f"pytracekit: {e}") from None
 
 
+def slowest_count(config):
+    """--ptk-slowest / ptk_slowest (default 5)."""
+    ns = getattr(config, "known_args_namespace", None) or config.option
+    v = getattr(ns, "ptk_slowest", None)
+    if v is None:
+        v = config.getini("ptk_slowest")
+    if v is None or v == "":
+        return 5
+    try:
+        n = int(v)
+    except ValueError:
+        raise pytest.UsageError(f"pytracekit: --ptk-slowest: not a number: {v!r}") from None
+    if n < 0:
+        raise pytest.UsageError(f"pytracekit: --ptk-slowest must be 0 or more, not {n}")
+    return n
+
+
+def context_tops(dirs):
+    """{context name: its top functions} from the timer.json of each of
+    @p dirs that has per-context figures (per_context=true)."""
+    import json
+    tops = {}
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "timer.json")) as f:
+                contexts = json.load(f).get("contexts")
+        except (OSError, ValueError):
+            continue
+        for c in contexts or ():
+            tops[c["name"]] = c["top"]
+    return tops
+
+
+def write_slowest(tr, durations, tops, n):
+    """The @p n slowest test phases (pytest's durations, as --durations
+    ranks them) that the timer profiled, each with its 3 functions of most
+    own time."""
+    rows = sorted(((d, nodeid, when) for (nodeid, when), d in durations.items()
+                   if f"{nodeid}|{when}" in tops), key=lambda r: -r[0])[:n]
+    if not rows:
+        return
+    tr.write_line(f"pytracekit: slowest {len(rows)} test phase{'s' if len(rows) != 1 else ''}"
+                  " and their top functions (timer, by own time)")
+    for d, nodeid, when in rows:
+        tr.write_line(f"{d:.2f}s {when:<8} {nodeid}")
+        for fn in tops[f"{nodeid}|{when}"][:3]:
+            calls = fn["calls"] if fn["calls"] == fn["primitive_calls"] else \
+                f"{fn['calls']}/{fn['primitive_calls']}"
+            tr.write_line(f"    {fn['own_ns'] * 1e-9:9.6f}s own {fn['inclusive_ns'] * 1e-9:9.6f}s "
+                          f"cum {calls:>8} calls  {fn['display']}")
+
+
 class Run:
     """The session of one pytest run: started before the initial conftests
     are imported (so that they are measured, as the command measures them),
@@ -128,6 +186,8 @@ class Run:
         self.reported = False
         self.summaries = ""      # what the plugins printed at their report
         self.coverage_fail = None  # the fail-under message, when it fails
+        self.durations = {}      # (nodeid, when) -> seconds, as pytest reports
+        self.slowest = slowest_count(config)
 
     def finish(self):
         if self.reported:
@@ -207,11 +267,17 @@ class Run:
     def pytest_runtest_teardown(self, item):
         yield from self._phase(item, "teardown")
 
+    def pytest_runtest_logreport(self, report):
+        self.durations[(report.nodeid, report.when)] = report.duration
+
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
         tr.write_sep("-", "pytracekit")
         for line in self.summaries.splitlines():
             tr.write_line(line)
+        if self.slowest:
+            write_slowest(tr, self.durations, context_tops([self.session.output_dir]),
+                          self.slowest)
         if self.coverage_fail:
             tr.write_line(f"pytracekit: {self.coverage_fail}", red=True)
         if self.failed:
@@ -243,6 +309,11 @@ class Controller:
         self.combined = None
         self.error = None
         self.summaries = ""  # the combination's coverage table
+        self.durations = {}  # (nodeid, when) -> seconds, as the workers report
+        self.slowest = slowest_count(config)
+
+    def pytest_runtest_logreport(self, report):
+        self.durations[(report.nodeid, report.when)] = report.duration
 
     def pytest_testnodeready(self, node):
         self.workers.append(node.gateway.id)
@@ -289,6 +360,11 @@ class Controller:
         tr.write_sep("-", "pytracekit")
         for line in self.summaries.splitlines():
             tr.write_line(line)
+        if self.slowest:
+            write_slowest(tr, self.durations,
+                          context_tops(os.path.join(self.output, w) for w in self.workers
+                                       if w not in self.down),
+                          self.slowest)
         for w, why in self.missing:
             tr.write_line(f"pytracekit: worker {w} {why}: its data is missing from "
                           "the combined reports", red=True)

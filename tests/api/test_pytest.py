@@ -617,6 +617,41 @@ class Summary(Case):
         self.assertNotIn("Stmts", p.stderr)
         self.assertEqual(p.returncode, 0)
 
+    def test_slowest_with_their_top_functions(self):
+        # pytest's own --durations is the oracle of which phases are slowest
+        self.write("test_slow.py", "import time\n"
+                   "def busy(n):\n"
+                   "    return sum(i * i for i in range(n))\n"
+                   "def test_slow():\n"
+                   "    time.sleep(0.3)\n"
+                   "def test_busy():\n"
+                   "    busy(200000)\n"
+                   "    time.sleep(0.1)\n")
+        p = self.pytest("-p", "pytracekit", "--ptk", "timer:per_context=true",
+                        "--ptk-slowest", "2", "--durations", "2", "--durations-min", "0", "-q")
+        durations = re.findall(r"^(\d+\.\d+)s (setup|call|teardown) +(\S+)$",
+                               p.stdout.split("slowest 2 durations", 1)[1].split("\n", 1)[1]
+                               .split("\n=")[0],
+                               re.M)
+        after = p.stdout.split("- pytracekit -", 1)[1].split("pytracekit: reports in")[0]
+        self.assertIn("pytracekit: slowest 2 test phases and their top functions", after)
+        ours = re.findall(r"^(\d+\.\d+)s (setup|call|teardown) +(\S+)$", after, re.M)
+        self.assertEqual([(w, n) for _, w, n in ours], [(w, n) for _, w, n in durations])
+        self.assertEqual([n for _, _, n in ours],
+                         ["test_slow.py::test_slow", "test_slow.py::test_busy"])
+        # each with its top 3 functions by own time: sleep first in test_slow
+        rows = after.split("test_slow.py::test_slow", 1)[1].split("\n")[1:4]
+        self.assertRegex(rows[0], r"^ +0\.(29|3\d)\d+s own .* 1 calls  "
+                                  r"\{built-in method time\.sleep\}$")
+        busy = after.split("test_slow.py::test_busy", 1)[1].split("\n")[1:4]
+        self.assertTrue(any("<genexpr>" in r and "200001 calls" in r for r in busy), busy)
+        # without per_context, or with 0: no such list
+        p = self.pytest("-p", "pytracekit", "--ptk", "timer", "-q")
+        self.assertNotIn("slowest", p.stdout)
+        p = self.pytest("-p", "pytracekit", "--ptk", "timer:per_context=true",
+                        "--ptk-slowest", "0", "-q")
+        self.assertNotIn("slowest", p.stdout)
+
     def test_fail_under(self):
         for args, ini, status in (
                 (["--ptk-fail-under", "90"], None, 1),

@@ -39,6 +39,11 @@ SETTINGS = [
 ]
 
 
+# Every ini key of the plugin (its [tool.pytracekit] keys without ptk_)
+INI_KEYS = (["ptk_plugins", "ptk_plugin_path", "ptk_fail_under", "ptk_slowest"] +
+            [ini for _, _, ini, _ in SETTINGS] + [f[2] for f in FILTER_OPTIONS])
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("pytracekit", "pytracekit (tracing and profiling plugins)")
     g.addoption("--ptk", action="append", dest="ptk_plugins", default=None,
@@ -77,19 +82,63 @@ def pytest_addoption(parser):
                       default=None if is_int else [])
 
 
+def tool_table(config):
+    """The [tool.pytracekit] table of the project's pyproject.toml (the one in
+    pytest's rootdir), as {ini key: [str, ...]}; {} when there is none.
+    Its keys are the ini keys without ptk_ (plugins, output, modules, ...)."""
+    cached = getattr(config, "_ptk_tool_table", None)
+    if cached is not None:
+        return cached
+    table = {}
+    path = os.path.join(str(getattr(config, "rootpath", None) or os.getcwd()),
+                        "pyproject.toml")
+    if os.path.isfile(path):
+        try:
+            import tomllib
+        except ImportError:  # before 3.11: pytest's own reader, if it has one
+            try:
+                import tomli as tomllib
+            except ImportError:
+                tomllib = None
+        if tomllib is not None:
+            try:
+                with open(path, "rb") as f:
+                    raw = tomllib.load(f).get("tool", {}).get("pytracekit", {})
+            except (OSError, ValueError) as e:
+                raise pytest.UsageError(f"pytracekit: {path}: {e}") from None
+            known = {ini for ini in INI_KEYS}
+            for k, v in raw.items():
+                ini = "ptk_" + k.replace("-", "_")
+                if ini not in known:
+                    raise pytest.UsageError(
+                        f"pytracekit: [tool.pytracekit] in {path}: unknown key {k!r} "
+                        f"(known: {', '.join(sorted(i[4:] for i in known))})")
+                vals = v if isinstance(v, list) else [v]
+                table[ini] = [str(x).lower() if isinstance(x, bool) else str(x) for x in vals]
+    config._ptk_tool_table = table
+    return table
+
+
+def setting(config, dest):
+    """A setting's values (a list of str, [] when not given): from pytest's
+    command line, else its ini key ([pytest] ptk_..., or
+    [tool.pytest.ini_options]), else pyproject.toml's [tool.pytracekit]."""
+    ns = getattr(config, "known_args_namespace", None) or config.option
+    v = getattr(ns, dest, None)
+    if v is not None:
+        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+    v = config.getini(dest)
+    if v is not None and v != [] and v != "":
+        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+    return tool_table(config).get(dest, [])
+
+
 def command_line(config):
     """The command's arguments for the options and ini keys given (an
-    option replaces its ini key), or None when no plugin is asked for."""
-    ns = getattr(config, "known_args_namespace", None) or config.option
-
+    option replaces its ini key, an ini key its [tool.pytracekit] key),
+    or None when no plugin is asked for."""
     def given(dest):
-        v = getattr(ns, dest, None)
-        if v is not None:
-            return v if isinstance(v, list) else [v]
-        v = config.getini(dest)
-        if v is None or v == []:
-            return []
-        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+        return setting(config, dest)
 
     specs = given("ptk_plugins")
     if not specs:
@@ -124,10 +173,7 @@ def make_session(argv):
 
 def slowest_count(config):
     """--ptk-slowest / ptk_slowest (default 5)."""
-    ns = getattr(config, "known_args_namespace", None) or config.option
-    v = getattr(ns, "ptk_slowest", None)
-    if v is None:
-        v = config.getini("ptk_slowest")
+    v = (setting(config, "ptk_slowest") or [None])[-1]
     if v is None or v == "":
         return 5
     try:
@@ -221,8 +267,7 @@ class Run:
         `pytracekit report --fail-under` judges it."""
         if not os.path.exists(os.path.join(self.session.output_dir, "coverage.json")):
             return
-        given = getattr(self.config.option, "ptk_fail_under", None) or \
-            self.config.getini("ptk_fail_under")
+        given = (setting(self.config, "ptk_fail_under") or [None])[-1]
         import io
         from . import _coverage_format as covfmt
         out = io.StringIO()

@@ -191,6 +191,43 @@ class Ini(Case):
         self.assertEqual(timed, {"<module>": 1, "f": 2, "g": 1})
 
 
+    def test_tool_pytracekit_table(self):
+        # pyproject.toml's own table, its keys the ini keys without ptk_
+        self.write("pyproject.toml", "[tool.pytracekit]\n"
+                   'plugins = ["counter", "timer:top=0"]\n'
+                   'output = "toolout"\n'
+                   'modules = ["mod"]\n'
+                   "slowest = 0\n")
+        p = self.pytest("-p", "pytracekit", "-q")
+        self.assertIn(f"reports in {os.path.join(self.dir, 'toolout')}/", p.stdout)
+        self.assertEqual(self.calls("toolout"), {(self.mod, "<module>"): 1,
+                                                 (self.mod, "f"): 2, (self.mod, "g"): 1})
+        timed = {f["name"]: f["calls"] for f in self.report("toolout", "timer")["functions"]}
+        self.assertEqual(timed, {"<module>": 1, "f": 2, "g": 1})
+        # an unknown key is a usage error that names it
+        self.write("pyproject.toml", "[tool.pytracekit]\nplugin = [\"counter\"]\n")
+        p = self.pytest("-p", "pytracekit", "-q", check=False)
+        self.assertEqual(p.returncode, 4)
+        self.assertIn("unknown key 'plugin'", p.stderr)
+
+    def test_precedence(self):
+        # command line > ini key > [tool.pytracekit]
+        self.write("pyproject.toml", "[tool.pytracekit]\n"
+                   'plugins = ["counter"]\n'
+                   'output = "tool"\n'
+                   'functions = ["g"]\n')
+        self.write("pytest.ini", "[pytest]\nptk_output = ini\n")
+        self.pytest("-p", "pytracekit", "--ptk-output", "cli", "--ptk-functions", "f", "-q")
+        self.assertEqual(self.calls("cli"), {(self.mod, "f"): 2})
+        self.pytest("-p", "pytracekit", "-q")
+        self.assertEqual(self.calls("ini"), {(self.mod, "g"): 1})
+        os.unlink(os.path.join(self.dir, "pytest.ini"))
+        self.pytest("-p", "pytracekit", "-q")
+        self.assertEqual(self.calls("tool"), {(self.mod, "g"): 1})
+        self.assertEqual(sorted(d for d in os.listdir(self.dir) if d in ("cli", "ini", "tool")),
+                         ["cli", "ini", "tool"])
+
+
 class Contexts(Case):
     def test_each_phase_is_a_context(self):
         # a fixture that calls g before the test and f after it

@@ -561,6 +561,66 @@ class PerContext(Case):
         self.assertNotIn("contexts", self.report("plain", "counter"))
 
 
+class Timeline(Case):
+    """The timeline's contexts track: one span per test phase."""
+
+    def test_each_phase_is_a_span(self):
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+        # the oracle: the phases pytest reports, in order
+        self.write("conftest.py", "PHASES = []\n"
+                   "def pytest_runtest_logreport(report):\n"
+                   "    PHASES.append(report.nodeid + '|' + report.when)\n"
+                   "def pytest_sessionfinish(session):\n"
+                   "    open('phases.txt', 'w').write('\\n'.join(PHASES))\n")
+        self.pytest("-p", "pytracekit", "--ptk", "timeline:format=json,min_duration=0",
+                    "--ptk-output", "out", "-q")
+        with open(os.path.join(self.dir, "phases.txt")) as f:
+            phases = f.read().split("\n")
+        with open(os.path.join(self.dir, "out", "timeline.json")) as f:
+            events = json.load(f)
+        names = {e["tid"]: e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        ctx_tid = [t for t, n in names.items() if n == "contexts"]
+        self.assertEqual(len(ctx_tid), 1)
+        spans, open_ = [], None
+        for e in events:
+            if e.get("tid") != ctx_tid[0] or e["ph"] not in "BE":
+                continue
+            if e["ph"] == "B":
+                self.assertIsNone(open_)   # one context at a time
+                open_ = (e["name"], e["ts"])
+            else:
+                spans.append((open_[0], open_[1], e["ts"]))
+                open_ = None
+        self.assertIsNone(open_)
+        self.assertEqual([n for n, _, _ in spans], phases)
+        self.assertEqual(len(phases), 18)
+        # each test function's frame (on the main thread's track) lies in
+        # its call phase's span, each setup_method's in its setup span
+        at = {n: (b, e) for n, b, e in spans}
+        main = [t for t, n in names.items() if n == "MainThread"][0]
+        stack, frames = [], []
+        for e in events:
+            if e.get("tid") == main and e["ph"] == "B":
+                stack.append((e["name"], e["ts"]))
+            elif e.get("tid") == main and e["ph"] == "E":
+                n, b = stack.pop()
+                frames.append((n, b, e["ts"]))
+        checked = 0
+        for n, b, e in frames:
+            m = re.search(r"/test_mod\.py:\d+\((test_\w+|setup_method)\)$", n)
+            if not m:
+                continue
+            phase = "setup" if m.group(1) == "setup_method" else "call"
+            inside = [c for c, (cb, ce) in at.items()
+                      if c.endswith("|" + phase) and cb <= b and e <= ce]
+            self.assertEqual(len(inside), 1, (n, b, e))
+            self.assertIn(m.group(1) if phase == "call" else "TestK", inside[0])
+            checked += 1
+        self.assertEqual(checked, 6 + 2)  # 6 tests, 2 setup_method
+
+
 class Xdist(Case):
     """pytest-xdist: each worker runs a session of its own into OUT/gwN/; the
     controller combines them into OUT at the end (pytracekit combine)."""

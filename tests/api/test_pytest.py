@@ -347,6 +347,19 @@ class CoverageContexts(Case):
         self.assertEqual(len(got["mod.py"]["2"]), 6)
         self.assertEqual(self.coverage_json(os.path.join("out", ".coverage")), want)
 
+    def test_beside_an_unfiltered_profiler(self):
+        # the counter and the timer take every call of every file: on the
+        # monitoring backend LINE must still be set per code object, where
+        # a context change can switch its DISABLEd lines back on
+        want = self.oracle()
+        for other in ("counter", "timer"):
+            self.pytest("-p", "pytracekit", "--ptk",
+                        "coverage:include=mod.py,contexts=true", "--ptk", other,
+                        "--ptk-output", other, "-q")
+            got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+                   for k, v in self.report(other, "coverage")["files"].items()}
+            self.assertEqual(got, want, other)
+
     def test_other_tools_disables_stay(self):
         # another sys.monitoring tool that switches off each line of mod.py
         # at its first run: context changes must not switch them on again

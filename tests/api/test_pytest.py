@@ -675,6 +675,59 @@ class Xdist(Case):
         self.assertEqual(calls("par"), calls("serial"))
         self.assertEqual(calls("serial"), {"f": 6, "g": 1, "K.__init__": 5, "K.up": 4})
 
+    def test_contexts_combined(self):
+        # the oracle: pytest-cov's --cov-context=test under -n 2 (its
+        # controller combines the workers' .coverage)
+        try:
+            import coverage  # noqa: F401
+            import pytest_cov  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "-n", "2", "--cov=.", "--cov-context=test",
+                            "--cov-report=", "-q"], cwd=self.dir, env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        want = CoverageContexts.coverage_json(self, ".coverage")
+        specs = ["--ptk", "coverage:include=mod.py,contexts=true,coveragepy=yes",
+                 "--ptk", "counter:per_context=true", "--ptk", "timer:per_context=true"]
+        self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", *specs,
+                    "--ptk-output", "par", "-q")
+        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+               for k, v in self.report("par", "coverage")["files"].items()}
+        self.maxDiff = None
+        self.assertEqual(got, want)
+        self.assertEqual(len(got["mod.py"]["2"]), 6)  # from both workers
+        self.assertEqual(CoverageContexts.coverage_json(self, os.path.join("par", ".coverage")),
+                         want)
+        # the counter's and the timer's contexts: those of the serial run
+        self.pytest("-p", "pytracekit", *specs, "--ptk-output", "serial", "-q")
+        ours = (self.mod, os.path.join(self.dir, "test_mod.py"))
+
+        def counted(out):
+            return {name: {f["qualname"]: f["calls"] for f in rec["functions"]
+                           if f["file"] in ours}
+                    for name, rec in self.report(out, "counter")["contexts"].items() if name}
+
+        def timed(out):
+            import marshal
+            got = {}
+            for c in self.report(out, "timer")["contexts"]:
+                with open(os.path.join(self.dir, out, c["pstats"]), "rb") as f:
+                    st = marshal.load(f)
+                if c["name"]:
+                    got[c["name"]] = {k[2]: v[1] for k, v in st.items() if k[0] in ours}
+            return got
+        self.assertEqual(counted("par"), counted("serial"))
+        self.assertEqual(len(counted("par")), 18)
+        self.assertEqual(timed("par"), timed("serial"))
+        self.assertEqual(timed("par")["test_mod.py::test_b|call"],
+                         {"test_b": 1, "f": 1, "up": 1})
+        # everything combined: nothing said to be left out
+        self.assertEqual(self.report("par", "run")["left_out"], [])
+
     def test_killed_worker_is_named(self):
         self.write("test_kill.py", "import os, signal\n"
                    "def test_kill():\n"

@@ -800,13 +800,14 @@ class Summary(Case):
         self.assertIn("pytracekit: slowest 2 test phases and their top functions", after)
         ours = re.findall(r"^(\d+\.\d+)s (setup|call|teardown) +(\S+)$", after, re.M)
         self.assertEqual([(w, n) for _, w, n in ours], [(w, n) for _, w, n in durations])
-        self.assertEqual([n for _, _, n in ours],
-                         ["test_slow.py::test_slow", "test_slow.py::test_busy"])
+        # (which of the two is slower depends on the machine's load)
+        self.assertEqual(sorted(n for _, _, n in ours),
+                         ["test_slow.py::test_busy", "test_slow.py::test_slow"])
         # each with its top 3 functions by own time: sleep first in test_slow
-        rows = after.split("test_slow.py::test_slow", 1)[1].split("\n")[1:4]
+        rows = after.split("call     test_slow.py::test_slow", 1)[1].split("\n")[1:4]
         self.assertRegex(rows[0], r"^ +0\.(29|3\d)\d+s own .* 1 calls  "
                                   r"\{built-in method time\.sleep\}$")
-        busy = after.split("test_slow.py::test_busy", 1)[1].split("\n")[1:4]
+        busy = after.split("call     test_slow.py::test_busy", 1)[1].split("\n")[1:4]
         self.assertTrue(any("<genexpr>" in r and "200001 calls" in r for r in busy), busy)
         # without per_context, or with 0: no such list
         p = self.pytest("-p", "pytracekit", "--ptk", "timer", "-q")

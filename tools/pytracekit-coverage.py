@@ -20,6 +20,7 @@ files come from the same code.
 Only the standard library is used.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -66,6 +67,9 @@ def _check(data, where):
             [(str(n), int(a), int(b)) for n, a, b in rec.get("functions", [])]
             [(int(a), [int(d) for d in b]) for a, b in rec.get("branches", [])]
             [(int(a), int(b), int(c)) for a, b, c in rec.get("arcs", [])]
+            if not isinstance(rec.get("contexts", {}), dict):
+                raise TypeError("contexts")
+            [(int(n), [str(c) for c in names]) for n, names in rec.get("contexts", {}).items()]
         except (TypeError, ValueError, AttributeError) as e:
             raise DataError("%s: malformed record for %s (%s)" % (where, path, e))
     return data
@@ -85,7 +89,8 @@ def load(path):
 
 
 def merge(datas):
-    """One data set from several: lines are united, counts added."""
+    """One data set from several: lines are united, counts added, and the
+    contexts of each line (contexts=true) united."""
     files = {}
     branch = False
     runs = 0
@@ -111,6 +116,11 @@ def merge(datas):
             for a, b, count in rec.get("arcs", []):
                 key = (int(a), int(b))
                 acc["arcs"][key] = acc["arcs"].get(key, 0) + int(count)
+            if "contexts" in rec:
+                # contexts=true: the contexts each line ran in, united
+                ctx = acc.setdefault("contexts", {})
+                for line, names in rec["contexts"].items():
+                    ctx.setdefault(int(line), set()).update(str(n) for n in names)
     out = {}
     for path in sorted(files):
         acc = files[path]
@@ -122,6 +132,9 @@ def merge(datas):
             "branches": [[n, _order(acc["branches"][n])] for n in sorted(acc["branches"])],
             "arcs": [[k[0], k[1], acc["arcs"][k]] for k in sorted(acc["arcs"])],
         }
+        if "contexts" in acc:
+            out[path]["contexts"] = {str(n): sorted(acc["contexts"][n])
+                                     for n in sorted(acc["contexts"])}
     return {"meta": {"format": FORMAT, "version": VERSION, "branch": branch,
                      "python": ",".join(python), "runs": runs},
             "files": out}
@@ -1647,9 +1660,15 @@ def write_coveragepy(data, path):
             for n, names in rec.get("contexts", {}).items():
                 for name in names:
                     by_context.setdefault(name, {}).setdefault(f, []).append(int(n))
-        for name in sorted(by_context):
-            cd.set_context(name)
-            cd.add_lines(by_context[name])
+        # in one connection and one transaction (coverage.py's CoverageData
+        # opens, commits and closes its database in each add_lines unless a
+        # connection is open: 3,321 contexts took 0.8 s that way)
+        cd.add_lines({})  # its first use empties the file, closing connections
+        connect = getattr(cd, "_connect", None)
+        with connect() if connect is not None else contextlib.nullcontext():
+            for name in sorted(by_context):
+                cd.set_context(name)
+                cd.add_lines(by_context[name])
     else:
         cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]
                       for f, rec in data["files"].items()})

@@ -1595,7 +1595,15 @@ ptk__mon_sync(const ptk__table *t, int install_here, char **errmsg)
     unsigned long dirs = ev_bit[M_BRANCH_LEFT] | ev_bit[M_BRANCH_RIGHT];
     unsigned long per_code = bits(M_LINE, M_JUMP) | ev_bit[M_BRANCH] |
                              ev_bit[M_INSTRUCTION] | dirs;
-    unsigned long local = t->dead_possible && !local_broken ? want & per_code : 0;
+    /* per code also under a per-context subscriber (PTK_FLAG_PER_CONTEXT):
+     * mon_rearm switches a code object's DISABLEd lines back on for this
+     * tool by changing its local events, which re-instruments them only if
+     * they are not set for the whole interpreter (a global LINE with an
+     * unfiltered profiler beside coverage:contexts=true kept every line to
+     * the first context that ran it) */
+    unsigned long local = (t->dead_possible || t->per_context) && !local_broken
+                              ? want & per_code
+                              : 0;
     if (local) {
         want = (want & ~per_code) | ev_bit[M_PY_START] | ev_bit[M_PY_RESUME];
     }

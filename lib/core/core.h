@@ -510,6 +510,10 @@ typedef struct ptk__table {
     uint64_t code_filtered;   /* slots whose filter judges code objects */
     int dead_possible;        /* every subscriber judges code: code that all
                                  of them reject can be switched off */
+    int per_context;          /* some subscriber has PTK_FLAG_PER_CONTEXT: its
+                                 DISABLEd locations come back at a context
+                                 change, which the monitoring backend can
+                                 only do where it set the events per code */
     const ptk__filter *filters[PTK__MAX_SLOTS];
     int nref;
     ptk__refsub *refs;

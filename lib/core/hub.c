@@ -215,6 +215,9 @@ build(ptk__table **out, char **errmsg)
                 c->serial = ++slot_serial;
             }
             add_instance(t, c);
+            if (c->flags & PTK_FLAG_PER_CONTEXT) {
+                t->per_context = 1;
+            }
             for (int k = 0; k < PTK_EV_COUNT; k++) {
                 if (takes(c, k)) {
                     add_entry(t, s, c, k);

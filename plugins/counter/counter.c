@@ -2,7 +2,8 @@
  * (code object) and per C function, and events per thread.
  *
  * Options: events=call;return;… (any event names, or profile, trace, all;
- * default profile), top=N (rows of the stderr table, default 10).
+ * default profile), top=N (rows of the stderr table, default 10),
+ * per_context=true (the same counts per context, ptk_context_set()).
  * Output: counter.json, and a table on stderr. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,6 +34,14 @@ typedef struct fn_entry {
     uint64_t calls;
 } fn_entry;
 
+/* per_context=true: the counts of one context (all contexts of one name). */
+typedef struct ctx_counts {
+    PyObject *name;    /* str; "" for the time outside any context */
+    uint64_t events[PTK_EV_COUNT];
+    uint64_t *calls;   /* by index in counter::fns */
+    size_t ncalls;     /* its capacity (zeroed beyond what was counted) */
+} ctx_counts;
+
 typedef struct counter {
     const ptk_host *host;
     ptk_plugin_ctx *ctx;
@@ -51,6 +60,13 @@ typedef struct counter {
     uint64_t *per_thread;
     size_t nthreads;
     int64_t top;
+    int per_context;
+    ctx_counts *ctxs;   /* per_context: in the order first seen */
+    size_t nctxs, capctxs;
+    PyObject *ctx_index; /* name -> index in ctxs */
+    size_t cur_at;       /* the current context's index in ctxs */
+    uint64_t ctx_id;     /* the id it was read at */
+    int ctx_seen;
 } counter;
 
 static const ptk_option_spec options[] = {
@@ -60,6 +76,10 @@ static const ptk_option_spec options[] = {
      "profile, trace, all, branches",
      NULL},
     {"top", PTK_OPT_INT, "10", "rows in the summary table", NULL},
+    {"per_context", PTK_OPT_BOOL, "false",
+     "also count per context (ptk_context_set(): per test phase under "
+     "pytest -p pytracekit): a 'contexts' section in counter.json",
+     NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -93,6 +113,13 @@ counter_init(const ptk_init_args *args, void **state, unsigned int *events)
         return PTK_EOPTTYPE;
     }
     c->mask = *events;
+    c->per_context = args->host->option(args, "per_context")->i != 0;
+    if (c->per_context && args->host->struct_size <= offsetof(ptk_host, context)) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "option 'per_context' needs a host of ABI 1.4 or later");
+        free(c);
+        return PTK_EOPTTYPE;
+    }
     *state = c;
     return PTK_OK;
 }
@@ -206,12 +233,65 @@ code_entry(counter *c, PyCodeObject *code)
     return e;
 }
 
+/* per_context: one more call of the function at @p at (index in fns) in
+ * the current context. */
+static int
+ctx_count_call(counter *c, size_t at)
+{
+    ctx_counts *x = &c->ctxs[c->cur_at];
+    if (PTK_KIT_RESERVE_ZERO(x->calls, x->ncalls, at + 1, 256) != 0) {
+        return PTK_ENOMEM;
+    }
+    x->calls[at]++;
+    return PTK_OK;
+}
+
+/* per_context: the context is another than at the last event: find (or
+ * make) the counts of its name. The traced program's exception is kept. */
+static int
+ctx_switch(counter *c, uint64_t id, const char *name)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int rc = PTK_ENOMEM;
+    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
+                                         "surrogateescape");
+    if (key != NULL && c->ctx_index == NULL) {
+        c->ctx_index = PyDict_New();
+    }
+    PyObject *at = key && c->ctx_index ? PyDict_GetItemWithError(c->ctx_index, key) : NULL;
+    if (at != NULL) {
+        c->cur_at = PyLong_AsSize_t(at);
+        rc = PTK_OK;
+    }
+    else if (key != NULL && c->ctx_index != NULL && !PyErr_Occurred() &&
+             PTK_KIT_RESERVE(c->ctxs, c->capctxs, c->nctxs + 1, 64) == 0) {
+        PyObject *n = PyLong_FromSize_t(c->nctxs);
+        if (n != NULL && PyDict_SetItem(c->ctx_index, key, n) == 0) {
+            ctx_counts *x = &c->ctxs[c->nctxs];
+            memset(x, 0, sizeof(*x));
+            x->name = Py_NewRef(key);
+            c->cur_at = c->nctxs++;
+            rc = PTK_OK;
+        }
+        Py_XDECREF(n);
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    if (rc == PTK_OK) {
+        c->ctx_id = id;
+        c->ctx_seen = 1;
+    }
+    return rc;
+}
+
 static int
 count_py_call(counter *c, PyCodeObject *code)
 {
     if ((const void *)code == c->last_key) {
         c->last->calls++;
-        return PTK_OK;
+        return c->per_context ? ctx_count_call(c, (size_t)(c->last - c->fns)) : PTK_OK;
     }
     fn_entry *e = code_entry(c, code);
     if (e == NULL) {
@@ -223,7 +303,7 @@ count_py_call(counter *c, PyCodeObject *code)
     c->last_key = code;
     c->last = e;
     Py_XDECREF(old);
-    return PTK_OK;
+    return c->per_context ? ctx_count_call(c, (size_t)(e - c->fns)) : PTK_OK;
 }
 
 static int
@@ -232,7 +312,7 @@ count_call(counter *c, const void *key, PyObject *obj, PyObject *cself,
 {
     if (key == c->last_key) {
         c->last->calls++;
-        return PTK_OK;
+        return c->per_context ? ctx_count_call(c, (size_t)(c->last - c->fns)) : PTK_OK;
     }
     fn_entry *e = lookup(c, key);
     if (e == NULL) {
@@ -257,7 +337,7 @@ count_call(counter *c, const void *key, PyObject *obj, PyObject *cself,
     e->calls++;
     c->last_key = key;
     c->last = e;
-    return PTK_OK;
+    return c->per_context ? ctx_count_call(c, (size_t)(e - c->fns)) : PTK_OK;
 }
 
 static int
@@ -265,6 +345,14 @@ counter_event(void *state, const ptk_event *ev)
 {
     counter *c = state;
     c->events[ev->kind]++;
+    if (c->per_context) {
+        uint64_t id;
+        const char *name = c->host->context(&id);
+        if ((!c->ctx_seen || id != c->ctx_id) && ctx_switch(c, id, name) != PTK_OK) {
+            return c->host->fail(c->ctx, PTK_ENOMEM, "out of memory recording a context");
+        }
+        c->ctxs[c->cur_at].events[ev->kind]++;
+    }
     uint32_t ti = ev->thread->index;
     if (PTK_KIT_RESERVE_ZERO(c->per_thread, c->nthreads, (size_t)ti + 1, 8) != 0) {
         return PTK_ENOMEM;
@@ -355,7 +443,7 @@ by_calls(const void *a, const void *b)
 /* {event name: count}: the kinds of 0.1 always; branch and jump when
  * counted. A new reference, or NULL with an exception set. */
 static PyObject *
-events_record(const counter *c)
+events_record(const counter *c, const uint64_t *counts)
 {
     PyObject *events = PyDict_New();
     for (int k = 0; events != NULL && k < PTK_EV_COUNT; k++) {
@@ -363,7 +451,7 @@ events_record(const counter *c)
             (k > PTK_EV_OPCODE && !(c->mask & PTK_MASK(k)))) {
             continue;
         }
-        PyObject *v = PyLong_FromUnsignedLongLong(c->events[k]);
+        PyObject *v = PyLong_FromUnsignedLongLong(counts[k]);
         if (v == NULL || PyDict_SetItemString(events, ptk_event_name(k), v) < 0) {
             Py_CLEAR(events);
         }
@@ -416,12 +504,74 @@ threads_record(const counter *c)
     return threads;
 }
 
-/* counter.json: {events, functions (most calls first), threads}. */
+/* qsort's comparison of indexes in fns by their calls in one context
+ * (by_ctx_calls_of; the report runs under the GIL, one at a time). */
+static const uint64_t *by_ctx_calls_of;
+
+static int
+by_ctx_calls(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    uint64_t cx = by_ctx_calls_of[x], cy = by_ctx_calls_of[y];
+    return cx != cy ? (cx < cy ? 1 : -1) : (x < y ? -1 : 1);
+}
+
+/* per_context: {name: {events, functions (most calls first)}}, each
+ * function record that of the whole run with the context's calls. */
+static PyObject *
+contexts_record(const counter *c)
+{
+    PyObject *all = PyDict_New();
+    size_t *order = calloc(c->nfns + 1, sizeof *order);
+    if (all == NULL || order == NULL) {
+        free(order);
+        Py_XDECREF(all);
+        return all == NULL ? NULL : PyErr_NoMemory();
+    }
+    for (size_t i = 0; all != NULL && i < c->nctxs; i++) {
+        const ctx_counts *x = &c->ctxs[i];
+        size_t n = 0;
+        for (size_t j = 0; j < x->ncalls && j < c->nfns; j++) {
+            if (x->calls[j] != 0 && c->fns[j].key != NULL) {
+                order[n++] = j;
+            }
+        }
+        /* most calls first, then in the order first seen */
+        by_ctx_calls_of = x->calls;
+        qsort(order, n, sizeof *order, by_ctx_calls);
+        PyObject *funcs = PyList_New(0);
+        for (size_t j = 0; funcs != NULL && j < n; j++) {
+            PyObject *d = function_record(&c->fns[order[j]]);
+            PyObject *k = d ? PyLong_FromUnsignedLongLong(x->calls[order[j]]) : NULL;
+            if (k == NULL || PyDict_SetItemString(d, "calls", k) < 0 ||
+                PyList_Append(funcs, d) < 0) {
+                Py_CLEAR(funcs);
+            }
+            Py_XDECREF(k);
+            Py_XDECREF(d);
+        }
+        PyObject *events = funcs ? events_record(c, x->events) : NULL;
+        PyObject *rec = events ? Py_BuildValue("{s:O,s:O}", "events", events,
+                                               "functions", funcs)
+                               : NULL;
+        if (rec == NULL || PyDict_SetItem(all, x->name, rec) < 0) {
+            Py_CLEAR(all);
+        }
+        Py_XDECREF(rec);
+        Py_XDECREF(events);
+        Py_XDECREF(funcs);
+    }
+    free(order);
+    return all;
+}
+
+/* counter.json: {events, functions (most calls first), threads}, and
+ * with per_context its contexts. */
 static int
 write_json(counter *c, const ptk_report_args *args, fn_entry **sorted, size_t n)
 {
     PyObject *root = PyDict_New();
-    PyObject *events = events_record(c);
+    PyObject *events = events_record(c, c->events);
     PyObject *funcs = PyList_New(0);
     PyObject *threads = threads_record(c);
     int rc = PTK_ENOMEM;
@@ -437,6 +587,14 @@ write_json(counter *c, const ptk_report_args *args, fn_entry **sorted, size_t n)
         PyDict_SetItemString(root, "functions", funcs) < 0 ||
         PyDict_SetItemString(root, "threads", threads) < 0) {
         goto done;
+    }
+    if (c->per_context) {
+        PyObject *ctxs = contexts_record(c);
+        if (ctxs == NULL || PyDict_SetItemString(root, "contexts", ctxs) < 0) {
+            Py_XDECREF(ctxs);
+            goto done;
+        }
+        Py_DECREF(ctxs);
     }
     rc = c->host->report_write_object(args->ctx, "counter.json", root, PTK_FMT_JSON);
 done:
@@ -532,6 +690,12 @@ counter_fini(void *state)
     }
     Py_XDECREF(c->last_pin);
     Py_XDECREF(c->by_names);
+    for (size_t i = 0; i < c->nctxs; i++) {
+        Py_XDECREF(c->ctxs[i].name);
+        free(c->ctxs[i].calls);
+    }
+    free(c->ctxs);
+    Py_XDECREF(c->ctx_index);
     free(c->fns);
     ptk_kit_map_free(&c->index);
     free(c->per_thread);

@@ -81,7 +81,8 @@ tl__resume(tl_state *st, uint64_t now)
             return -1;
         }
     }
-    if (tl_track_pay(st, &st->process_track) != 0) {
+    if (tl_track_pay(st, &st->process_track) != 0 ||
+        tl_track_pay(st, &st->ctx_track) != 0) {
         return -1;
     }
     if (st->fmt->counter(st, &st->drop_track, (double)st->dropped_total, now) != 0) {
@@ -675,6 +676,9 @@ tl_event(tl_state *st, const ptk_event *ev)
     th->last_ns = now;
     if (now >= st->next_tick) {
         tl__tick(st, now);
+    }
+    if (tl__ctx_check(st, now) != PTK_OK) {
+        return PTK_ENOMEM;
     }
     tl_name *n;
     switch (ev->kind) {

@@ -291,6 +291,13 @@ typedef struct tl_state {
     int started;            /* tl_start ran (at the first event) */
     int finished;
     uint64_t after_finish;  /* events after the trace was finished */
+    /* contexts (tl_ctx.c) */
+    int ctx_host;           /* the host has ptk_host::context */
+    int ctx_open;           /* a context's span is open */
+    uint64_t ctx_id;        /* the context of the latest event (0: none) */
+    tl_track ctx_track;     /* "contexts", made at the first context */
+    tl_name **ctx_names;    /* each span's name */
+    size_t nctx_names, ctx_names_cap;
 } tl_state;
 
 /* tl_names.c */

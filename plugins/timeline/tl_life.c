@@ -255,6 +255,7 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
     }
     st->host = args->host;
     st->ctx = args->ctx;
+    st->ctx_host = args->host->struct_size > offsetof(ptk_host, context);
     st->fmt = o[OPT_FORMAT].i == 1 ? &tl__json_format : &tl__pb_format;
     st->min_duration_ns = min_ns;
     st->blocking_ns = tl_parse_duration(o[OPT_BLOCKING].s ? o[OPT_BLOCKING].s : "0");
@@ -308,6 +309,7 @@ tl_finish(tl_state *st)
     st->next_counter = now; /* a last sample of each counter */
     tl__tick(st, now);
     tl__gc_remove(st);
+    tl__ctx_finish(st, now);
     for (size_t i = 0; i < st->nthreads; i++) {
         tl_thread *th = st->threads[i];
         if (th == NULL) {
@@ -523,6 +525,7 @@ tl_fini(void *state)
     }
     free(st->gc_name.text);
     free(st->gc_name.json);
+    tl__ctx_free(st);
     free(st->path);
     free(st);
 }

@@ -58,6 +58,26 @@ void tl__gc_span(tl_state *st, uint64_t t0, uint64_t t1);
 int tl__gc_install(tl_state *st);
 void tl__gc_remove(tl_state *st);
 
+/* ---- tl_ctx.c ---- */
+
+/* The context changed to @p id (ptk_host::context): the span of the one
+ * before ends, the new one's begins, at @p now. */
+int tl__ctx_switch(tl_state *st, uint64_t id, uint64_t now);
+void tl__ctx_finish(tl_state *st, uint64_t now);
+void tl__ctx_free(tl_state *st);
+
+/* Every event: has the context changed? (hosts of ABI 1.4 on) */
+static inline int
+tl__ctx_check(tl_state *st, uint64_t now)
+{
+    uint64_t id;
+    if (!st->ctx_host) {
+        return PTK_OK;
+    }
+    st->host->context(&id);
+    return id != st->ctx_id ? tl__ctx_switch(st, id, now) : PTK_OK;
+}
+
 /* ---- tl_life.c ---- */
 
 int tl__track_init(tl_track *t, int kind, uint64_t uuid, const char *name);

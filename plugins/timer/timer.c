@@ -31,6 +31,7 @@ enum {
     OPT_SPEEDSCOPE,
     OPT_FOLDED,
     OPT_AWAIT,
+    OPT_PER_CONTEXT,
     OPT_COUNT
 };
 
@@ -70,6 +71,11 @@ static const ptk_option_spec tm_options[] = {
                    "the time it was suspended in await included; per-Task totals "
                    "in timer.json",
                    NULL},
+    [OPT_PER_CONTEXT] = {"per_context", PTK_OPT_BOOL, "false",
+                         "also keep the figures per context (ptk_context_set(): "
+                         "per test phase under pytest -p pytracekit): one "
+                         "timer.context-N.pstats each, listed in timer.json",
+                         NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -433,6 +439,7 @@ tm_push(tm_thread *th, tm_node *n, uint64_t now)
     f->node = n;
     f->t0 = now;
     f->subt = 0;
+    f->cstat = NULL;
     n->stat->fig.level++;
     n->edge->fig.level++;
 }
@@ -484,6 +491,10 @@ tm_leave(tm_thread *th, uint64_t now)
     n->self_ns += it;
     tm_fig_leave(&n->stat->fig, tt, it);
     tm_fig_leave(&n->edge->fig, tt, it);
+    if (f->cstat != NULL) {
+        tm_fig_leave(f->cstat, tt, it);
+        tm_fig_leave(f->cedge, tt, it);
+    }
 }
 
 /* Closes the frame that returns with @p match nearest the top, and any frame
@@ -923,7 +934,7 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
                                   "out of memory recording a thread");
         }
     }
-    if (!st->cpu_clock) {
+    if (!st->cpu_clock && !st->per_context) { /* per_context: tm_on_event_ctx */
         st->hot_thread = ev->thread;
         st->hot = th;
     }
@@ -981,6 +992,101 @@ tm_on_event_slow(tm_state *st, const ptk_event *ev)
     }
 }
 
+/* ---- per_context ------------------------------------------------------ */
+
+/* The figures of the current context, made at first sight of its name;
+ * NULL when out of memory. The traced program's exception is kept. */
+static tm_cset *
+tm_cset_current(tm_state *st)
+{
+    uint64_t id;
+    const char *name = st->host->context(&id);
+    if (st->cs_seen && id == st->cs_id) {
+        return st->cur_cs;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    tm_cset *cs = NULL;
+    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
+                                         "surrogateescape");
+    if (key != NULL && st->cset_index == NULL) {
+        st->cset_index = PyDict_New();
+    }
+    PyObject *at = key && st->cset_index ? PyDict_GetItemWithError(st->cset_index, key) : NULL;
+    if (at != NULL) {
+        cs = st->csets[PyLong_AsSize_t(at)];
+    }
+    else if (key != NULL && st->cset_index != NULL && !PyErr_Occurred() &&
+             PTK_KIT_RESERVE(st->csets, st->capcsets, st->ncsets + 1, 64) == 0 &&
+             (cs = calloc(1, sizeof(*cs))) != NULL) {
+        PyObject *n = PyLong_FromSize_t(st->ncsets);
+        if (n != NULL && PyDict_SetItem(st->cset_index, key, n) == 0) {
+            cs->name = Py_NewRef(key);
+            st->csets[st->ncsets++] = cs;
+        }
+        else {
+            free(cs);
+            cs = NULL;
+        }
+        Py_XDECREF(n);
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    if (cs != NULL) {
+        st->cur_cs = cs;
+        st->cs_id = id;
+        st->cs_seen = 1;
+    }
+    return cs;
+}
+
+/* The figures of (@p a, @p b) in @p cs, made at first sight; NULL when out
+ * of memory. */
+static tm_fig *
+tm_cset_fig(tm_cset *cs, const tm_func *a, const tm_func *b)
+{
+    tm_fig *f = ptk_kit_map_get(&cs->figs, a, b);
+    if (f == NULL) {
+        f = tm__arena_alloc(&cs->arena, sizeof(*f));
+        if (f == NULL || ptk_kit_map_put(&cs->figs, a, b, f) != 0) {
+            return NULL;
+        }
+        cs->nfigs++;
+    }
+    return f;
+}
+
+/* per_context: every event, in full; a call's frame also gets the figures
+ * of its function and of its edge in the current context (the edge only
+ * when its caller started in the same context). */
+static __attribute__((noinline)) int
+tm_on_event_ctx(tm_state *st, const ptk_event *ev)
+{
+    int rc = tm_on_event_slow(st, ev);
+    if (rc != PTK_OK || (ev->kind != PTK_EV_CALL && ev->kind != PTK_EV_C_CALL)) {
+        return rc;
+    }
+    tm_thread *th = st->threads[ev->thread->index];
+    tm_frame *f = &th->stack[th->sp - 1];
+    tm_frame *pf = th->sp > 1 ? &th->stack[th->sp - 2] : NULL;
+    tm_cset *cs = tm_cset_current(st);
+    const tm_func *fn = f->node->stat->fn;
+    tm_fig *stat = cs != NULL ? tm_cset_fig(cs, fn, NULL) : NULL;
+    tm_fig *edge = stat == NULL           ? NULL
+                   : pf != NULL && pf->cs == cs ? tm_cset_fig(cs, pf->node->stat->fn, fn)
+                                                : &cs->sink;
+    if (edge == NULL) {
+        return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory recording a context");
+    }
+    f->cs = cs;
+    f->cstat = stat;
+    f->cedge = edge;
+    stat->level++;
+    edge->level++;
+    return PTK_OK;
+}
+
 /* tm_c_key for the exact types that make nearly every C event (a method
  * descriptor, a builtin function or method), with no call; NULL for the
  * rest (subclasses, other callables: tm_c_key). */
@@ -1011,7 +1117,7 @@ tm_on_event(void *state, const ptk_event *ev)
     tm_state *st = state;
     tm_thread *th = st->hot;
     if (ev->thread != st->hot_thread || ev->thread->exec_id != th->exec_id) {
-        return tm_on_event_slow(st, ev);
+        return st->per_context ? tm_on_event_ctx(st, ev) : tm_on_event_slow(st, ev);
     }
     const void *key;
     switch (ev->kind) {
@@ -1385,6 +1491,13 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->folded = o[OPT_FOLDED].i != 0;
     st->await_mode = o[OPT_AWAIT].i != 0;
     st->op_yield = st->op_resume = -2; /* looked up when first needed */
+    st->per_context = o[OPT_PER_CONTEXT].i != 0;
+    if (st->per_context && args->host->struct_size <= offsetof(ptk_host, context)) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "per_context needs a host of ABI 1.4 or later");
+        free(st);
+        return PTK_EOPTTYPE;
+    }
     if (!st->builtins) {
         *events = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
     }
@@ -1430,6 +1543,10 @@ tm_fini(void *state)
         for (size_t i = 0; i < st->ntasks; i++) {
             Py_CLEAR(st->task_list[i]->wref);
         }
+        for (size_t i = 0; i < st->ncsets; i++) {
+            Py_CLEAR(st->csets[i]->name);
+        }
+        Py_CLEAR(st->cset_index);
         PyGILState_Release(gil);
     }
     for (size_t i = 0; i < st->nthreads; i++) {
@@ -1438,6 +1555,12 @@ tm_fini(void *state)
         }
         free(st->done[i].name);
     }
+    for (size_t i = 0; i < st->ncsets; i++) {
+        ptk_kit_map_free(&st->csets[i]->figs);
+        tm__arena_free(&st->csets[i]->arena);
+        free(st->csets[i]);
+    }
+    free(st->csets);
     free(st->threads);
     free(st->done);
     ptk_kit_map_free(&st->gone.stats);

@@ -131,11 +131,28 @@ typedef struct tm_node {
 #define TM_SEEN_BITS 10
 #define TM_SEEN (1 << TM_SEEN_BITS)
 
+/** per_context=true: the figures of one context (all contexts of one
+ *  name, ptk_context_set()), by function, not by thread. */
+typedef struct tm_cset {
+    PyObject *name;  /* str; "" for the time outside any context */
+    tm_map figs;     /* (fn, NULL) -> tm_fig of a function; (caller fn,
+                        callee fn) -> tm_fig of an edge (tm_func pointers) */
+    tm_arena arena;  /* the tm_fig records */
+    tm_fig sink;     /* the edge of a call whose caller started outside this
+                        context (or of a call from no frame): not reported,
+                        as cProfile enabled in the middle of a stack knows
+                        no caller */
+    size_t nfigs;
+} tm_cset;
+
 /** A frame running now. */
 typedef struct tm_frame {
     tm_node *node;
     uint64_t t0;
     uint64_t subt; /* inclusive time of the callees so far */
+    const tm_cset *cs; /* per_context: the context it started in */
+    tm_fig *cstat, *cedge; /* per_context: its figures there; NULL
+                              without per_context */
 } tm_frame;
 
 /** Per-thread state (one per live thread, plus the figures of the threads
@@ -283,6 +300,13 @@ typedef struct tm_state {
     tm_map tasks;         /* (Task object, NULL) -> tm_task */
     tm_task **task_list;
     size_t ntasks, tasks_cap;
+    int per_context;     /* also keep figures per context (tm_cset) */
+    tm_cset **csets;     /* in the order first seen */
+    size_t ncsets, capcsets;
+    PyObject *cset_index; /* name -> index in csets */
+    tm_cset *cur_cs;      /* the context at cs_id */
+    uint64_t cs_id;
+    int cs_seen;
 } tm_state;
 
 /* ---- timer.c / timer_report.c ------------------------------------------ */

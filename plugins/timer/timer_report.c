@@ -151,6 +151,7 @@ tm__report(tm_state *st, const ptk_report_args *args)
     tm_labels L = {0};
     tm_view all = {0};
     tm_rtree rt = {0};
+    tm_cinfo *cinfo = NULL;
     size_t nthreads = 0;
     uint64_t unmatched = 0, resynced = 0, max_depth = 0;
 
@@ -197,9 +198,26 @@ tm__report(tm_state *st, const ptk_report_args *args)
     if (rc == PTK_OK) {
         rc = tm__write_flame(st, &L, -1, "timer", &rt);
     }
+    /* per_context: timer.context-N.pstats, N the context's index in the
+     * order first seen; timer.json lists them */
+    if (rc == PTK_OK && st->ncsets > 0 &&
+        (cinfo = calloc(st->ncsets, sizeof(*cinfo))) == NULL) {
+        PyErr_NoMemory();
+        rc = PTK_EPYTHON;
+    }
+    for (size_t i = 0; rc == PTK_OK && i < st->ncsets; i++) {
+        PyObject *stats = tm__cset_pstats(&L, st->csets[i], (size_t)st->top, &cinfo[i]);
+        if (stats == NULL) {
+            rc = PTK_EPYTHON;
+            break;
+        }
+        snprintf(cinfo[i].file, sizeof(cinfo[i].file), "timer.context-%zu.pstats", i);
+        rc = st->host->report_write_object(st->ctx, cinfo[i].file, stats, PTK_FMT_MARSHAL);
+        Py_DECREF(stats);
+    }
     if (rc == PTK_OK) {
         rc = tm__write_json(st, &L, &all, args, max_depth, unmatched, resynced,
-                           rt.n > 0 ? rt.n - 1 : 0);
+                           rt.n > 0 ? rt.n - 1 : 0, cinfo, st->ncsets);
     }
     if (rc == PTK_OK) {
         tm_summary(st, &L, &all, args, nthreads);
@@ -208,6 +226,11 @@ done:
     if (rc == PTK_EPYTHON && PyErr_Occurred()) {
         rc = st->host->fail(st->ctx, PTK_EPYTHON, "cannot build the report");
     }
+    for (size_t i = 0; cinfo != NULL && i < st->ncsets; i++) {
+        free(cinfo[i].top);
+        free(cinfo[i].top_acc);
+    }
+    free(cinfo);
     tm__view_clear(&all);
     tm__rtree_clear(&rt);
     tm__labels_clear(&L);

@@ -182,10 +182,48 @@ tm_json_thread(FILE *f, tm_state *st, const tm_labels *L, size_t i, int first)
     return ok && fputc('}', f) != EOF;
 }
 
+/* per_context: ,"contexts":[{name, pstats, total_ns, calls,
+ * primitive_calls, top: [{display, calls, primitive_calls, own_ns,
+ * inclusive_ns}]}], in the order first seen. */
+static int
+tm_json_contexts(FILE *f, const tm_labels *L, const tm_cinfo *cinfo, size_t n)
+{
+    if (fputs(",\n\"contexts\":[", f) == EOF) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tm_cinfo *c = &cinfo[i];
+        if (fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f) == EOF ||
+            tm_json_pystr(f, c->name) < 0 ||
+            fprintf(f, ",\"pstats\":\"%s\",\"total_ns\":%llu,\"calls\":%llu,"
+                       "\"primitive_calls\":%llu,\"top\":[",
+                    c->file, (unsigned long long)c->total_ns, (unsigned long long)c->calls,
+                    (unsigned long long)c->primitive) < 0) {
+            return -1;
+        }
+        for (size_t j = 0; j < c->ntop; j++) {
+            char buf[TM_ACC_MAX + 8], *p = buf;
+            p = tm_put(p, j ? ",{" : "{");
+            p = tm_put_acc(p, &c->top_acc[j]);
+            p = tm_put(p, ",\"display\":");
+            if (tm_write_buf(f, buf, p) < 0 ||
+                tm_json_pystr(f, PyList_GET_ITEM(L->names, c->top[j])) < 0 ||
+                fputc('}', f) == EOF) {
+                return -1;
+            }
+        }
+        if (fputs("]}", f) == EOF) {
+            return -1;
+        }
+    }
+    return fputs("]", f) == EOF ? -1 : 0;
+}
+
 int
 tm__write_json(tm_state *st, const tm_labels *L, const tm_view *all,
               const ptk_report_args *args, uint64_t max_depth,
-              uint64_t unmatched, uint64_t resynced, size_t written)
+              uint64_t unmatched, uint64_t resynced, size_t written,
+               const tm_cinfo *cinfo, size_t ncinfo)
 {
     void *token = NULL;
     FILE *f = st->host->report_open(st->ctx, "timer.json", &token);
@@ -249,6 +287,9 @@ tm__write_json(tm_state *st, const tm_labels *L, const tm_view *all,
             Py_XDECREF(name);
         }
         ok = ok && fputs("]", f) != EOF;
+    }
+    if (ok && st->per_context) {
+        ok = tm_json_contexts(f, L, cinfo, ncinfo) == 0;
     }
     ok = ok && fputs("}\n", f) != EOF;
     if (!ok && PyErr_Occurred()) {

@@ -81,6 +81,16 @@ typedef struct tm_rtree {
     uint64_t pruned_ns; /* their own time */
 } tm_rtree;
 
+/* per_context: what timer.json says of one context (tm_views.c). */
+typedef struct tm_cinfo {
+    PyObject *name;     /* borrowed: the tm_cset's */
+    char file[48];      /* its pstats file */
+    uint64_t total_ns, calls, primitive;
+    uint32_t *top;      /* [ntop] labels, most own time first */
+    tm_acc *top_acc;    /* [ntop] their figures */
+    size_t ntop;
+} tm_cinfo;
+
 /* ---- tm_labels.c ---- */
 
 void tm__acc_add(tm_acc *a, const tm_fig *f);
@@ -92,6 +102,8 @@ int tm__labels_build(tm_state *st, tm_labels *L);
 void tm__view_clear(tm_view *v);
 int tm__view_build(tm_state *st, const tm_labels *L, long only, tm_view *v);
 PyObject *tm__pstats_dict(const tm_labels *L, const tm_view *v);
+PyObject *tm__cset_pstats(const tm_labels *L, const tm_cset *cs, size_t top,
+                          tm_cinfo *info);
 
 /* ---- tm_flame.c ---- */
 
@@ -105,6 +117,7 @@ void tm__thread_prefix(tm_state *st, char *buf, size_t size, const tm_thread *th
 void tm__merged_counts(const tm_state *st, uint64_t *edges, uint64_t *ns);
 int tm__write_json(tm_state *st, const tm_labels *L, const tm_view *all,
                    const ptk_report_args *args, uint64_t max_depth,
-                   uint64_t unmatched, uint64_t resynced, size_t written);
+                   uint64_t unmatched, uint64_t resynced, size_t written,
+                   const tm_cinfo *cinfo, size_t ncinfo);
 
 #endif

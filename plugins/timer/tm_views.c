@@ -134,3 +134,144 @@ fail:
     Py_XDECREF(callers);
     return NULL;
 }
+
+/* ---- per_context: timer.context-N.pstats ------------------------------- */
+
+typedef struct tm_centry {
+    uint32_t label;
+    tm_acc acc;
+    PyObject *callers; /* {caller key: (cc, nc, tt, ct)} */
+} tm_centry;
+
+static const tm_centry *tm_ctop_of;
+
+static int
+tm_ctop_cmp(const void *pa, const void *pb)
+{
+    const tm_centry *a = &tm_ctop_of[*(const size_t *)pa];
+    const tm_centry *b = &tm_ctop_of[*(const size_t *)pb];
+    if (a->acc.it != b->acc.it) {
+        return a->acc.it > b->acc.it ? -1 : 1;
+    }
+    return a->label < b->label ? -1 : 1;
+}
+
+/* The pstats dict of one context's figures, by label, as tm__pstats_dict
+ * makes the run's (sparse: a context has few of the run's functions); and
+ * its totals and @p top functions by own time in @p info. NULL with an
+ * exception set. */
+PyObject *
+tm__cset_pstats(const tm_labels *L, const tm_cset *cs, size_t top, tm_cinfo *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->name = cs->name;
+    tm_centry *v = calloc(cs->nfigs + 1, sizeof(*v));
+    tm_vedge *ed = calloc(cs->nfigs + 1, sizeof(*ed));
+    size_t n = 0, ne = 0, *order = NULL;
+    tm_map at = {0}; /* (label + 1, NULL) -> index + 1 in v; (caller label
+                        + 1, callee label + 1) -> index + 1 in ed */
+    PyObject *stats = PyDict_New();
+    if (v == NULL || ed == NULL || stats == NULL) {
+        goto nomem;
+    }
+    for (size_t i = 0; cs->figs.slots && i <= cs->figs.mask; i++) {
+        const tm_fig *f = cs->figs.slots[i].value;
+        const tm_func *a = cs->figs.slots[i].a, *b = cs->figs.slots[i].b;
+        if (f == NULL) {
+            continue;
+        }
+        uint32_t la = L->canon[a->id], lb = b != NULL ? L->canon[b->id] : 0;
+        const void *ka = (const void *)(uintptr_t)(la + 1);
+        const void *kb = b != NULL ? (const void *)(uintptr_t)(lb + 1) : NULL;
+        uintptr_t j = (uintptr_t)ptk_kit_map_get(&at, ka, kb);
+        if (j == 0) {
+            j = b != NULL ? ++ne : ++n;
+            if (b != NULL) {
+                ed[j - 1].caller = la;
+                ed[j - 1].callee = lb;
+            }
+            else {
+                v[j - 1].label = la;
+            }
+            if (ptk_kit_map_put(&at, ka, kb, (void *)j) != 0) {
+                goto nomem;
+            }
+        }
+        tm__acc_add(b != NULL ? &ed[j - 1].acc : &v[j - 1].acc, f);
+    }
+    for (size_t i = 0; i < ne; i++) {
+        uintptr_t j = (uintptr_t)ptk_kit_map_get(
+            &at, (const void *)(uintptr_t)(ed[i].callee + 1), NULL);
+        tm_centry *e = j ? &v[j - 1] : NULL; /* an edge's callee has figures */
+        const tm_acc *a = &ed[i].acc;
+        if (e == NULL || (e->callers == NULL && (e->callers = PyDict_New()) == NULL)) {
+            goto fail;
+        }
+        PyObject *t = Py_BuildValue("(KKdd)", (unsigned long long)a->calls,
+                                    (unsigned long long)(a->calls - a->reccalls),
+                                    (double)a->it * 1e-9, (double)a->tt * 1e-9);
+        if (t == NULL ||
+            PyDict_SetItem(e->callers, PyList_GET_ITEM(L->keys, ed[i].caller), t) < 0) {
+            Py_XDECREF(t);
+            goto fail;
+        }
+        Py_DECREF(t);
+    }
+    for (size_t i = 0; i < n; i++) {
+        tm_centry *e = &v[i];
+        info->total_ns += e->acc.it;
+        info->calls += e->acc.calls;
+        info->primitive += e->acc.calls - e->acc.reccalls;
+        if (e->callers == NULL && (e->callers = PyDict_New()) == NULL) {
+            goto fail;
+        }
+        PyObject *t = Py_BuildValue("(KKddO)",
+                                    (unsigned long long)(e->acc.calls - e->acc.reccalls),
+                                    (unsigned long long)e->acc.calls,
+                                    (double)e->acc.it * 1e-9, (double)e->acc.tt * 1e-9,
+                                    e->callers);
+        if (t == NULL || PyDict_SetItem(stats, PyList_GET_ITEM(L->keys, e->label), t) < 0) {
+            Py_XDECREF(t);
+            goto fail;
+        }
+        Py_DECREF(t);
+    }
+    top = top < n ? top : n;
+    if (top > 0) {
+        order = malloc(n * sizeof(*order));
+        info->top = malloc(top * sizeof(*info->top));
+        info->top_acc = malloc(top * sizeof(*info->top_acc));
+        if (order == NULL || info->top == NULL || info->top_acc == NULL) {
+            goto nomem;
+        }
+        for (size_t i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        tm_ctop_of = v;
+        qsort(order, n, sizeof(*order), tm_ctop_cmp);
+        for (size_t i = 0; i < top; i++) {
+            info->top[i] = v[order[i]].label;
+            info->top_acc[i] = v[order[i]].acc;
+        }
+        info->ntop = top;
+    }
+    goto done;
+nomem:
+    PyErr_NoMemory();
+fail:
+    Py_CLEAR(stats);
+    free(info->top);
+    free(info->top_acc);
+    info->top = NULL;
+    info->top_acc = NULL;
+    info->ntop = 0;
+done:
+    for (size_t i = 0; v != NULL && i < n; i++) {
+        Py_XDECREF(v[i].callers);
+    }
+    free(order);
+    free(v);
+    free(ed);
+    ptk_kit_map_free(&at);
+    return stats;
+}

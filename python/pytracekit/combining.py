@@ -7,12 +7,13 @@
 
 Each INPUT is a report directory; the report sets in it and in the
 directories below it (a followed child's pid-N/, CI shards unpacked side by
-side) are merged: counter.json (calls and events added), timer.pstats (with
-pstats.Stats.add), timer.folded and timer.speedscope.json (the time of each
-calling context added), timer.json (functions and caller edges added) and
-coverage.json (through the
-coverage plugin's own merge, which writes coverage.lcov and coverage.xml
-too). A report directory that has a run.json contributes only the files that
+side) are merged: counter.json (calls and events added, per context too),
+timer.pstats (with pstats.Stats.add), timer.folded and timer.speedscope.json
+(the time of each calling context added), timer.json (functions and caller
+edges added; the per-context timer.context-N.pstats it lists merged by the
+context's name) and coverage.json (through the coverage plugin's own merge,
+which writes coverage.lcov and coverage.xml too, and .coverage when a set had
+one; the contexts of each line united). A report directory that has a run.json contributes only the files that
 run.json lists, so the leftovers of an earlier run are never mixed in.
 What is not combined (a timeline, reftrack.json, lines.json, per-thread timer
 files), and a format that only some of a plugin's report sets have, is said
@@ -39,7 +40,9 @@ REPORTS = ("counter.json", "timer.pstats", "timer.folded", "timer.speedscope.jso
            "timer.json", "coverage.json")
 # written again from coverage.json, so combined with it; and a followed
 # child's human summaries, which are no report
-DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt", "summary.txt")
+DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt", "summary.txt", ".coverage")
+# the timer's per_context=true files, combined with timer.json (which lists them)
+TIMER_CONTEXT = re.compile(r"timer\.context-\d+\.pstats$")
 
 
 class CombineError(Exception):
@@ -292,7 +295,8 @@ def _left_out(sets):
         if listed is None:
             listed = [n for n in os.listdir(d) if os.path.isfile(os.path.join(d, n))]
         for n in listed:
-            if n not in REPORTS and n not in DERIVED and n != "run.json":
+            if n not in REPORTS and n not in DERIVED and n != "run.json" \
+                    and not TIMER_CONTEXT.match(n):
                 others.setdefault(n, []).append(d)
     for n in sorted(others):
         out.append("%s is not combined (in %d report set%s)"
@@ -350,24 +354,44 @@ def _load_json(path, check=None):
 # ---- counter -------------------------------------------------------------------
 
 
+def _merge_functions(funcs, functions, remap):
+    """Adds the counter's function records to funcs ({key: record})."""
+    for f in functions:
+        f = dict(f, file=remap(f.get("file")))
+        key = (f.get("kind"), f.get("file"), f.get("line"), f.get("qualname"),
+               f.get("module"), f.get("name"))
+        if key in funcs:
+            funcs[key]["calls"] += int(f["calls"])
+        else:
+            funcs[key] = f
+
+
+def _by_calls(funcs):
+    return sorted(funcs.values(), key=lambda f: (-f["calls"], str(f.get("qualname")),
+                                                 str(f.get("file")), f.get("line") or 0))
+
+
 def merge_counter(datas, remap):
     events, funcs, threads = {}, {}, []
+    contexts = None  # per_context=true: {name: (events, funcs)}
     for data, run in datas:
         for k, v in data.get("events", {}).items():
             events[k] = events.get(k, 0) + int(v)
-        for f in data.get("functions", []):
-            f = dict(f, file=remap(f.get("file")))
-            key = (f.get("kind"), f.get("file"), f.get("line"), f.get("qualname"),
-                   f.get("module"), f.get("name"))
-            if key in funcs:
-                funcs[key]["calls"] += int(f["calls"])
-            else:
-                funcs[key] = f
+        _merge_functions(funcs, data.get("functions", []), remap)
         for t in data.get("threads", []):
             threads.append(dict(t, pid=(run or {}).get("pid")))
-    functions = sorted(funcs.values(), key=lambda f: (-f["calls"], str(f.get("qualname")),
-                                                      str(f.get("file")), f.get("line") or 0))
-    return {"events": events, "functions": functions, "threads": threads}
+        if "contexts" in data:
+            contexts = {} if contexts is None else contexts
+            for name, rec in data["contexts"].items():
+                ev, fs = contexts.setdefault(name, ({}, {}))
+                for k, v in rec.get("events", {}).items():
+                    ev[k] = ev.get(k, 0) + int(v)
+                _merge_functions(fs, rec.get("functions", []), remap)
+    out = {"events": events, "functions": _by_calls(funcs), "threads": threads}
+    if contexts is not None:
+        out["contexts"] = {name: {"events": ev, "functions": _by_calls(fs)}
+                           for name, (ev, fs) in contexts.items()}
+    return out
 
 
 # ---- timer ---------------------------------------------------------------------
@@ -542,6 +566,38 @@ def merge_timer_json(datas, remap):
     return out
 
 
+def merge_timer_contexts(datas, remap):
+    """The per_context=true files of the timer.json datas [(path, data)]:
+    [(name, entry, stats)], a context's pstats files merged across the sets
+    that have it (an xdist worker's tests are its own, "" is in every set),
+    its totals added and its top functions those of the sets' tops, summed
+    by function and ranked again by own time."""
+    by_name = {}
+    for path, data in datas:
+        for c in data.get("contexts") or ():
+            if not isinstance(c, dict) or not isinstance(c.get("name"), str) or \
+                    not TIMER_CONTEXT.match(str(c.get("pstats"))):
+                raise CombineError("%s: malformed contexts entry" % path)
+            by_name.setdefault(c["name"], []).append(
+                (os.path.join(os.path.dirname(path), c["pstats"]), c))
+    out = []
+    for i, (name, parts) in enumerate(by_name.items()):
+        stats = merge_pstats([p for p, _ in parts], remap)
+        entry = {"name": name, "pstats": "timer.context-%d.pstats" % i}
+        for k in ("total_ns", "calls", "primitive_calls"):
+            entry[k] = sum(int(c.get(k, 0)) for _, c in parts)
+        top, n = {}, max(len(c.get("top", ())) for _, c in parts)
+        for _, c in parts:
+            for t in c.get("top", ()):
+                acc = top.setdefault(t["display"], dict(t, calls=0, primitive_calls=0,
+                                                        own_ns=0, inclusive_ns=0))
+                for k in ("calls", "primitive_calls", "own_ns", "inclusive_ns"):
+                    acc[k] += int(t[k])
+        entry["top"] = sorted(top.values(), key=lambda t: (-t["own_ns"], t["display"]))[:n]
+        out.append((name, entry, stats))
+    return out
+
+
 def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     """Merges the report sets found in `inputs` into `output_dir`.
 
@@ -587,8 +643,14 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     if by_name["timer.json"]:
         with _malformed("timer.json", inputs_of("timer.json")):
             datas = [(_load_json(p, _check_timer), r) for p, r in by_name["timer.json"]]
-            outputs.append(("timer.json",
-                            json.dumps(merge_timer_json(datas, remap), indent=1) + "\n"))
+            timer = merge_timer_json(datas, remap)
+            if any("contexts" in d for d, _ in datas):
+                contexts = merge_timer_contexts(
+                    [(p, d) for (p, _), (d, _) in zip(by_name["timer.json"], datas)], remap)
+                timer["contexts"] = [entry for _, entry, _ in contexts]
+                outputs += [(entry["pstats"], marshal.dumps(stats))
+                            for _, entry, stats in contexts]
+            outputs.append(("timer.json", json.dumps(timer, indent=1) + "\n"))
     merged = None
     if by_name["coverage.json"]:
         covs = []
@@ -611,11 +673,18 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
             outputs += [("coverage.json", json.dumps(merged, indent=1) + "\n"),
                         ("coverage.lcov", covfmt.lcov_text(merged)),
                         ("coverage.xml", covfmt.cobertura_text(merged))]
+    # coverage.py's data file (coveragepy=yes) again, when a set had it
+    coveragepy = merged is not None and any(
+        ".coverage" in ((run or {}).get("files") or ()) and
+        os.path.exists(os.path.join(d, ".coverage")) for d, run, _ in sets)
     os.makedirs(output_dir, exist_ok=True)
     written = []
     for name, data in outputs:
         covfmt._write(os.path.join(output_dir, name), data)
         written.append(name)
+    if coveragepy:
+        covfmt.write_coveragepy(merged, os.path.join(output_dir, ".coverage"))
+        written.append(".coverage")
     if merged is not None and summary is not None:
         summary.write(covfmt.summary_text(merged))
     if summary is not None:

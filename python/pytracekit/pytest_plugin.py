@@ -39,6 +39,11 @@ SETTINGS = [
 ]
 
 
+# Every ini key of the plugin (its [tool.pytracekit] keys without ptk_)
+INI_KEYS = (["ptk_plugins", "ptk_plugin_path", "ptk_fail_under", "ptk_slowest"] +
+            [ini for _, _, ini, _ in SETTINGS] + [f[2] for f in FILTER_OPTIONS])
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("pytracekit", "pytracekit (tracing and profiling plugins)")
     g.addoption("--ptk", action="append", dest="ptk_plugins", default=None,
@@ -52,6 +57,12 @@ def pytest_addoption(parser):
         g.addoption(opt, dest=ini, default=None, metavar="VALUE",
                     help=f"pytracekit: {help_} (the command's {flag})")
         parser.addini(ini, f"pytracekit: {help_}", default=None)
+    g.addoption("--ptk-slowest", dest="ptk_slowest", default=None, metavar="N",
+                help="pytracekit: the summary lists the N slowest test phases with "
+                     "their top functions, when the timer runs with per_context=true "
+                     "(default 5; 0: none)")
+    parser.addini("ptk_slowest", "pytracekit: slowest test phases in the summary",
+                  default=None)
     g.addoption("--ptk-fail-under", dest="ptk_fail_under", default=None, metavar="PERCENT",
                 help="pytracekit: fail the run when the total coverage is below this "
                      "(else coverage.py's [report] fail_under)")
@@ -71,19 +82,63 @@ def pytest_addoption(parser):
                       default=None if is_int else [])
 
 
+def tool_table(config):
+    """The [tool.pytracekit] table of the project's pyproject.toml (the one in
+    pytest's rootdir), as {ini key: [str, ...]}; {} when there is none.
+    Its keys are the ini keys without ptk_ (plugins, output, modules, ...)."""
+    cached = getattr(config, "_ptk_tool_table", None)
+    if cached is not None:
+        return cached
+    table = {}
+    path = os.path.join(str(getattr(config, "rootpath", None) or os.getcwd()),
+                        "pyproject.toml")
+    if os.path.isfile(path):
+        try:
+            import tomllib
+        except ImportError:  # before 3.11: pytest's own reader, if it has one
+            try:
+                import tomli as tomllib
+            except ImportError:
+                tomllib = None
+        if tomllib is not None:
+            try:
+                with open(path, "rb") as f:
+                    raw = tomllib.load(f).get("tool", {}).get("pytracekit", {})
+            except (OSError, ValueError) as e:
+                raise pytest.UsageError(f"pytracekit: {path}: {e}") from None
+            known = {ini for ini in INI_KEYS}
+            for k, v in raw.items():
+                ini = "ptk_" + k.replace("-", "_")
+                if ini not in known:
+                    raise pytest.UsageError(
+                        f"pytracekit: [tool.pytracekit] in {path}: unknown key {k!r} "
+                        f"(known: {', '.join(sorted(i[4:] for i in known))})")
+                vals = v if isinstance(v, list) else [v]
+                table[ini] = [str(x).lower() if isinstance(x, bool) else str(x) for x in vals]
+    config._ptk_tool_table = table
+    return table
+
+
+def setting(config, dest):
+    """A setting's values (a list of str, [] when not given): from pytest's
+    command line, else its ini key ([pytest] ptk_..., or
+    [tool.pytest.ini_options]), else pyproject.toml's [tool.pytracekit]."""
+    ns = getattr(config, "known_args_namespace", None) or config.option
+    v = getattr(ns, dest, None)
+    if v is not None:
+        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+    v = config.getini(dest)
+    if v is not None and v != [] and v != "":
+        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+    return tool_table(config).get(dest, [])
+
+
 def command_line(config):
     """The command's arguments for the options and ini keys given (an
-    option replaces its ini key), or None when no plugin is asked for."""
-    ns = getattr(config, "known_args_namespace", None) or config.option
-
+    option replaces its ini key, an ini key its [tool.pytracekit] key),
+    or None when no plugin is asked for."""
     def given(dest):
-        v = getattr(ns, dest, None)
-        if v is not None:
-            return v if isinstance(v, list) else [v]
-        v = config.getini(dest)
-        if v is None or v == []:
-            return []
-        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+        return setting(config, dest)
 
     specs = given("ptk_plugins")
     if not specs:
@@ -116,6 +171,55 @@ def make_session(argv):
         raise pytest.UsageError(f"pytracekit: {e}") from None
 
 
+def slowest_count(config):
+    """--ptk-slowest / ptk_slowest (default 5)."""
+    v = (setting(config, "ptk_slowest") or [None])[-1]
+    if v is None or v == "":
+        return 5
+    try:
+        n = int(v)
+    except ValueError:
+        raise pytest.UsageError(f"pytracekit: --ptk-slowest: not a number: {v!r}") from None
+    if n < 0:
+        raise pytest.UsageError(f"pytracekit: --ptk-slowest must be 0 or more, not {n}")
+    return n
+
+
+def context_tops(dirs):
+    """{context name: its top functions} from the timer.json of each of
+    @p dirs that has per-context figures (per_context=true)."""
+    import json
+    tops = {}
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "timer.json")) as f:
+                contexts = json.load(f).get("contexts")
+        except (OSError, ValueError):
+            continue
+        for c in contexts or ():
+            tops[c["name"]] = c["top"]
+    return tops
+
+
+def write_slowest(tr, durations, tops, n):
+    """The @p n slowest test phases (pytest's durations, as --durations
+    ranks them) that the timer profiled, each with its 3 functions of most
+    own time."""
+    rows = sorted(((d, nodeid, when) for (nodeid, when), d in durations.items()
+                   if f"{nodeid}|{when}" in tops), key=lambda r: -r[0])[:n]
+    if not rows:
+        return
+    tr.write_line(f"pytracekit: slowest {len(rows)} test phase{'s' if len(rows) != 1 else ''}"
+                  " and their top functions (timer, by own time)")
+    for d, nodeid, when in rows:
+        tr.write_line(f"{d:.2f}s {when:<8} {nodeid}")
+        for fn in tops[f"{nodeid}|{when}"][:3]:
+            calls = fn["calls"] if fn["calls"] == fn["primitive_calls"] else \
+                f"{fn['calls']}/{fn['primitive_calls']}"
+            tr.write_line(f"    {fn['own_ns'] * 1e-9:9.6f}s own {fn['inclusive_ns'] * 1e-9:9.6f}s "
+                          f"cum {calls:>8} calls  {fn['display']}")
+
+
 class Run:
     """The session of one pytest run: started before the initial conftests
     are imported (so that they are measured, as the command measures them),
@@ -128,6 +232,8 @@ class Run:
         self.reported = False
         self.summaries = ""      # what the plugins printed at their report
         self.coverage_fail = None  # the fail-under message, when it fails
+        self.durations = {}      # (nodeid, when) -> seconds, as pytest reports
+        self.slowest = slowest_count(config)
 
     def finish(self):
         if self.reported:
@@ -161,8 +267,7 @@ class Run:
         `pytracekit report --fail-under` judges it."""
         if not os.path.exists(os.path.join(self.session.output_dir, "coverage.json")):
             return
-        given = getattr(self.config.option, "ptk_fail_under", None) or \
-            self.config.getini("ptk_fail_under")
+        given = (setting(self.config, "ptk_fail_under") or [None])[-1]
         import io
         from . import _coverage_format as covfmt
         out = io.StringIO()
@@ -207,11 +312,17 @@ class Run:
     def pytest_runtest_teardown(self, item):
         yield from self._phase(item, "teardown")
 
+    def pytest_runtest_logreport(self, report):
+        self.durations[(report.nodeid, report.when)] = report.duration
+
     def pytest_terminal_summary(self, terminalreporter):
         tr = terminalreporter
         tr.write_sep("-", "pytracekit")
         for line in self.summaries.splitlines():
             tr.write_line(line)
+        if self.slowest:
+            write_slowest(tr, self.durations, context_tops([self.session.output_dir]),
+                          self.slowest)
         if self.coverage_fail:
             tr.write_line(f"pytracekit: {self.coverage_fail}", red=True)
         if self.failed:
@@ -243,6 +354,11 @@ class Controller:
         self.combined = None
         self.error = None
         self.summaries = ""  # the combination's coverage table
+        self.durations = {}  # (nodeid, when) -> seconds, as the workers report
+        self.slowest = slowest_count(config)
+
+    def pytest_runtest_logreport(self, report):
+        self.durations[(report.nodeid, report.when)] = report.duration
 
     def pytest_testnodeready(self, node):
         self.workers.append(node.gateway.id)
@@ -289,6 +405,11 @@ class Controller:
         tr.write_sep("-", "pytracekit")
         for line in self.summaries.splitlines():
             tr.write_line(line)
+        if self.slowest:
+            write_slowest(tr, self.durations,
+                          context_tops(os.path.join(self.output, w) for w in self.workers
+                                       if w not in self.down),
+                          self.slowest)
         for w, why in self.missing:
             tr.write_line(f"pytracekit: worker {w} {why}: its data is missing from "
                           "the combined reports", red=True)

@@ -191,6 +191,43 @@ class Ini(Case):
         self.assertEqual(timed, {"<module>": 1, "f": 2, "g": 1})
 
 
+    def test_tool_pytracekit_table(self):
+        # pyproject.toml's own table, its keys the ini keys without ptk_
+        self.write("pyproject.toml", "[tool.pytracekit]\n"
+                   'plugins = ["counter", "timer:top=0"]\n'
+                   'output = "toolout"\n'
+                   'modules = ["mod"]\n'
+                   "slowest = 0\n")
+        p = self.pytest("-p", "pytracekit", "-q")
+        self.assertIn(f"reports in {os.path.join(self.dir, 'toolout')}/", p.stdout)
+        self.assertEqual(self.calls("toolout"), {(self.mod, "<module>"): 1,
+                                                 (self.mod, "f"): 2, (self.mod, "g"): 1})
+        timed = {f["name"]: f["calls"] for f in self.report("toolout", "timer")["functions"]}
+        self.assertEqual(timed, {"<module>": 1, "f": 2, "g": 1})
+        # an unknown key is a usage error that names it
+        self.write("pyproject.toml", "[tool.pytracekit]\nplugin = [\"counter\"]\n")
+        p = self.pytest("-p", "pytracekit", "-q", check=False)
+        self.assertEqual(p.returncode, 4)
+        self.assertIn("unknown key 'plugin'", p.stderr)
+
+    def test_precedence(self):
+        # command line > ini key > [tool.pytracekit]
+        self.write("pyproject.toml", "[tool.pytracekit]\n"
+                   'plugins = ["counter"]\n'
+                   'output = "tool"\n'
+                   'functions = ["g"]\n')
+        self.write("pytest.ini", "[pytest]\nptk_output = ini\n")
+        self.pytest("-p", "pytracekit", "--ptk-output", "cli", "--ptk-functions", "f", "-q")
+        self.assertEqual(self.calls("cli"), {(self.mod, "f"): 2})
+        self.pytest("-p", "pytracekit", "-q")
+        self.assertEqual(self.calls("ini"), {(self.mod, "g"): 1})
+        os.unlink(os.path.join(self.dir, "pytest.ini"))
+        self.pytest("-p", "pytracekit", "-q")
+        self.assertEqual(self.calls("tool"), {(self.mod, "g"): 1})
+        self.assertEqual(sorted(d for d in os.listdir(self.dir) if d in ("cli", "ini", "tool")),
+                         ["cli", "ini", "tool"])
+
+
 class Contexts(Case):
     def test_each_phase_is_a_context(self):
         # a fixture that calls g before the test and f after it
@@ -310,6 +347,19 @@ class CoverageContexts(Case):
         self.assertEqual(len(got["mod.py"]["2"]), 6)
         self.assertEqual(self.coverage_json(os.path.join("out", ".coverage")), want)
 
+    def test_beside_an_unfiltered_profiler(self):
+        # the counter and the timer take every call of every file: on the
+        # monitoring backend LINE must still be set per code object, where
+        # a context change can switch its DISABLEd lines back on
+        want = self.oracle()
+        for other in ("counter", "timer"):
+            self.pytest("-p", "pytracekit", "--ptk",
+                        "coverage:include=mod.py,contexts=true", "--ptk", other,
+                        "--ptk-output", other, "-q")
+            got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+                   for k, v in self.report(other, "coverage")["files"].items()}
+            self.assertEqual(got, want, other)
+
     def test_other_tools_disables_stay(self):
         # another sys.monitoring tool that switches off each line of mod.py
         # at its first run: context changes must not switch them on again
@@ -344,6 +394,244 @@ class CoverageContexts(Case):
                               "--ptk-output", "out"), alone)
         # and coverage got each line back in each test
         self.assertEqual(len(self.report("out", "coverage")["files"][self.mod]["contexts"]["2"]), 6)
+
+
+# The oracle of per-test figures: a pytest run without pytracekit, where a
+# conftest.py counts calls with sys.setprofile, per phase of each test (its
+# own hook wrappers name the phase as the plugin does), and "" elsewhere.
+ORACLE_CONFTEST = ("import os, sys, collections, pytest\n"
+                   "CUR = ['']\n"
+                   "SEEN = collections.defaultdict(collections.Counter)\n"
+                   "def prof(frame, event, arg):\n"
+                   "    if event == 'call':\n"
+                   "        c = frame.f_code\n"
+                   "        SEEN[CUR[0]][(c.co_filename, c.co_qualname)] += 1\n"
+                   "def phase(item, name):\n"
+                   "    CUR[0] = item.nodeid + '|' + name\n"
+                   "    try:\n"
+                   "        yield\n"
+                   "    finally:\n"
+                   "        CUR[0] = ''\n"
+                   "if os.environ.get('ORACLE'):\n"
+                   "    sys.setprofile(prof)\n"
+                   "    @pytest.hookimpl(hookwrapper=True)\n"
+                   "    def pytest_runtest_setup(item):\n"
+                   "        yield from phase(item, 'setup')\n"
+                   "    @pytest.hookimpl(hookwrapper=True)\n"
+                   "    def pytest_runtest_call(item):\n"
+                   "        yield from phase(item, 'call')\n"
+                   "    @pytest.hookimpl(hookwrapper=True)\n"
+                   "    def pytest_runtest_teardown(item):\n"
+                   "        yield from phase(item, 'teardown')\n"
+                   "    def pytest_unconfigure(config):\n"
+                   "        sys.setprofile(None)\n"
+                   "        import json\n"
+                   "        with open(os.environ['ORACLE'], 'w') as f:\n"
+                   "            json.dump({k: [[a, b, n] for (a, b), n in v.items()]\n"
+                   "                       for k, v in SEEN.items()}, f)\n")
+
+
+# The oracle of per-test profiles: cProfile enabled for each phase of each
+# test (as pytest-profiling profiles each test), its pstats kept per phase.
+CPROFILE_CONFTEST = ("import os, cProfile, pstats, marshal, pytest\n"
+                     "SEEN = {}\n"
+                     "def phase(item, name):\n"
+                     "    p = cProfile.Profile()\n"
+                     "    p.enable()\n"
+                     "    try:\n"
+                     "        yield\n"
+                     "    finally:\n"
+                     "        p.disable()\n"
+                     "        SEEN[item.nodeid + '|' + name] = pstats.Stats(p).stats\n"
+                     "if os.environ.get('ORACLE'):\n"
+                     "    @pytest.hookimpl(hookwrapper=True)\n"
+                     "    def pytest_runtest_setup(item):\n"
+                     "        yield from phase(item, 'setup')\n"
+                     "    @pytest.hookimpl(hookwrapper=True)\n"
+                     "    def pytest_runtest_call(item):\n"
+                     "        yield from phase(item, 'call')\n"
+                     "    @pytest.hookimpl(hookwrapper=True)\n"
+                     "    def pytest_runtest_teardown(item):\n"
+                     "        yield from phase(item, 'teardown')\n"
+                     "    def pytest_unconfigure(config):\n"
+                     "        with open(os.environ['ORACLE'], 'wb') as f:\n"
+                     "            marshal.dump(SEEN, f)\n")
+
+
+class PerContext(Case):
+    """counter:per_context=true and timer:per_context=true against calls
+    counted with sys.setprofile per phase of each test (ORACLE_CONFTEST)."""
+
+    def setUp(self):
+        super().setUp()
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+        self.write("conftest.py", ORACLE_CONFTEST)
+        self.ours = (self.mod, os.path.join(self.dir, "test_mod.py"))
+
+    def run_oracle(self, out):
+        env = dict(os.environ, ORACLE=out, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        env.pop("PYTEST_ADDOPTS", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+                           cwd=self.dir, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def profiles(self, stats):
+        """{(file, qualname-less name): (calls, primitive calls, {caller name:
+        calls})} of the functions of mod.py and test_mod.py in a pstats
+        dict, callers of those files only."""
+        def ours(key):
+            return key[0] in self.ours
+        return {k[2]: (nc, cc, {c[2]: v[0] for c, v in callers.items() if ours(c)})
+                for k, (cc, nc, tt, ct, callers) in stats.items() if ours(k)}
+
+    def test_timer_per_context(self):
+        import marshal
+        out = os.path.join(self.dir, "oracle.marshal")
+        self.write("conftest.py", CPROFILE_CONFTEST)
+        self.run_oracle(out)
+        with open(out, "rb") as f:
+            want = {ctx: self.profiles(st) for ctx, st in marshal.load(f).items()}
+        want = {ctx: p for ctx, p in want.items() if p}
+        self.pytest("-p", "pytracekit", "--ptk", "timer:per_context=true,top=3",
+                    "--ptk-output", "out", "-q")
+        r = self.report("out", "timer")
+        got = {}
+        for c in r["contexts"]:
+            with open(os.path.join(self.dir, "out", c["pstats"]), "rb") as f:
+                stats = marshal.load(f)
+            self.assertEqual(c["calls"], sum(v[1] for v in stats.values()))
+            self.assertLessEqual(len(c["top"]), 3)
+            p = self.profiles(stats)
+            if p and c["name"]:
+                got[c["name"]] = p
+        self.assertEqual(got, want)
+        self.assertEqual(got["test_mod.py::test_c[3]|call"],
+                         {"test_c": (1, 1, {}), "__init__": (1, 1, {"test_c": 1}),
+                          "up": (1, 1, {"test_c": 1})})
+        # every call of the run is in one context: the calls of each
+        # function add up to the run's
+        total = {}
+        for c in r["contexts"]:
+            with open(os.path.join(self.dir, "out", c["pstats"]), "rb") as f:
+                for k, v in marshal.load(f).items():
+                    total[k] = total.get(k, 0) + v[1]
+        with open(os.path.join(self.dir, "out", "timer.pstats"), "rb") as f:
+            self.assertEqual(total, {k: v[1] for k, v in marshal.load(f).items()})
+        self.assertEqual(sum(c["calls"] for c in r["contexts"]), r["calls"])
+
+    def oracle(self):
+        """{context: {qualname: calls}} of the functions of mod.py and
+        test_mod.py, contexts where none ran left out."""
+        out = os.path.join(self.dir, "oracle.json")
+        env = dict(os.environ, ORACLE=out, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        env.pop("PYTEST_ADDOPTS", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+                           cwd=self.dir, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out) as f:
+            seen = json.load(f)
+        want = {}
+        for ctx, rows in seen.items():
+            d = {q: n for file, q, n in rows if file in self.ours}
+            if d:
+                want[ctx] = d
+        return want
+
+    def ours_only(self, contexts, key):
+        got = {}
+        for ctx, rec in contexts.items():
+            d = {q: n for file, q, n in key(rec) if file in self.ours}
+            if d:
+                got[ctx] = d
+        return got
+
+    def test_counter_per_context(self):
+        want = self.oracle()
+        self.pytest("-p", "pytracekit", "--ptk", "counter:per_context=true",
+                    "--ptk-output", "out", "-q")
+        r = self.report("out", "counter")
+        got = self.ours_only(r["contexts"], lambda rec: [
+            (f["file"], f["qualname"], f["calls"]) for f in rec["functions"]])
+        self.assertEqual(got, want)
+        self.assertEqual(want["test_mod.py::test_b|setup"], {"fx": 1, "g": 1, "K.__init__": 1})
+        self.assertEqual(want["test_mod.py::test_b|teardown"], {"fx": 1, "f": 1})
+        # every call of the run is in one context ("" outside the tests):
+        # per function and per event kind, the contexts add up to the run
+        def key(f):
+            return (f["kind"], f["file"], f["qualname"], f["line"], f.get("label"))
+        total, events = {}, {}
+        for rec in r["contexts"].values():
+            for f in rec["functions"]:
+                total[key(f)] = total.get(key(f), 0) + f["calls"]
+            for e, n in rec["events"].items():
+                events[e] = events.get(e, 0) + n
+        self.assertEqual(len(total), len(r["functions"]))
+        self.assertEqual(total, {key(f): f["calls"] for f in r["functions"]})
+        self.assertEqual(events, r["events"])
+        # without per_context, no contexts section
+        self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-output", "plain", "-q")
+        self.assertNotIn("contexts", self.report("plain", "counter"))
+
+
+class Timeline(Case):
+    """The timeline's contexts track: one span per test phase."""
+
+    def test_each_phase_is_a_span(self):
+        self.write("mod.py", CTX_MOD)
+        self.write("test_mod.py", CTX_TESTS)
+        # the oracle: the phases pytest reports, in order
+        self.write("conftest.py", "PHASES = []\n"
+                   "def pytest_runtest_logreport(report):\n"
+                   "    PHASES.append(report.nodeid + '|' + report.when)\n"
+                   "def pytest_sessionfinish(session):\n"
+                   "    open('phases.txt', 'w').write('\\n'.join(PHASES))\n")
+        self.pytest("-p", "pytracekit", "--ptk", "timeline:format=json,min_duration=0",
+                    "--ptk-output", "out", "-q")
+        with open(os.path.join(self.dir, "phases.txt")) as f:
+            phases = f.read().split("\n")
+        with open(os.path.join(self.dir, "out", "timeline.json")) as f:
+            events = json.load(f)
+        names = {e["tid"]: e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        ctx_tid = [t for t, n in names.items() if n == "contexts"]
+        self.assertEqual(len(ctx_tid), 1)
+        spans, open_ = [], None
+        for e in events:
+            if e.get("tid") != ctx_tid[0] or e["ph"] not in "BE":
+                continue
+            if e["ph"] == "B":
+                self.assertIsNone(open_)   # one context at a time
+                open_ = (e["name"], e["ts"])
+            else:
+                spans.append((open_[0], open_[1], e["ts"]))
+                open_ = None
+        self.assertIsNone(open_)
+        self.assertEqual([n for n, _, _ in spans], phases)
+        self.assertEqual(len(phases), 18)
+        # each test function's frame (on the main thread's track) lies in
+        # its call phase's span, each setup_method's in its setup span
+        at = {n: (b, e) for n, b, e in spans}
+        main = [t for t, n in names.items() if n == "MainThread"][0]
+        stack, frames = [], []
+        for e in events:
+            if e.get("tid") == main and e["ph"] == "B":
+                stack.append((e["name"], e["ts"]))
+            elif e.get("tid") == main and e["ph"] == "E":
+                n, b = stack.pop()
+                frames.append((n, b, e["ts"]))
+        checked = 0
+        for n, b, e in frames:
+            m = re.search(r"/test_mod\.py:\d+\((test_\w+|setup_method)\)$", n)
+            if not m:
+                continue
+            phase = "setup" if m.group(1) == "setup_method" else "call"
+            inside = [c for c, (cb, ce) in at.items()
+                      if c.endswith("|" + phase) and cb <= b and e <= ce]
+            self.assertEqual(len(inside), 1, (n, b, e))
+            self.assertIn(m.group(1) if phase == "call" else "TestK", inside[0])
+            checked += 1
+        self.assertEqual(checked, 6 + 2)  # 6 tests, 2 setup_method
 
 
 class Xdist(Case):
@@ -386,6 +674,59 @@ class Xdist(Case):
             return {q: n for (_, q), n in self.calls(out).items() if q not in ("<module>", "K")}
         self.assertEqual(calls("par"), calls("serial"))
         self.assertEqual(calls("serial"), {"f": 6, "g": 1, "K.__init__": 5, "K.up": 4})
+
+    def test_contexts_combined(self):
+        # the oracle: pytest-cov's --cov-context=test under -n 2 (its
+        # controller combines the workers' .coverage)
+        try:
+            import coverage  # noqa: F401
+            import pytest_cov  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "-n", "2", "--cov=.", "--cov-context=test",
+                            "--cov-report=", "-q"], cwd=self.dir, env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        want = CoverageContexts.coverage_json(self, ".coverage")
+        specs = ["--ptk", "coverage:include=mod.py,contexts=true,coveragepy=yes",
+                 "--ptk", "counter:per_context=true", "--ptk", "timer:per_context=true"]
+        self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", *specs,
+                    "--ptk-output", "par", "-q")
+        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+               for k, v in self.report("par", "coverage")["files"].items()}
+        self.maxDiff = None
+        self.assertEqual(got, want)
+        self.assertEqual(len(got["mod.py"]["2"]), 6)  # from both workers
+        self.assertEqual(CoverageContexts.coverage_json(self, os.path.join("par", ".coverage")),
+                         want)
+        # the counter's and the timer's contexts: those of the serial run
+        self.pytest("-p", "pytracekit", *specs, "--ptk-output", "serial", "-q")
+        ours = (self.mod, os.path.join(self.dir, "test_mod.py"))
+
+        def counted(out):
+            return {name: {f["qualname"]: f["calls"] for f in rec["functions"]
+                           if f["file"] in ours}
+                    for name, rec in self.report(out, "counter")["contexts"].items() if name}
+
+        def timed(out):
+            import marshal
+            got = {}
+            for c in self.report(out, "timer")["contexts"]:
+                with open(os.path.join(self.dir, out, c["pstats"]), "rb") as f:
+                    st = marshal.load(f)
+                if c["name"]:
+                    got[c["name"]] = {k[2]: v[1] for k, v in st.items() if k[0] in ours}
+            return got
+        self.assertEqual(counted("par"), counted("serial"))
+        self.assertEqual(len(counted("par")), 18)
+        self.assertEqual(timed("par"), timed("serial"))
+        self.assertEqual(timed("par")["test_mod.py::test_b|call"],
+                         {"test_b": 1, "f": 1, "up": 1})
+        # everything combined: nothing said to be left out
+        self.assertEqual(self.report("par", "run")["left_out"], [])
 
     def test_killed_worker_is_named(self):
         self.write("test_kill.py", "import os, signal\n"
@@ -438,6 +779,42 @@ class Summary(Case):
         self.assertIn("pytracekit counter:", after)
         self.assertNotIn("Stmts", p.stderr)
         self.assertEqual(p.returncode, 0)
+
+    def test_slowest_with_their_top_functions(self):
+        # pytest's own --durations is the oracle of which phases are slowest
+        self.write("test_slow.py", "import time\n"
+                   "def busy(n):\n"
+                   "    return sum(i * i for i in range(n))\n"
+                   "def test_slow():\n"
+                   "    time.sleep(0.3)\n"
+                   "def test_busy():\n"
+                   "    busy(200000)\n"
+                   "    time.sleep(0.1)\n")
+        p = self.pytest("-p", "pytracekit", "--ptk", "timer:per_context=true",
+                        "--ptk-slowest", "2", "--durations", "2", "--durations-min", "0", "-q")
+        durations = re.findall(r"^(\d+\.\d+)s (setup|call|teardown) +(\S+)$",
+                               p.stdout.split("slowest 2 durations", 1)[1].split("\n", 1)[1]
+                               .split("\n=")[0],
+                               re.M)
+        after = p.stdout.split("- pytracekit -", 1)[1].split("pytracekit: reports in")[0]
+        self.assertIn("pytracekit: slowest 2 test phases and their top functions", after)
+        ours = re.findall(r"^(\d+\.\d+)s (setup|call|teardown) +(\S+)$", after, re.M)
+        self.assertEqual([(w, n) for _, w, n in ours], [(w, n) for _, w, n in durations])
+        # (which of the two is slower depends on the machine's load)
+        self.assertEqual(sorted(n for _, _, n in ours),
+                         ["test_slow.py::test_busy", "test_slow.py::test_slow"])
+        # each with its top 3 functions by own time: sleep first in test_slow
+        rows = after.split("call     test_slow.py::test_slow", 1)[1].split("\n")[1:4]
+        self.assertRegex(rows[0], r"^ +0\.(29|3\d)\d+s own .* 1 calls  "
+                                  r"\{built-in method time\.sleep\}$")
+        busy = after.split("call     test_slow.py::test_busy", 1)[1].split("\n")[1:4]
+        self.assertTrue(any("<genexpr>" in r and "200001 calls" in r for r in busy), busy)
+        # without per_context, or with 0: no such list
+        p = self.pytest("-p", "pytracekit", "--ptk", "timer", "-q")
+        self.assertNotIn("slowest", p.stdout)
+        p = self.pytest("-p", "pytracekit", "--ptk", "timer:per_context=true",
+                        "--ptk-slowest", "0", "-q")
+        self.assertNotIn("slowest", p.stdout)
 
     def test_fail_under(self):
         for args, ini, status in (

@@ -50,5 +50,7 @@ void tl__gc_remove(tl_state *st);
 
 int tl__track_init(tl_track *t, int kind, uint64_t uuid, const char *name);
 int tl__start(tl_state *st, uint64_t now);
+/* timeline.summary.json's object (new reference, or NULL). */
+PyObject *tl__summary(tl_state *st, int werr);
 
 #endif

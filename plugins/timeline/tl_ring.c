@@ -550,8 +550,10 @@ ring_dump(tl_state *st, const char *name, const char *reason, uint64_t now,
         file = strrchr(path, '/') + 1;
     }
     tl_dump_figures fig = {0};
+    uint64_t w0 = h->clock_ns();
     int rc = ring_write(st, fileno(fp), from, now, &fig);
     int crc = st->host->report_commit(token, rc == 0);
+    uint64_t took = h->clock_ns() - w0;
     if (rc != 0) {
         return st->host->fail(st->ctx, rc < 0 ? PTK_ENOMEM : PTK_EIO,
                               "cannot write the ring's dump %s: %s", name,
@@ -562,14 +564,15 @@ ring_dump(tl_state *st, const char *name, const char *reason, uint64_t now,
     }
     r->seq++;
     PyObject *d = Py_BuildValue(
-        "{s:K,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:O}", "seq", (unsigned long long)r->seq,
+        "{s:K,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:O,s:K}", "seq", (unsigned long long)r->seq,
         "file", file, "reason", reason,
         "at_ns", (unsigned long long)(now - st->t_origin),
         "from_ns", (unsigned long long)(from > st->t_origin ? from - st->t_origin : 0),
         "spans", (unsigned long long)fig.spans,
         "open_spans", (unsigned long long)fig.open,
         "instants", (unsigned long long)fig.instants,
-        "complete", fig.complete ? Py_True : Py_False);
+        "complete", fig.complete ? Py_True : Py_False,
+        "write_ns", (unsigned long long)took);
     if (d != NULL && extra != NULL) {
         PyDict_Update(d, extra);
     }

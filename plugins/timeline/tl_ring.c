@@ -32,6 +32,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Records per chunk: 8192 x 32 bytes, 256 KiB. */
 #define TL_RING_CHUNK_RECS 8192
@@ -101,6 +102,28 @@ typedef struct tl_ring {
     PyObject *sys_fn, *thr_fn;
 } tl_ring;
 
+/* ---- memory ---------------------------------------------------------------- */
+
+/* The chunks and a dump's working arrays and buffer are mapped and unmapped
+ * by themselves, not taken from malloc's heap: a dump's megabytes go back
+ * to the system when it is written (malloc would keep them, and the heap
+ * would grow in steps with the dumps of a long run). */
+static void *
+big_alloc(size_t n)
+{
+    void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p; /* zeroed */
+}
+
+static void
+big_free(void *p, size_t n)
+{
+    if (p != NULL) {
+        munmap(p, n ? n : 1);
+    }
+}
+
 /* ---- recording ------------------------------------------------------------ */
 
 static tl_ring_track *
@@ -140,7 +163,7 @@ ring_slot(tl_ring *r, uint64_t now)
         c = old; /* everything in it ended before the window */
     }
     else if (r->allocated < r->max_chunks) {
-        c = malloc(sizeof(*c));
+        c = big_alloc(sizeof(*c));
         if (c == NULL && old == NULL) {
             return NULL;
         }
@@ -407,9 +430,12 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
         nopen += r->tracks[i]->ring->nopen;
     }
     size_t n = nrec + nopen;
-    tl_rec *opens = calloc(nopen + 1, sizeof(*opens));
-    const tl_rec **list = calloc(n + 1, sizeof(*list));
-    tl_ev *ev = calloc(2 * n + 1, sizeof(*ev));
+    size_t opens_size = (nopen + 1) * sizeof(tl_rec);
+    size_t list_size = (n + 1) * sizeof(tl_rec *);
+    size_t ev_size = (2 * n + 1) * sizeof(tl_ev);
+    tl_rec *opens = big_alloc(opens_size);
+    const tl_rec **list = big_alloc(list_size);
+    tl_ev *ev = big_alloc(ev_size);
     uint32_t *stack = NULL;
     size_t sp = 0, stack_cap = 0;
     int rc = -1;
@@ -482,7 +508,7 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
     st->out.fd = fd;
     st->out.sync = 1;
     st->out.cap = st->buffer_size;
-    st->out.buf[0] = malloc(st->out.cap);
+    st->out.buf[0] = big_alloc(st->out.cap);
     if (st->out.buf[0] == NULL) {
         goto done;
     }
@@ -518,12 +544,12 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
     rc = werr != 0 ? werr : (w != 0 ? EIO : 0);
     fig->complete = r->lost_until < from;
 done:
-    free(st->out.buf[0]);
+    big_free(st->out.buf[0], st->out.cap);
     st->out = saved;
     free(stack);
-    free(ev);
-    free(list);
-    free(opens);
+    big_free(ev, ev_size);
+    big_free(list, list_size);
+    big_free(opens, opens_size);
     return rc;
 }
 
@@ -950,7 +976,7 @@ tl__ring_free(tl_state *st, int py)
         Py_CLEAR(r->dumps);
     }
     for (size_t k = 0; k < r->nchunks; k++) {
-        free(r->chunks[(r->head + k) % r->max_chunks]);
+        big_free(r->chunks[(r->head + k) % r->max_chunks], sizeof(tl_chunk));
     }
     free(r->chunks);
     free(r->tracks);

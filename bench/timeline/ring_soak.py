@@ -1,6 +1,6 @@
 """The flight recorder over a long run: tests/timeline/programs/requests.py
 (two threads serving synthetic requests, a slow one now and then) under
-`timeline:ring=5,trigger=handle_*:50` for SECONDS, its RSS sampled every
+`timeline:ring=5,trigger=handle_request:250` for SECONDS, its RSS sampled every
 STEP seconds from /proc. Prints the samples, the ring's own bytes and
 figures from timeline.summary.json, and the dumps.
 
@@ -33,7 +33,7 @@ def rss_kib(pid):
 def main():
     cli, plugins, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
     step = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
-    opts = sys.argv[5] if len(sys.argv) > 5 else "ring=5,trigger=handle_*:50"
+    opts = sys.argv[5] if len(sys.argv) > 5 else "ring=5,trigger=handle_request:250"
     out = tempfile.mkdtemp(prefix="ptk-ring-soak-")
     # a slow request every 30 s: a trigger dump each time
     slow = ",".join(str(t) for t in range(15, int(seconds), 30))

@@ -1,7 +1,8 @@
 """Synthetic request traffic for the flight-recorder tests: two threads
-serve requests (parse, query, render) until SECONDS have passed. The main
-thread's first request after each time in SLOW (seconds, comma-separated)
-is slow: its query sleeps 60 ms. At the end it prints its peak RSS (KiB)
+serve requests (parse, query, render) until SECONDS have passed: the main
+thread in handle_request, the worker in handle_batch. The main thread's
+first request after each time in SLOW (seconds, comma-separated) is slow:
+its query sleeps 300 ms. At the end it prints its peak RSS (KiB)
 and the requests served.
 
     requests.py SECONDS [SLOW] [RAISE]
@@ -25,7 +26,7 @@ def parse(i):
 
 
 def query(i, slow):
-    time.sleep(0.06 if slow else 0.0005)
+    time.sleep(0.3 if slow else 0.0005)
     return {"id": i}
 
 
@@ -39,7 +40,13 @@ def handle_request(i, slow=False):
     return render(row, words)
 
 
-def serve(slow_at):
+def handle_batch(i, slow=False):
+    words = parse(i)
+    row = query(i, slow)
+    return render(row, words)
+
+
+def serve(slow_at, handle=handle_request):
     n = 0
     pending = list(slow_at)
     while True:
@@ -49,7 +56,7 @@ def serve(slow_at):
         slow = bool(pending) and t >= pending[0]
         if slow:
             pending.pop(0)
-        handle_request(n, slow)
+        handle(n, slow)
         n += 1
 
 
@@ -62,7 +69,7 @@ def fail_in_main():
 
 
 counts = []
-worker = threading.Thread(target=lambda: counts.append(serve([])), name="worker")
+worker = threading.Thread(target=lambda: counts.append(serve([], handle_batch)), name="worker")
 worker.start()
 served = serve(SLOW)
 worker.join()

@@ -124,6 +124,40 @@ big_free(void *p, size_t n)
     }
 }
 
+/* A merge sort into @p tmp (n * size bytes) and back: qsort(3) would take
+ * its buffer from malloc — megabytes that, once freed, raise glibc's mmap
+ * threshold and stay in the heap, so RSS would step up with the dumps. */
+static void
+ring_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
+          void *tmp)
+{
+    char *src = base, *dst = tmp;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n;
+            size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                if (cmp(src + j * size, src + i * size) < 0) {
+                    memcpy(dst + k++ * size, src + j++ * size, size);
+                }
+                else {
+                    memcpy(dst + k++ * size, src + i++ * size, size);
+                }
+            }
+            memcpy(dst + k * size, src + i * size, (mid - i) * size);
+            k += mid - i;
+            memcpy(dst + k * size, src + j * size, (hi - j) * size);
+        }
+        char *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != base) {
+        memcpy(base, src, n * size);
+    }
+}
+
 /* ---- recording ------------------------------------------------------------ */
 
 static tl_ring_track *
@@ -436,12 +470,13 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
     tl_rec *opens = big_alloc(opens_size);
     const tl_rec **list = big_alloc(list_size);
     tl_ev *ev = big_alloc(ev_size);
+    void *tmp = big_alloc(ev_size); /* the sorts' other half */
     uint32_t *stack = NULL;
     size_t sp = 0, stack_cap = 0;
     int rc = -1;
     tl_out saved = st->out;
     memset(&st->out, 0, sizeof(st->out));
-    if (opens == NULL || list == NULL || ev == NULL) {
+    if (opens == NULL || list == NULL || ev == NULL || tmp == NULL) {
         goto done;
     }
     size_t m = 0;
@@ -468,7 +503,7 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
             list[m++] = x;
         }
     }
-    qsort(list, m, sizeof(*list), rec_cmp);
+    ring_sort(list, m, sizeof(*list), rec_cmp, tmp);
     /* per track, nest with a stack: BEGIN, END (at its end) once the next
      * record is not inside it */
     size_t ne = 0;
@@ -503,7 +538,7 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
         fig->spans += x->kind == R_SPAN;
         fig->open += x->kind == R_OPEN;
     }
-    qsort(ev, ne, sizeof(*ev), ev_cmp);
+    ring_sort(ev, ne, sizeof(*ev), ev_cmp, tmp);
     /* the output format, into the file, with one buffer and no writer */
     st->out.fd = fd;
     st->out.sync = 1;
@@ -548,6 +583,7 @@ done:
     st->out = saved;
     free(stack);
     big_free(ev, ev_size);
+    big_free(tmp, ev_size);
     big_free(list, list_size);
     big_free(opens, opens_size);
     return rc;

@@ -371,13 +371,6 @@ const tl_format tl__ring_format = {
 
 enum { EV_B = 0, EV_E = 1, EV_I = 2, EV_C = 3 };
 
-typedef struct tl_ev {
-    uint64_t ts;
-    uint64_t pos;  /* order made in: ties keep it */
-    uint32_t rec;  /* index in the dump's record list */
-    uint32_t type; /* EV_* */
-} tl_ev;
-
 static uint64_t
 rec_key(const tl_rec *r)
 {
@@ -402,14 +395,87 @@ rec_cmp(const void *a, const void *b)
     return (x->kind > R_OPEN) - (y->kind > R_OPEN); /* a span before an instant */
 }
 
-static int
-ev_cmp(const void *a, const void *b)
+/* One track's records in the dump, sorted: its next event. */
+typedef struct tl_cur {
+    size_t i, end;   /* its records: list[i..end) */
+    size_t id;       /* ties between tracks: the lower id first */
+    uint32_t *stack; /* its spans begun and not ended yet (list indices) */
+    size_t sp, cap;
+    uint64_t ts;     /* its next event: time, type, record */
+    uint32_t rec;
+    int type;        /* EV_*, or -1: none left */
+} tl_cur;
+
+/* The cursor's next event: the END of the innermost open span if the
+ * next record is not inside it, else the next record's BEGIN (instant,
+ * counter sample). */
+static void
+cur_next(const tl_rec **list, tl_cur *c)
 {
-    const tl_ev *x = a, *y = b;
-    if (x->ts != y->ts) {
-        return x->ts < y->ts ? -1 : 1;
+    const tl_rec *x = c->i < c->end ? list[c->i] : NULL;
+    if (c->sp > 0) {
+        const tl_rec *top = list[c->stack[c->sp - 1]];
+        int inside = x != NULL && x->kind != R_COUNTER && top->t1 >= x->t1 &&
+                     (x->kind > R_OPEN || top->depth < x->depth);
+        if (!inside) {
+            c->type = EV_E;
+            c->ts = top->t1;
+            c->rec = c->stack[c->sp - 1];
+            return;
+        }
     }
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
+    if (x == NULL) {
+        c->type = -1;
+        return;
+    }
+    c->rec = (uint32_t)c->i;
+    c->ts = rec_key(x);
+    c->type = x->kind == R_COUNTER ? EV_C : x->kind > R_OPEN ? EV_I : EV_B;
+}
+
+/* The event cur_next found is written: move past it. 0, or -1 (memory). */
+static int
+cur_take(tl_cur *c)
+{
+    if (c->type == EV_E) {
+        c->sp--;
+        return 0;
+    }
+    if (c->type == EV_B) {
+        if (PTK_KIT_RESERVE(c->stack, c->cap, c->sp + 1, 64) != 0) {
+            return -1;
+        }
+        c->stack[c->sp++] = c->rec;
+    }
+    c->i++;
+    return 0;
+}
+
+static int
+cur_before(const tl_cur *a, const tl_cur *b)
+{
+    return a->ts < b->ts || (a->ts == b->ts && a->id < b->id);
+}
+
+static void
+heap_down(tl_cur **h, size_t n, size_t k)
+{
+    for (;;) {
+        size_t l = 2 * k + 1, r = l + 1, min = k;
+        if (l < n && cur_before(h[l], h[min])) {
+            min = l;
+        }
+        if (r < n && cur_before(h[r], h[min])) {
+            min = r;
+        }
+        if (min == k) {
+            return;
+        }
+        tl_cur *t = h[k];
+        h[k] = h[min];
+        h[min] = t;
+        k = min;
+    }
 }
 
 /* Everything the track-reading part of the timeline must forget before a
@@ -466,17 +532,15 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
     size_t n = nrec + nopen;
     size_t opens_size = (nopen + 1) * sizeof(tl_rec);
     size_t list_size = (n + 1) * sizeof(tl_rec *);
-    size_t ev_size = (2 * n + 1) * sizeof(tl_ev);
     tl_rec *opens = big_alloc(opens_size);
     const tl_rec **list = big_alloc(list_size);
-    tl_ev *ev = big_alloc(ev_size);
-    void *tmp = big_alloc(ev_size); /* the sorts' other half */
-    uint32_t *stack = NULL;
-    size_t sp = 0, stack_cap = 0;
+    void *tmp = big_alloc(list_size); /* the sort's other half */
+    tl_cur *cur = NULL;
+    tl_cur **heap = NULL;
     int rc = -1;
     tl_out saved = st->out;
     memset(&st->out, 0, sizeof(st->out));
-    if (opens == NULL || list == NULL || ev == NULL || tmp == NULL) {
+    if (opens == NULL || list == NULL || tmp == NULL) {
         goto done;
     }
     size_t m = 0;
@@ -504,41 +568,38 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
         }
     }
     ring_sort(list, m, sizeof(*list), rec_cmp, tmp);
-    /* per track, nest with a stack: BEGIN, END (at its end) once the next
-     * record is not inside it */
-    size_t ne = 0;
-    for (size_t i = 0; i <= m; i++) {
-        const tl_rec *x = i < m ? list[i] : NULL;
-        int new_track = x == NULL || (i > 0 && x->track != list[i - 1]->track);
-        while (sp > 0) {
-            const tl_rec *top = list[stack[sp - 1]];
-            int inside = !new_track && x->kind != R_COUNTER && top->t1 >= x->t1 &&
-                         (x->kind > R_OPEN || top->depth < x->depth);
-            if (inside) {
-                break;
-            }
-            ev[ne] = (tl_ev){top->t1, ne, stack[--sp], EV_E};
-            ne++;
-        }
-        if (x == NULL) {
-            break;
-        }
-        if (x->kind == R_COUNTER || x->kind == R_INSTANT || x->kind == R_INSTANT_G) {
-            ev[ne] = (tl_ev){x->t1, ne, (uint32_t)i, x->kind == R_COUNTER ? EV_C : EV_I};
-            ne++;
-            fig->instants += x->kind != R_COUNTER;
-            continue;
-        }
-        if (PTK_KIT_RESERVE(stack, stack_cap, sp + 1, 64) != 0) {
-            goto done;
-        }
-        stack[sp++] = (uint32_t)i;
-        ev[ne] = (tl_ev){x->t0, ne, (uint32_t)i, EV_B};
-        ne++;
-        fig->spans += x->kind == R_SPAN;
-        fig->open += x->kind == R_OPEN;
+    /* per track, a cursor nesting its records with a stack; the cursors'
+     * next events merged in time order through a heap */
+    size_t ngroups = 0;
+    for (size_t i = 0; i < m; i++) {
+        ngroups += i == 0 || list[i]->track != list[i - 1]->track;
     }
-    ring_sort(ev, ne, sizeof(*ev), ev_cmp, tmp);
+    cur = calloc(ngroups + 1, sizeof(*cur));
+    heap = calloc(ngroups + 1, sizeof(*heap));
+    if (cur == NULL || heap == NULL) {
+        goto done;
+    }
+    size_t nh = 0;
+    for (size_t i = 0, g = 0; i < m; i++) {
+        if (i == 0 || list[i]->track != list[i - 1]->track) {
+            cur[g].i = i;
+            cur[g].id = g;
+            if (g > 0) {
+                cur[g - 1].end = i;
+            }
+            g++;
+        }
+    }
+    if (ngroups > 0) {
+        cur[ngroups - 1].end = m;
+    }
+    for (size_t g = 0; g < ngroups; g++) {
+        cur_next(list, &cur[g]);
+        heap[nh++] = &cur[g];
+    }
+    for (size_t k = nh / 2; k-- > 0;) {
+        heap_down(heap, nh, k);
+    }
     /* the output format, into the file, with one buffer and no writer */
     st->out.fd = fd;
     st->out.sync = 1;
@@ -550,19 +611,23 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
     ring_reset_format(st);
     const tl_format *f = st->out_fmt;
     int w = f->start(st, now);
-    for (size_t i = 0; w == 0 && i < ne; i++) {
-        const tl_rec *x = list[ev[i].rec];
+    while (w == 0 && nh > 0) {
+        tl_cur *c = heap[0];
+        const tl_rec *x = list[c->rec];
         tl_track *t = r->tracks[x->track];
         tl_name *nm = (tl_name *)x->name;
-        switch (ev[i].type) {
+        switch (c->type) {
         case EV_B:
             w = f->begin(st, t, nm, x->t0);
+            fig->spans += x->kind == R_SPAN;
+            fig->open += x->kind == R_OPEN;
             break;
         case EV_E:
             w = f->end(st, t, x->t1);
             break;
         case EV_I:
             w = f->instant(st, t, nm, x->t1, x->kind == R_INSTANT_G);
+            fig->instants++;
             break;
         default: {
             double v;
@@ -571,6 +636,15 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
             break;
         }
         }
+        if (cur_take(c) != 0) {
+            rc = -1;
+            goto done;
+        }
+        cur_next(list, c);
+        if (c->type < 0) {
+            heap[0] = heap[--nh];
+        }
+        heap_down(heap, nh, 0);
     }
     if (w == 0) {
         w = f->finish(st);
@@ -581,9 +655,12 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
 done:
     big_free(st->out.buf[0], st->out.cap);
     st->out = saved;
-    free(stack);
-    big_free(ev, ev_size);
-    big_free(tmp, ev_size);
+    for (size_t g = 0; cur != NULL && cur[g].end > 0; g++) {
+        free(cur[g].stack);
+    }
+    free(cur);
+    free(heap);
+    big_free(tmp, list_size);
     big_free(list, list_size);
     big_free(opens, opens_size);
     return rc;

@@ -1032,9 +1032,12 @@ tl__ring_report(tl_state *st, const ptk_report_args *args, PyObject **ring_info)
     tl_ring *r = st->ring;
     *ring_info = NULL;
     if (!st->started) {
-        /* no event yet: an empty dump, with the format's start */
-        st->started = 1;
-        st->t_origin = st->host->clock_ns();
+        /* no event yet: started now (the hooks too, for what comes after
+         * a report while the session runs); an empty dump */
+        int src = tl__start(st, st->host->clock_ns());
+        if (src != PTK_OK) {
+            return src;
+        }
     }
     uint64_t now = st->host->clock_ns();
     if (r->pending) {

@@ -1050,10 +1050,12 @@ tl__ring_report(tl_state *st, const ptk_report_args *args, PyObject **ring_info)
                              : NULL;
         PyObject *spans = last ? PyDict_GetItemString(last, "spans") : NULL;
         PyObject *open = last ? PyDict_GetItemString(last, "open_spans") : NULL;
+        PyObject *file = last ? PyDict_GetItemString(last, "file") : NULL;
+        const char *fname = file ? PyUnicode_AsUTF8(file) : NULL;
         fprintf(args->summary,
                 "timeline: ring of the last %g s: %s: %llu spans, %llu still "
                 "running; %zu KiB of ring (cap %zu KiB), %llu dumps\n",
-                (double)r->window_ns / 1e9, st->out_fmt->filename,
+                (double)r->window_ns / 1e9, fname ? fname : st->out_fmt->filename,
                 spans ? PyLong_AsUnsignedLongLong(spans) : 0ULL,
                 open ? PyLong_AsUnsignedLongLong(open) : 0ULL,
                 r->allocated * sizeof(tl_chunk) / 1024,

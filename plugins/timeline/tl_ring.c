@@ -399,10 +399,10 @@ rec_cmp(const void *a, const void *b)
 typedef struct tl_cur {
     size_t i, end;   /* its records: list[i..end) */
     size_t id;       /* ties between tracks: the lower id first */
-    uint32_t *stack; /* its spans begun and not ended yet (list indices) */
+    size_t *stack;   /* its spans begun and not ended yet (list indices) */
     size_t sp, cap;
     uint64_t ts;     /* its next event: time, type, record */
-    uint32_t rec;
+    size_t rec;
     int type;        /* EV_*, or -1: none left */
 } tl_cur;
 
@@ -428,7 +428,7 @@ cur_next(const tl_rec **list, tl_cur *c)
         c->type = -1;
         return;
     }
-    c->rec = (uint32_t)c->i;
+    c->rec = c->i;
     c->ts = rec_key(x);
     c->type = x->kind == R_COUNTER ? EV_C : x->kind > R_OPEN ? EV_I : EV_B;
 }

@@ -96,7 +96,7 @@ def check_window():
     for d in dumps:
         U.check(d["file"] in files, "run.json does not list %s: %r" % (d["file"], files))
 
-    full, _ = spans(os.path.join(outdir, "timeline" + EXT))
+    full, ftrees = spans(os.path.join(outdir, "timeline" + EXT))
     origin = 0 if fmt == "json" else ring["origin_ns"]
     # the full timeline is written (and ends) first, at the end of the run:
     # nothing may be in the ring's report that began after it
@@ -132,7 +132,6 @@ def check_window():
         if d["reason"] == "trigger":
             # the triggering request's whole tree, as the full trace has it
             b = origin + d["span_begin_ns"]
-            _, ftrees = spans(os.path.join(outdir, "timeline" + EXT))
             f_node = [n for n, _ in U.walk(ftrees["MainThread"])
                       if n[0].endswith("(handle_request)") and round(n[2] * 1000) == b]
             g_node = [n for n, _ in U.walk(trees["MainThread"])

@@ -39,7 +39,11 @@
 /* At most this many dumps listed in the summary (the latest). */
 #define TL_RING_MAX_LISTED 1000
 
-enum { R_SPAN = 0, R_OPEN = 1, R_INSTANT = 2, R_INSTANT_G = 3, R_COUNTER = 4 };
+enum { R_SPAN = 0,
+       R_OPEN = 1,
+       R_INSTANT = 2,
+       R_INSTANT_G = 3,
+       R_COUNTER = 4 };
 
 /* One span, instant or counter sample: 32 bytes. */
 typedef struct tl_rec {
@@ -79,9 +83,9 @@ typedef struct tl_hook {
 typedef struct tl_ring {
     uint64_t window_ns;
     size_t max_chunks;
-    tl_chunk **chunks;   /* circular, max_chunks slots: oldest at head */
+    tl_chunk **chunks; /* circular, max_chunks slots: oldest at head */
     size_t head, nchunks, allocated;
-    tl_track **tracks;   /* by tl_ring_track::id */
+    tl_track **tracks; /* by tl_ring_track::id */
     size_t ntracks, tracks_cap;
     /* trigger= */
     char *trig_glob;
@@ -92,11 +96,11 @@ typedef struct tl_ring {
     uint64_t pending_t0, pending_t1;
     uint64_t triggers, triggers_suppressed;
     /* figures */
-    uint64_t recorded;     /* records appended over the run */
-    uint64_t lost;         /* records dropped within the window (cap) */
-    uint64_t lost_until;   /* latest time of the records dropped so */
-    uint64_t seq;          /* dumps written */
-    PyObject *dumps;       /* list of dicts: the dumps (the latest 1000) */
+    uint64_t recorded;   /* records appended over the run */
+    uint64_t lost;       /* records dropped within the window (cap) */
+    uint64_t lost_until; /* latest time of the records dropped so */
+    uint64_t seq;        /* dumps written */
+    PyObject *dumps;     /* list of dicts: the dumps (the latest 1000) */
     /* excepthooks */
     tl_hook *sys_hook, *thr_hook;
     PyObject *sys_fn, *thr_fn;
@@ -369,7 +373,10 @@ const tl_format tl__ring_format = {
 
 /* ---- dumping -------------------------------------------------------------- */
 
-enum { EV_B = 0, EV_E = 1, EV_I = 2, EV_C = 3 };
+enum { EV_B = 0,
+       EV_E = 1,
+       EV_I = 2,
+       EV_C = 3 };
 
 static uint64_t
 rec_key(const tl_rec *r)
@@ -397,13 +404,13 @@ rec_cmp(const void *a, const void *b)
 
 /* One track's records in the dump, sorted: its next event. */
 typedef struct tl_cur {
-    size_t i, end;   /* its records: list[i..end) */
-    size_t id;       /* ties between tracks: the lower id first */
-    size_t *stack;   /* its spans begun and not ended yet (list indices) */
+    size_t i, end; /* its records: list[i..end) */
+    size_t id;     /* ties between tracks: the lower id first */
+    size_t *stack; /* its spans begun and not ended yet (list indices) */
     size_t sp, cap;
-    uint64_t ts;     /* its next event: time, type, record */
+    uint64_t ts; /* its next event: time, type, record */
     size_t rec;
-    int type;        /* EV_*, or -1: none left */
+    int type; /* EV_*, or -1: none left */
 } tl_cur;
 
 /* The cursor's next event: the END of the innermost open span if the
@@ -430,7 +437,8 @@ cur_next(const tl_rec **list, tl_cur *c)
     }
     c->rec = c->i;
     c->ts = rec_key(x);
-    c->type = x->kind == R_COUNTER ? EV_C : x->kind > R_OPEN ? EV_I : EV_B;
+    c->type = x->kind == R_COUNTER ? EV_C : x->kind > R_OPEN ? EV_I
+                                                             : EV_B;
 }
 
 /* The event cur_next found is written: move past it. 0, or -1 (memory). */

@@ -13,6 +13,8 @@ For each workload, one table, side by side from one run:
   timeline_json     the same, format=json
   timeline_default  the timeline with every default (exception instants,
                     GC spans, the events/s counter)
+  timeline_ring     as timeline, into the flight recorder (ring=5): spans
+                    kept in memory, written only by the report
 
 in instructions (callgrind, the workload only: the writer thread's write(2)
 calls are outside the region and not counted), instructions per event above
@@ -35,7 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 REPO = os.path.dirname(BENCH)
 DRIVER = os.path.join(HERE, "driver.py")
-VARIANTS = ["bare", "cprofile", "timer", "timeline", "timeline_json", "timeline_default"]
+VARIANTS = ["bare", "cprofile", "timer", "timeline", "timeline_json", "timeline_default",
+            "timeline_ring"]
 WORKLOADS = ["call_heavy", "c_call_heavy"]
 # wall-run sizes: smaller than the other benches' (every event is written;
 # fib(27) is 1.26 M events, a 100 MB JSON file)
@@ -98,7 +101,7 @@ def bench(python, build, args, R):
     for name in args.workloads:
         wl = workload(name)
         res = {}
-        for v in VARIANTS:
+        for v in args.variants:
             r = {}
             if not args.no_callgrind:
                 log("bench %s %s/%s: callgrind" % (info["version"], name, v))
@@ -127,6 +130,8 @@ def render(version, name, wl, res, R):
     it, wt = res["timer"].get("instr"), res["timer"]["wall"]
     ic = res["cprofile"].get("instr")
     for v in VARIANTS:
+        if v not in res:
+            continue
         r = res[v]
         i, w = r.get("instr"), r["wall"]
         per = (i - ib) / nev if i is not None and ib is not None else None
@@ -157,7 +162,11 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--no-callgrind", action="store_true")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="a subset (bare, timer and timeline are always run: the ratios need them)")
     args = ap.parse_args()
+    args.variants = [v for v in VARIANTS
+                     if v in args.variants.split(",") or v in ("bare", "timer", "timeline", "cprofile")]
     args.workloads = [w for w in args.workloads.split(",") if w]
     R = shared()
     pythons = [R.find_python(m) for m in ("3.11", "3.12", "3.13")] if args.all else [args.python]

@@ -7,7 +7,9 @@ VARIANT: bare, cprofile (cProfile.Profile, enabled around the same region,
 its stats dumped after it, as the plugins' reports are), timer (timer:top=0), timeline (Perfetto, the same events as
 the timer: calls and C calls, no exception instants, no GC, no counters),
 timeline_json (the same, format=json), timeline_default (every default:
-exception instants, GC, counters). Only the workload call is timed, inside
+exception instants, GC, counters), timeline_ring (the timeline's events as
+timeline, into the flight recorder: ring=5, nothing written until the
+report). Only the workload call is timed, inside
 _ptkfloor.run, the region callgrind collects (--toggle-collect).
 """
 import importlib
@@ -21,6 +23,7 @@ SPECS = {
     "timeline": "timeline:exceptions=false,gc=false,counters=false",
     "timeline_json": "timeline:format=json,exceptions=false,gc=false,counters=false",
     "timeline_default": "timeline",
+    "timeline_ring": "timeline:exceptions=false,gc=false,counters=false,ring=5",
 }
 
 

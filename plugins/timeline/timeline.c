@@ -12,6 +12,7 @@
  * their own timestamps, and a "dropped events" counter sample marks the gap.
  */
 #include "tl_private.h"
+#include "tl_ring.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -187,6 +188,9 @@ tl__thread_get(tl_state *st, const ptk_thread *t)
             return NULL;
         }
         st->threads[idx] = th;
+        if (st->ring != NULL) {
+            tl__ring_thread_seen(st); /* threading.excepthook */
+        }
     }
     return st->threads[idx];
 }
@@ -643,6 +647,9 @@ tl__on_event(void *state, const ptk_event *ev)
         tl__gc_span(st, st->gc_pending[i][0], st->gc_pending[i][1]);
     }
     st->gc_npending = 0;
+    if (st->ring != NULL) {
+        tl__ring_after_event(st); /* a trigger= dump */
+    }
     return rc;
 }
 

@@ -39,6 +39,8 @@
  */
 typedef struct tl_out {
     int fd;
+    int sync;            /* no writer thread: a full buffer is written at
+                            once by the caller (the ring's dumps) */
     char *buf[2];
     size_t cap;          /* bytes per buffer */
     size_t len;          /* bytes in the current buffer */
@@ -83,6 +85,8 @@ void tl__out_kick(tl_out *o, uint64_t now);
 /* Writes everything (waits for the writer), stops it, closes the file.
  * Returns 0 or an errno. */
 int tl__out_close(tl_out *o);
+/* With `sync`: writes the current buffer to the file now. 0 or an errno. */
+int tl__out_sync_flush(tl_out *o);
 
 /* ---- tl_names.c: functions ---------------------------------------------- */
 
@@ -103,6 +107,8 @@ typedef struct tl_name {
      * the annotations) of a BEGIN, once everything in them is interned */
     uint8_t pb_tail[40];
     uint8_t pb_tail_len;
+    uint8_t ring_trig; /* ring=: 0 not looked at yet, 1 no, 2 a trigger=
+                          function (tl_ring.c) */
 } tl_name;
 
 /** A source file, interned once (Perfetto debug annotation value). */
@@ -138,6 +144,7 @@ typedef struct tl_track {
     /* ENDs that could not be written while dropping, oldest first */
     uint64_t *owed;
     size_t nowed, owed_cap;
+    struct tl_ring_track *ring; /* ring=: its spans begun, not ended */
 } tl_track;
 
 /** One running frame (or a task step, or a GC pause). */
@@ -298,6 +305,10 @@ typedef struct tl_state {
     tl_track ctx_track;     /* "contexts", made at the first context */
     tl_name **ctx_names;    /* each span's name */
     size_t nctx_names, ctx_names_cap;
+    /* ring= (tl_ring.c): spans go to the ring (fmt is its recorder) and
+     * the output format writes only the ring's dumps */
+    struct tl_ring *ring;
+    const tl_format *out_fmt; /* the format of the files (== fmt without ring) */
 } tl_state;
 
 /* tl_names.c */

@@ -1,5 +1,6 @@
 /* timeline: options, start, finish, report, fini; the plugin's entry. */
 #include "tl_private.h"
+#include "tl_ring.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,7 +14,7 @@
 
 enum { OPT_FORMAT, OPT_BUFFER_KB, OPT_FLUSH_MS, OPT_MIN_DURATION,
        OPT_BUILTINS, OPT_EXCEPTIONS, OPT_TASKS, OPT_GC, OPT_COUNTERS,
-       OPT_OBJECTS, OPT_BLOCKING, OPT_COUNT };
+       OPT_OBJECTS, OPT_BLOCKING, OPT_RING, OPT_RING_MB, OPT_TRIGGER, OPT_COUNT };
 
 static const ptk_option_spec tl_options[] = {
     [OPT_FORMAT] = {"format", PTK_OPT_CHOICE, "perfetto",
@@ -47,6 +48,19 @@ static const ptk_option_spec tl_options[] = {
                       "list the asyncio Task steps that held their loop at least this "
                       "long (e.g. 100ms), with the stack of their slowest call; 0: off",
                       NULL},
+    [OPT_RING] = {"ring", PTK_OPT_DOUBLE, "0",
+                  "flight recorder: keep only the spans that ended in the "
+                  "last SECONDS (fractions allowed) in bounded memory, and "
+                  "write them on report, an uncaught exception or a trigger "
+                  "(0: stream the whole run)", NULL},
+    [OPT_RING_MB] = {"ring_mb", PTK_OPT_INT, "64",
+                     "with ring: at most this many MiB of spans (32 bytes "
+                     "each); at the cap the oldest go, though in the window",
+                     NULL},
+    [OPT_TRIGGER] = {"trigger", PTK_OPT_STRING, "",
+                     "with ring: GLOB:MS, write the ring when a function "
+                     "matching GLOB returns after MS milliseconds or more "
+                     "(at most once per window)", NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -108,7 +122,10 @@ tl__start(tl_state *st, uint64_t now)
     st->started = 1;
     int fd = -1;
     const ptk_host *h = st->host;
-    if (h->struct_size >= offsetof(ptk_host, report_create) + sizeof h->report_create) {
+    if (st->ring != NULL) {
+        /* no file while the program runs: the ring's dumps are reports */
+    }
+    else if (h->struct_size >= offsetof(ptk_host, report_create) + sizeof h->report_create) {
         /* the name claimed for this instance (another timeline in the same
          * directory gets timeline-2.json), the file made new, never through
          * a planted symlink */
@@ -134,7 +151,8 @@ tl__start(tl_state *st, uint64_t now)
         free(st->path);
         st->path = copy;
     }
-    if (tl__out_open(&st->out, st->path, fd, st->buffer_size, err, sizeof(err)) != 0) {
+    if (st->ring == NULL &&
+        tl__out_open(&st->out, st->path, fd, st->buffer_size, err, sizeof(err)) != 0) {
         return st->host->fail(st->ctx, PTK_EIO, "%s", err);
     }
     st->t_origin = now; /* the first event's time: nothing is earlier */
@@ -149,7 +167,7 @@ tl__start(tl_state *st, uint64_t now)
     if (st->gc && tl__gc_install(st) != 0) {
         st->host->log(st->ctx, "gc.callbacks unavailable: no GC spans");
     }
-    return PTK_OK;
+    return st->ring != NULL ? tl__ring_start(st, now) : PTK_OK;
 }
 
 /* The options' values out of range: PTK_OK, or PTK_EOPTTYPE with the
@@ -181,6 +199,28 @@ tl_check_options(const ptk_init_args *args, int64_t *min_ns)
         snprintf(args->errbuf, args->errbuf_size,
                  "objects must be 0 to %d, not %lld", TL_OBJ_TRACKS,
                  (long long)o[OPT_OBJECTS].i);
+        return PTK_EOPTTYPE;
+    }
+    if (!(o[OPT_RING].d >= 0) || o[OPT_RING].d > 1e6) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "ring must be 0 (off) or a number of seconds up to 1000000");
+        return PTK_EOPTTYPE;
+    }
+    if (o[OPT_RING_MB].i < 1 || o[OPT_RING_MB].i > 1024 * 1024) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "ring_mb must be 1 to 1048576, not %lld",
+                 (long long)o[OPT_RING_MB].i);
+        return PTK_EOPTTYPE;
+    }
+    const char *trig = o[OPT_TRIGGER].s ? o[OPT_TRIGGER].s : "";
+    if (trig[0] != '\0' && o[OPT_RING].d <= 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "trigger needs ring=SECONDS (the trigger writes the ring)");
+        return PTK_EOPTTYPE;
+    }
+    if (trig[0] != '\0' && tl__ring_parse_trigger(trig, NULL, NULL) != 0) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "trigger: '%s' is not GLOB:MS (e.g. handle_*:50)", trig);
         return PTK_EOPTTYPE;
     }
     if (o[OPT_FLUSH_MS].i < 0) {
@@ -257,6 +297,7 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->ctx = args->ctx;
     st->ctx_host = args->host->struct_size > offsetof(ptk_host, context);
     st->fmt = o[OPT_FORMAT].i == 1 ? &tl__json_format : &tl__pb_format;
+    st->out_fmt = st->fmt;
     st->min_duration_ns = min_ns;
     st->blocking_ns = tl_parse_duration(o[OPT_BLOCKING].s ? o[OPT_BLOCKING].s : "0");
     st->flush_ns = o[OPT_FLUSH_MS].i * 1000000;
@@ -269,7 +310,9 @@ tl_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->pid = (long)getpid();
     st->buffer_size = (size_t)o[OPT_BUFFER_KB].i * 1024;
     if (tl_tracks_init(st) != 0 ||
-        (st->path = tl_output_path(args->output_dir, st->fmt->filename)) == NULL) {
+        (st->path = tl_output_path(args->output_dir, st->fmt->filename)) == NULL ||
+        (o[OPT_RING].d > 0 &&
+         tl__ring_new(st, o[OPT_RING].d, o[OPT_RING_MB].i, o[OPT_TRIGGER].s) != 0)) {
         tl_fini(st);
         snprintf(args->errbuf, args->errbuf_size, "out of memory");
         return PTK_ENOMEM;
@@ -336,8 +379,8 @@ tl_finish(tl_state *st)
     return tl__out_close(&st->out);
 }
 
-static PyObject *
-tl_summary(tl_state *st, int werr)
+PyObject *
+tl__summary(tl_state *st, int werr)
 {
     PyObject *tasks = PyList_New(0);
     if (tasks == NULL) {
@@ -396,8 +439,8 @@ tl_summary(tl_state *st, int werr)
     }
     PyObject *res = Py_BuildValue(
         "{s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:N,s:L,s:N,s:s,s:K}",
-        "file", st->fmt->filename,
-        "format", st->fmt == &tl__json_format ? "json" : "perfetto",
+        "file", st->out_fmt->filename,
+        "format", st->out_fmt == &tl__json_format ? "json" : "perfetto",
         "events", (unsigned long long)st->events,
         "spans", (unsigned long long)st->spans,
         "instants", (unsigned long long)st->instants,
@@ -418,12 +461,35 @@ tl_summary(tl_state *st, int werr)
     return res;
 }
 
+/* ring=: the ring's dump as the report; the session may go on. */
+static int
+tl_ring_report(tl_state *st, const ptk_report_args *args)
+{
+    PyObject *ring = NULL;
+    int rc = tl__ring_report(st, args, &ring);
+    PyObject *sum = tl__summary(st, 0);
+    if (sum == NULL || ring == NULL || PyDict_SetItemString(sum, "ring", ring) != 0) {
+        Py_XDECREF(sum);
+        Py_XDECREF(ring);
+        PyErr_Clear();
+        return st->host->fail(st->ctx, PTK_ENOMEM, "cannot build the summary");
+    }
+    Py_DECREF(ring);
+    int src = st->host->report_write_object(st->ctx, "timeline.summary.json", sum,
+                                            PTK_FMT_JSON);
+    Py_DECREF(sum);
+    return rc != PTK_OK ? rc : src;
+}
+
 static int
 tl_report(void *state, const ptk_report_args *args)
 {
     tl_state *st = state;
+    if (st->ring != NULL) {
+        return tl_ring_report(st, args);
+    }
     int werr = tl_finish(st);
-    PyObject *sum = tl_summary(st, werr);
+    PyObject *sum = tl__summary(st, werr);
     if (sum == NULL) {
         return st->host->fail(st->ctx, PTK_ENOMEM, "cannot build the summary");
     }
@@ -463,6 +529,7 @@ tl_report(void *state, const ptk_report_args *args)
 static void
 tl_track_free(tl_track *t)
 {
+    tl__ring_track_free(t);
     free(t->name);
     free(t->owed);
 }
@@ -482,12 +549,14 @@ tl_fini(void *state)
             tl_finish(st);
         }
         tl__gc_remove(st);
+        tl__ring_free(st, 1);
         Py_CLEAR(st->current_task);
         Py_CLEAR(st->asyncio_name);
         for (size_t i = 0; i < st->ntasks; i++) {
             Py_CLEAR(st->task_list[i]->wref);
         }
     }
+    tl__ring_free(st, 0); /* no Python: the hooks' boxes stay */
     tl__out_close(&st->out);
     tl__names_free(st);
     if (py) {

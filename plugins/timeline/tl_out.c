@@ -136,11 +136,35 @@ tl__out_reserve_slow(tl_out *o, size_t n, uint64_t now)
     if (o->len + n <= o->cap) {
         return o->buf[o->cur] + o->len;
     }
+    if (o->sync) {
+        return n <= o->cap && tl__out_sync_flush(o) == 0 ? o->buf[o->cur] : NULL;
+    }
     if (n > o->cap || atomic_load_explicit(&o->busy, memory_order_acquire)) {
         return NULL;
     }
     tl_handoff(o, now);
     return o->buf[o->cur];
+}
+
+int
+tl__out_sync_flush(tl_out *o)
+{
+    const char *p = o->buf[o->cur];
+    size_t n = o->len;
+    while (n > 0 && o->werrno == 0) {
+        ssize_t w = write(o->fd, p, n);
+        if (w < 0) {
+            if (errno != EINTR) {
+                o->werrno = errno;
+            }
+            continue;
+        }
+        p += w;
+        n -= (size_t)w;
+        o->written += (uint64_t)w;
+    }
+    o->len = 0;
+    return o->werrno;
 }
 
 void

@@ -82,5 +82,7 @@ tl__ctx_check(tl_state *st, uint64_t now)
 
 int tl__track_init(tl_track *t, int kind, uint64_t uuid, const char *name);
 int tl__start(tl_state *st, uint64_t now);
+/* timeline.summary.json's object (new reference, or NULL). */
+PyObject *tl__summary(tl_state *st, int werr);
 
 #endif

@@ -25,19 +25,19 @@
 
 /* What a context keeps while another runs on its thread. */
 typedef struct exec_rec {
-    uint64_t id;               /* 0: a thread's main greenlet */
-    ptk__thread *th;           /* the thread it last ran on, or NULL */
+    uint64_t id;     /* 0: a thread's main greenlet */
+    ptk__thread *th; /* the thread it last ran on, or NULL */
     ptk_stack_entry *stack;
     int32_t stack_cap, depth;
     ptk__cframe *cstack;
     int32_t cdepth, ccap;
     int32_t fdepth[PTK__MAX_SLOTS];
-    int saved;                 /* the fields above hold its stacks */
+    int saved; /* the fields above hold its stacks */
 } exec_rec;
 
-static int wanted;             /* the table needs contexts tracked */
-static int installed;          /* our tracer is greenlet's */
-static int installing;         /* (re-entry guard of the audit hook) */
+static int wanted;     /* the table needs contexts tracked */
+static int installed;  /* our tracer is greenlet's */
+static int installing; /* (re-entry guard of the audit hook) */
 static int audit_added;
 static PyObject *tracer;       /* our tracer (strong) */
 static PyObject *prev_tracer;  /* the one it replaced (strong), or NULL */

@@ -162,8 +162,8 @@ typedef struct cov_saved {
 typedef struct cov_tstack {
     cov_slot *slots;
     int32_t cap;
-    uint64_t exec_id;   /* the context `slots` are of (ptk_thread::exec_id) */
-    cov_saved *saved;   /* the other contexts' slots, by id */
+    uint64_t exec_id; /* the context `slots` are of (ptk_thread::exec_id) */
+    cov_saved *saved; /* the other contexts' slots, by id */
     size_t nsaved, capsaved;
 } cov_tstack;
 

@@ -54,8 +54,7 @@ tl__ctx_switch(tl_state *st, uint64_t id, uint64_t now)
     }
     /* a name of its own for each span: the Perfetto encoder interns it */
     tl_name *n = calloc(1, sizeof(*n));
-    if (n == NULL || PTK_KIT_RESERVE(st->ctx_names, st->ctx_names_cap,
-                                     st->nctx_names + 1, 64) != 0 ||
+    if (n == NULL || PTK_KIT_RESERVE(st->ctx_names, st->ctx_names_cap, st->nctx_names + 1, 64) != 0 ||
         tl__name_label(n, name) != 0) {
         if (n != NULL) {
             free(n->text);

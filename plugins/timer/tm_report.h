@@ -83,11 +83,11 @@ typedef struct tm_rtree {
 
 /* per_context: what timer.json says of one context (tm_views.c). */
 typedef struct tm_cinfo {
-    PyObject *name;     /* borrowed: the tm_cset's */
-    char file[48];      /* its pstats file */
+    PyObject *name; /* borrowed: the tm_cset's */
+    char file[48];  /* its pstats file */
     uint64_t total_ns, calls, primitive;
-    uint32_t *top;      /* [ntop] labels, most own time first */
-    tm_acc *top_acc;    /* [ntop] their figures */
+    uint32_t *top;   /* [ntop] labels, most own time first */
+    tm_acc *top_acc; /* [ntop] their figures */
     size_t ntop;
 } tm_cinfo;
 

@@ -347,6 +347,58 @@ class CoverageContexts(Case):
         self.assertEqual(len(got["mod.py"]["2"]), 6)
         self.assertEqual(self.coverage_json(os.path.join("out", ".coverage")), want)
 
+    def context_arcs(self, data_file):
+        """{context: sorted arcs of mod.py} of a .coverage, read through
+        coverage.py's CoverageData, one context queried at a time."""
+        import coverage
+        cd = coverage.CoverageData(basename=os.path.join(self.dir, data_file))
+        cd.read()
+        self.assertTrue(cd.has_arcs())
+        mod = [f for f in cd.measured_files() if os.path.basename(f) == "mod.py"]
+        self.assertEqual(len(mod), 1, cd.measured_files())
+        out = {}
+        for ctx in sorted(cd.measured_contexts()):
+            cd.set_query_contexts(["^" + re.escape(ctx) + "$"])
+            arcs = sorted(cd.arcs(mod[0]) or ())
+            if arcs:
+                out[ctx.replace("|run", "|call")] = arcs
+        return out
+
+    def test_arcs_per_test_equal_pytest_cov(self):
+        # branch=true with contexts=true: each test's arcs (f's two ways out
+        # of line 2, up's loop taken 0, 1, 2 or 3 times) against pytest-cov's
+        # --cov-branch --cov-context=test on coverage.py's C tracer
+        self.oracle()  # (skips without it)
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "--cov=.", "--cov-branch",
+                            "--cov-context=test", "--cov-report=", "-q"], cwd=self.dir,
+                           env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        want = self.context_arcs(".coverage")
+        self.pytest("-p", "pytracekit", "--ptk",
+                    "coverage:include=mod.py,branch=true,contexts=true,coveragepy=yes",
+                    "--ptk-output", "out", "-q")
+        self.maxDiff = None
+        # the branches went differently per test
+        self.assertIn((2, 3), want["test_mod.py::test_a|call"])
+        self.assertNotIn((2, 4), want["test_mod.py::test_a|call"])
+        self.assertIn((2, 4), want["test_mod.py::test_b|call"])
+        self.assertNotIn((14, 13), want["test_mod.py::test_c[0]|call"])
+        self.assertIn((14, 13), want["test_mod.py::test_c[3]|call"])
+        self.assertEqual(self.context_arcs(os.path.join("out", ".coverage")), want)
+        # coverage.json's arc_contexts: the same, and the same lines per context
+        files = self.report("out", "coverage")["files"]
+        rec = next(v for k, v in files.items() if os.path.basename(k) == "mod.py")
+        by_ctx = {}
+        for a, b, names in rec["arc_contexts"]:
+            for name in names:
+                by_ctx.setdefault(name, []).append((a, b))
+        self.assertEqual({k: sorted(v) for k, v in by_ctx.items()}, want)
+        self.assertEqual({os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+                          for k, v in files.items()}, self.coverage_json(".coverage"))
+
     def test_beside_an_unfiltered_profiler(self):
         # the counter and the timer take every call of every file: on the
         # monitoring backend LINE must still be set per code object, where

@@ -780,6 +780,39 @@ class Xdist(Case):
         # everything combined: nothing said to be left out
         self.assertEqual(self.report("par", "run")["left_out"], [])
 
+    def test_branch_contexts_combined(self):
+        # branch=true with contexts=true under -n 2: the workers' arcs per
+        # context combined, against pytest-cov's --cov-branch
+        # --cov-context=test under -n 2 (its controller combines .coverage)
+        try:
+            import coverage  # noqa: F401
+            import pytest_cov  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "-n", "2", "--cov=.", "--cov-branch",
+                            "--cov-context=test", "--cov-report=", "-q"], cwd=self.dir,
+                           env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        want = CoverageContexts.context_arcs(self, ".coverage")
+        self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
+                    "coverage:include=mod.py,branch=true,contexts=true,coveragepy=yes",
+                    "--ptk-output", "par", "-q")
+        self.maxDiff = None
+        self.assertEqual(CoverageContexts.context_arcs(self, os.path.join("par", ".coverage")),
+                         want)
+        files = self.report("par", "coverage")["files"]
+        rec = next(v for k, v in files.items() if os.path.basename(k) == "mod.py")
+        by_ctx = {}
+        for a, b, names in rec["arc_contexts"]:
+            for name in names:
+                by_ctx.setdefault(name, []).append((a, b))
+        self.assertEqual({k: sorted(v) for k, v in by_ctx.items()}, want)
+        # the module's import ran in both workers, both under no context
+        self.assertIn((-1, 1), want[""])
+
     def test_killed_worker_is_named(self):
         self.write("test_kill.py", "import os, signal\n"
                    "def test_kill():\n"

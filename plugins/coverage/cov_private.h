@@ -90,11 +90,11 @@ typedef struct cov_file {
     cov_fctx *fctx; /* contexts=: per context it ran in, in the order seen
                        (a context seen again later has a second entry) */
     size_t nfctx, capfctx;
-    cov_carc *carcs; /* contexts= and branch=: the arcs of each context */
+    cov_carc *carcs;         /* contexts= and branch=: the arcs of each context */
     size_t ncarcs, capcarcs; /* capcarcs a power of two, at most half full */
-    int seen;     /* some of its code ran (else: found under source=) */
-    int analysed; /* analysed from its module's code or its source */
-    int unparsed; /* its source does not compile */
+    int seen;                /* some of its code ran (else: found under source=) */
+    int analysed;            /* analysed from its module's code or its source */
+    int unparsed;            /* its source does not compile */
 } cov_file;
 
 /* Branch events: one conditional jump of a code object and the directions

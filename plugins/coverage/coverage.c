@@ -861,9 +861,7 @@ cov_on_event_full(void *state, const ptk_event *ev)
         if (!s) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
-        if (s->code == ev->code && !return_is_yield(st, c, ev)
-            && (arc_step(f, c, s->last, -c->firstline) < 0
-                || (st->contexts && cov__ctx_arc(st, f, s->last, -c->firstline) < 0))) {
+        if (s->code == ev->code && !return_is_yield(st, c, ev) && (arc_step(f, c, s->last, -c->firstline) < 0 || (st->contexts && cov__ctx_arc(st, f, s->last, -c->firstline) < 0))) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
         s->code = NULL;

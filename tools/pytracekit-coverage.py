@@ -43,7 +43,10 @@ class DataError(Exception):
 #      "hits":      [[line, count], ...],   lines that ran
 #      "functions": [[qualname, first line, calls], ...]
 #      "branches":  [[line, [dest, ...]], ...]  possible branch destinations
-#      "arcs":      [[from, to, count], ...]}}} observed transitions
+#      "arcs":      [[from, to, count], ...]   observed transitions
+#      "contexts":  {"line": [name, ...]}      (contexts=true) contexts it ran in
+#      "arc_contexts": [[from, to, [name, ...]], ...]}}}  (and branch=true)
+#                                              contexts each arc was taken in
 # A negative line -N in an arc or a branch is the exit of (or the entry to)
 # the code object whose first line is N.
 
@@ -70,6 +73,10 @@ def _check(data, where):
             if not isinstance(rec.get("contexts", {}), dict):
                 raise TypeError("contexts")
             [(int(n), [str(c) for c in names]) for n, names in rec.get("contexts", {}).items()]
+            if not isinstance(rec.get("arc_contexts", []), list):
+                raise TypeError("arc_contexts")
+            [(int(a), int(b), [str(c) for c in names])
+             for a, b, names in rec.get("arc_contexts", [])]
         except (TypeError, ValueError, AttributeError) as e:
             raise DataError("%s: malformed record for %s (%s)" % (where, path, e))
     return data
@@ -90,7 +97,7 @@ def load(path):
 
 def merge(datas):
     """One data set from several: lines are united, counts added, and the
-    contexts of each line (contexts=true) united."""
+    contexts of each line and each arc (contexts=true) united."""
     files = {}
     branch = False
     runs = 0
@@ -121,6 +128,11 @@ def merge(datas):
                 ctx = acc.setdefault("contexts", {})
                 for line, names in rec["contexts"].items():
                     ctx.setdefault(int(line), set()).update(str(n) for n in names)
+            if "arc_contexts" in rec:
+                # and with branch=true, the contexts each arc was taken in
+                actx = acc.setdefault("arc_contexts", {})
+                for a, b, names in rec["arc_contexts"]:
+                    actx.setdefault((int(a), int(b)), set()).update(str(n) for n in names)
     out = {}
     for path in sorted(files):
         acc = files[path]
@@ -135,6 +147,9 @@ def merge(datas):
         if "contexts" in acc:
             out[path]["contexts"] = {str(n): sorted(acc["contexts"][n])
                                      for n in sorted(acc["contexts"])}
+        if "arc_contexts" in acc:
+            out[path]["arc_contexts"] = [[k[0], k[1], sorted(acc["arc_contexts"][k])]
+                                         for k in sorted(acc["arc_contexts"])]
     return {"meta": {"format": FORMAT, "version": VERSION, "branch": branch,
                      "python": ",".join(python), "runs": runs},
             "files": out}
@@ -1625,6 +1640,22 @@ def json_text(data):
     return json.dumps(with_summary(data), separators=(",", ":")) + "\n"
 
 
+def _add_by_context(cd, by_context, add):
+    """Adds {context name: {file: lines or arcs}} to coverage.py's
+    CoverageData `cd` through `add` (its add_lines or add_arcs), each under
+    its context's name: coverage.py's dynamic contexts (`coverage report
+    --contexts`, `coverage html --show-contexts`)."""
+    # in one connection and one transaction (coverage.py's CoverageData
+    # opens, commits and closes its database in each add_lines unless a
+    # connection is open: 3,321 contexts took 0.8 s that way)
+    add({})  # its first use empties the file, closing connections
+    connect = getattr(cd, "_connect", None)
+    with connect() if connect is not None else contextlib.nullcontext():
+        for name in sorted(by_context):
+            cd.set_context(name)
+            add(by_context[name])
+
+
 def write_coveragepy(data, path):
     """Writes `data` as coverage.py's data file `path` (.coverage) through
     coverage.py's own API (coverage.CoverageData), so that `coverage report`,
@@ -1638,7 +1669,18 @@ def write_coveragepy(data, path):
     tmpdir = tempfile.mkdtemp(prefix=".pytracekit-tmp.%s." % base, dir=d)
     tmp = os.path.join(tmpdir, base)
     cd = coverage.CoverageData(basename=tmp)
-    if data["meta"].get("branch"):
+    if data["meta"].get("branch") and any("arc_contexts" in rec
+                                          for rec in data["files"].values()):
+        # contexts=true with branch=true: each context's arcs under its name
+        # (coverage.py's arc table has a context per row), all from line
+        # transitions, so each executed line is an end of one of them
+        by_context = {}
+        for f, rec in data["files"].items():
+            for a, b, names in rec.get("arc_contexts", []):
+                for name in names:
+                    by_context.setdefault(name, {}).setdefault(f, []).append((int(a), int(b)))
+        _add_by_context(cd, by_context, cd.add_arcs)
+    elif data["meta"].get("branch"):
         # coverage.py takes the executed lines of branch data from its arcs;
         # measured by branch events, the arcs are those of the branches
         # only, so each executed line also goes in as (n, n), the entry
@@ -1660,15 +1702,7 @@ def write_coveragepy(data, path):
             for n, names in rec.get("contexts", {}).items():
                 for name in names:
                     by_context.setdefault(name, {}).setdefault(f, []).append(int(n))
-        # in one connection and one transaction (coverage.py's CoverageData
-        # opens, commits and closes its database in each add_lines unless a
-        # connection is open: 3,321 contexts took 0.8 s that way)
-        cd.add_lines({})  # its first use empties the file, closing connections
-        connect = getattr(cd, "_connect", None)
-        with connect() if connect is not None else contextlib.nullcontext():
-            for name in sorted(by_context):
-                cd.set_context(name)
-                cd.add_lines(by_context[name])
+        _add_by_context(cd, by_context, cd.add_lines)
     else:
         cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]
                       for f, rec in data["files"].items()})

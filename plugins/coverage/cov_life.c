@@ -29,7 +29,7 @@ static const ptk_option_spec cov_options[] = {
     {"contexts", PTK_OPT_BOOL, "false",
      "record which lines ran in each context (each test's setup, call and teardown under "
      "pytest -p pytracekit): the JSON's per-line contexts, coverage.py's contexts in "
-     ".coverage; lines only (not with branch=)",
+     ".coverage; with branch=true also the arcs of each context (arc_contexts)",
      NULL},
     {NULL, 0, NULL, NULL, NULL}};
 
@@ -260,7 +260,11 @@ setup_match(cov_state *st, const ptk_init_args *args, PyObject *dirs)
  * backend has them (each location switched off once both directions are
  * seen, and every line after its first run), from every LINE event where
  * it has not: those arcs also need every call and return (the fallback
- * kinds, which the session adds only where BRANCH is left out). */
+ * kinds, which the session adds only where BRANCH is left out). With
+ * contexts=, arcs always come from the line transitions: a branch location
+ * switched off once both its directions ran would not tell the arcs of the
+ * contexts after, and each context has all of its arcs, as coverage.py's
+ * tracers record them. */
 static unsigned int
 subscribe(cov_state *st, const ptk_init_args *args, int branch_dirs)
 {
@@ -269,7 +273,7 @@ subscribe(cov_state *st, const ptk_init_args *args, int branch_dirs)
         events |= PTK_MASK(PTK_EV_CALL);
     }
     unsigned from_lines = PTK_MASK(PTK_EV_CALL) | PTK_MASK(PTK_EV_RETURN);
-    if (st->branch && !st->counts && args->struct_size > offsetof(ptk_init_args, subscription)
+    if (st->branch && !st->counts && !st->contexts && args->struct_size > offsetof(ptk_init_args, subscription)
         && args->subscription
         && args->subscription->struct_size > offsetof(ptk_subscription, fallback)) {
         st->sub = args->subscription;
@@ -352,13 +356,8 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     Py_DECREF(setup);
     *events = subscribe(st, args, branch_dirs);
     if (st->contexts) {
-        /* each line is recorded (and switched off) once per context */
-        if (st->branch) {
-            snprintf(args->errbuf, args->errbuf_size,
-                     "contexts=true records lines only: not with branch=true");
-            rc = PTK_EINVAL;
-            goto fail;
-        }
+        /* each line is recorded (and switched off) once per context; with
+         * branch=, every arc (from every line transition, see subscribe) */
         if (host->struct_size <= offsetof(ptk_host, context)
             || args->struct_size <= offsetof(ptk_init_args, subscription)
             || !args->subscription) {

@@ -66,6 +66,13 @@ typedef struct cov_fctx {
     uint8_t *bits;
 } cov_fctx;
 
+/* contexts= with branch=: one arc taken in one context (a set of them per
+ * file, open addressing; ctx -1 is an empty slot). */
+typedef struct cov_carc {
+    uint64_t key; /* as cov_arc's */
+    int32_t ctx;  /* index in cov_state::ctx_names, or -1 */
+} cov_carc;
+
 typedef struct cov_file {
     char *path;        /* absolute */
     int32_t maxline;   /* possible[] and hits[] have maxline + 1 entries */
@@ -83,9 +90,11 @@ typedef struct cov_file {
     cov_fctx *fctx; /* contexts=: per context it ran in, in the order seen
                        (a context seen again later has a second entry) */
     size_t nfctx, capfctx;
-    int seen;     /* some of its code ran (else: found under source=) */
-    int analysed; /* analysed from its module's code or its source */
-    int unparsed; /* its source does not compile */
+    cov_carc *carcs;         /* contexts= and branch=: the arcs of each context */
+    size_t ncarcs, capcarcs; /* capcarcs a power of two, at most half full */
+    int seen;                /* some of its code ran (else: found under source=) */
+    int analysed;            /* analysed from its module's code or its source */
+    int unparsed;            /* its source does not compile */
 } cov_file;
 
 /* Branch events: one conditional jump of a code object and the directions
@@ -179,7 +188,7 @@ typedef struct cov_state {
     char *source;
     int coveragepy;       /* COVPY_* */
     int html;             /* write DIR/html */
-    int contexts;         /* record lines per context (host->context) */
+    int contexts;         /* record lines (and arcs) per context (host->context) */
     uint64_t ctx_id;      /* the context of the last LINE recorded */
     int ctx_seen;         /* ... once there was one */
     int32_t ctx_cur;      /* its index in ctx_names */
@@ -241,6 +250,9 @@ enum { COVPY_NO,
 /* ---- coverage.c ---- */
 
 int cov__ctx_line(cov_state *st, cov_file *f, int32_t line);
+/* contexts= and branch=: the arc @p from -> @p to taken in the current
+ * context; 0, or -1 when out of memory. */
+int cov__ctx_arc(cov_state *st, cov_file *f, int32_t from, int32_t to);
 
 cov_code *cov__code_add(cov_state *st, PyCodeObject *code);
 /* Frees what an entry of the code table owns besides its references. */

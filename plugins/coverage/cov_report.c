@@ -274,6 +274,50 @@ file_contexts(const cov_state *st, const cov_file *f)
     return by_line;
 }
 
+/* contexts= and branch=: [[from, to, [names of the contexts it was taken
+ * in, sorted]]], sorted by arc. */
+static PyObject *
+file_arc_contexts(const cov_state *st, const cov_file *f)
+{
+    PyObject *by_arc = PyDict_New();
+    for (size_t i = 0; by_arc && i < f->capcarcs; i++) {
+        const cov_carc *e = &f->carcs[i];
+        if (e->ctx < 0) {
+            continue;
+        }
+        PyObject *name = PyList_GET_ITEM(st->ctx_names, e->ctx); /* borrowed */
+        PyObject *arc = Py_BuildValue("(ii)", (int)(int32_t)(uint32_t)(e->key >> 32),
+                                      (int)(int32_t)(uint32_t)(e->key & 0xffffffffu));
+        PyObject *names = arc ? PyDict_GetItemWithError(by_arc, arc) : NULL;
+        if (!names && arc && !PyErr_Occurred()) {
+            names = PyList_New(0);
+            if (names && PyDict_SetItem(by_arc, arc, names) < 0) {
+                Py_CLEAR(names);
+            }
+            Py_XDECREF(names); /* the dict keeps it */
+        }
+        Py_XDECREF(arc);
+        if (!names || PyList_Append(names, name) < 0) {
+            Py_CLEAR(by_arc);
+        }
+    }
+    PyObject *out = by_arc ? PyList_New(0) : NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (out && PyDict_Next(by_arc, &pos, &k, &v)) {
+        if (PyList_Sort(v) < 0
+            || list_append_new(out, Py_BuildValue("[OOO]", PyTuple_GET_ITEM(k, 0),
+                                                  PyTuple_GET_ITEM(k, 1), v)) < 0) {
+            Py_CLEAR(out);
+        }
+    }
+    Py_XDECREF(by_arc);
+    if (out && PyList_Sort(out) < 0) {
+        Py_CLEAR(out);
+    }
+    return out;
+}
+
 static PyObject *
 file_data(const cov_state *st, const cov_file *f)
 {
@@ -311,6 +355,14 @@ file_data(const cov_state *st, const cov_file *f)
             goto fail;
         }
         Py_DECREF(ctx);
+    }
+    if (st->contexts && st->branch) {
+        PyObject *actx = file_arc_contexts(st, f);
+        if (!actx || PyDict_SetItemString(rec, "arc_contexts", actx) < 0) {
+            Py_XDECREF(actx);
+            goto fail;
+        }
+        Py_DECREF(actx);
     }
     Py_DECREF(lines);
     Py_DECREF(hits);

@@ -294,6 +294,7 @@ cov__file_free(cov_file *f)
         free(f->fctx[i].bits);
     }
     free(f->fctx);
+    free(f->carcs);
     for (size_t i = 0; i < f->nfuncs; i++) {
         free(f->funcs[i].qualname);
         free(f->funcs[i].own);
@@ -671,7 +672,7 @@ on_line(cov_state *st, cov_code *c, cov_file *f, const ptk_event *ev)
     }
     int32_t last = s->last;
     s->last = line;
-    if (arc_step(f, c, last, line) < 0) {
+    if (arc_step(f, c, last, line) < 0 || (st->contexts && cov__ctx_arc(st, f, last, line) < 0)) {
         return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
     }
     return PTK_OK;
@@ -744,11 +745,78 @@ cov__ctx_line(cov_state *st, cov_file *f, int32_t line)
     return 0;
 }
 
+static inline size_t
+carc_hash(uint64_t key, int32_t ctx, size_t mask)
+{
+    return ptr_hash((void *)(uintptr_t)(key ^ ((uint64_t)(uint32_t)ctx * UINT64_C(0xC2B2AE3D27D4EB4F))), mask);
+}
+
+/* Makes room in @p f's set of arcs per context for one more (half full at
+ * most); -1 when out of memory. */
+static int
+carc_reserve(cov_file *f)
+{
+    if ((f->ncarcs + 1) * 2 <= f->capcarcs) {
+        return 0;
+    }
+    size_t cap = f->capcarcs ? f->capcarcs * 2 : 64;
+    cov_carc *t = malloc(cap * sizeof(*t));
+    if (!t) {
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) {
+        t[i].ctx = -1;
+    }
+    for (size_t j = 0; j < f->capcarcs; j++) {
+        const cov_carc *o = &f->carcs[j];
+        if (o->ctx < 0) {
+            continue;
+        }
+        size_t i = carc_hash(o->key, o->ctx, cap - 1);
+        while (t[i].ctx >= 0) {
+            i = (i + 1) & (cap - 1);
+        }
+        t[i] = *o;
+    }
+    free(f->carcs);
+    f->carcs = t;
+    f->capcarcs = cap;
+    return 0;
+}
+
+int
+cov__ctx_arc(cov_state *st, cov_file *f, int32_t from, int32_t to)
+{
+    uint64_t id;
+    st->host->context(&id);
+    if ((!st->ctx_seen || id != st->ctx_id) && ctx_switch(st) < 0) {
+        return -1;
+    }
+    if (carc_reserve(f) < 0) {
+        return -1;
+    }
+    uint64_t key = arc_key(from, to);
+    int32_t ctx = st->ctx_cur;
+    size_t mask = f->capcarcs - 1;
+    for (size_t i = carc_hash(key, ctx, mask);; i = (i + 1) & mask) {
+        cov_carc *e = &f->carcs[i];
+        if (e->ctx < 0) {
+            *e = (cov_carc){.key = key, .ctx = ctx};
+            f->ncarcs++;
+            return 0;
+        }
+        if (e->key == key && e->ctx == ctx) {
+            return 0;
+        }
+    }
+}
+
 static __attribute__((noinline)) int
 cov_on_event_full(void *state, const ptk_event *ev)
 {
     cov_state *st = state;
-    st->arcs_fast = st->branch && cov__arcs_from_lines(st);
+    /* (contexts=: each arc is also recorded under its context, below) */
+    st->arcs_fast = st->branch && cov__arcs_from_lines(st) && !st->contexts;
     cov_code *c = cov__code_get(st, ev->code);
     if (!c) {
         return cov__fail_python(st, "analysing a code object");
@@ -793,7 +861,7 @@ cov_on_event_full(void *state, const ptk_event *ev)
         if (!s) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
-        if (s->code == ev->code && !return_is_yield(st, c, ev) && arc_step(f, c, s->last, -c->firstline) < 0) {
+        if (s->code == ev->code && !return_is_yield(st, c, ev) && (arc_step(f, c, s->last, -c->firstline) < 0 || (st->contexts && cov__ctx_arc(st, f, s->last, -c->firstline) < 0))) {
             return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
         }
         s->code = NULL;

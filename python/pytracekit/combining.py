@@ -13,7 +13,7 @@ timer.pstats (with pstats.Stats.add), timer.folded and timer.speedscope.json
 edges added; the per-context timer.context-N.pstats it lists merged by the
 context's name) and coverage.json (through the coverage plugin's own merge,
 which writes coverage.lcov and coverage.xml too, and .coverage when a set had
-one; the contexts of each line united). A report directory that has a run.json contributes only the files that
+one; the contexts of each line and arc united). A report directory that has a run.json contributes only the files that
 run.json lists, so the leftovers of an earlier run are never mixed in.
 What is not combined (a timeline, reftrack.json, lines.json, per-thread timer
 files), and a format that only some of a plugin's report sets have, is said

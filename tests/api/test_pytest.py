@@ -347,6 +347,69 @@ class CoverageContexts(Case):
         self.assertEqual(len(got["mod.py"]["2"]), 6)
         self.assertEqual(self.coverage_json(os.path.join("out", ".coverage")), want)
 
+    def context_arcs(self, data_file):
+        """{(file's name, context): sorted arcs} of a .coverage (mod.py and
+        test_mod.py, whose fixture is a generator suspended across a test's
+        phases), read through coverage.py's CoverageData, one context
+        queried at a time."""
+        import coverage
+        cd = coverage.CoverageData(basename=os.path.join(self.dir, data_file))
+        cd.read()
+        self.assertTrue(cd.has_arcs())
+        files = sorted(cd.measured_files())
+        self.assertEqual([os.path.basename(f) for f in files], ["mod.py", "test_mod.py"])
+        out = {}
+        for ctx in sorted(cd.measured_contexts()):
+            cd.set_query_contexts(["^" + re.escape(ctx) + "$"])
+            for f in files:
+                arcs = sorted(cd.arcs(f) or ())
+                if arcs:
+                    out[(os.path.basename(f), ctx.replace("|run", "|call"))] = arcs
+        return out
+
+    def json_context_arcs(self, out):
+        """context_arcs of coverage.json's arc_contexts."""
+        by_ctx = {}
+        for path, rec in self.report(out, "coverage")["files"].items():
+            for a, b, names in rec["arc_contexts"]:
+                for name in names:
+                    by_ctx.setdefault((os.path.basename(path), name), []).append((a, b))
+        return {k: sorted(v) for k, v in by_ctx.items()}
+
+    def test_arcs_per_test_equal_pytest_cov(self):
+        # branch=true with contexts=true: each test's arcs (f's two ways out
+        # of line 2, up's loop taken 0, 1, 2 or 3 times) against pytest-cov's
+        # --cov-branch --cov-context=test on coverage.py's C tracer
+        self.oracle()  # (skips without it)
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "--cov=.", "--cov-branch",
+                            "--cov-context=test", "--cov-report=", "-q"], cwd=self.dir,
+                           env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        want = self.context_arcs(".coverage")
+        self.pytest("-p", "pytracekit", "--ptk",
+                    "coverage:include=*mod.py,branch=true,contexts=true,coveragepy=yes",
+                    "--ptk-output", "out", "-q")
+        self.maxDiff = None
+        # the branches went differently per test
+        self.assertIn((2, 3), want[("mod.py", "test_mod.py::test_a|call")])
+        self.assertNotIn((2, 4), want[("mod.py", "test_mod.py::test_a|call")])
+        self.assertIn((2, 4), want[("mod.py", "test_mod.py::test_b|call")])
+        self.assertNotIn((14, 13), want[("mod.py", "test_mod.py::test_c[0]|call")])
+        self.assertIn((14, 13), want[("mod.py", "test_mod.py::test_c[3]|call")])
+        # the fixture's generator: entered in setup, resumed in teardown
+        self.assertIn((-3, 5), want[("test_mod.py", "test_mod.py::test_b|setup")])
+        self.assertIn((6, 7), want[("test_mod.py", "test_mod.py::test_b|teardown")])
+        self.assertEqual(self.context_arcs(os.path.join("out", ".coverage")), want)
+        # coverage.json's arc_contexts: the same, and the same lines per context
+        self.assertEqual(self.json_context_arcs("out"), want)
+        files = self.report("out", "coverage")["files"]
+        self.assertEqual({os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+                          for k, v in files.items() if os.path.basename(k) == "mod.py"},
+                         self.coverage_json(".coverage"))
+
     def test_beside_an_unfiltered_profiler(self):
         # the counter and the timer take every call of every file: on the
         # monitoring backend LINE must still be set per code object, where
@@ -727,6 +790,33 @@ class Xdist(Case):
                          {"test_b": 1, "f": 1, "up": 1})
         # everything combined: nothing said to be left out
         self.assertEqual(self.report("par", "run")["left_out"], [])
+
+    def test_branch_contexts_combined(self):
+        # branch=true with contexts=true under -n 2: the workers' arcs per
+        # context combined, against pytest-cov's --cov-branch
+        # --cov-context=test under -n 2 (its controller combines .coverage)
+        try:
+            import coverage  # noqa: F401
+            import pytest_cov  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
+        env = dict(os.environ, COVERAGE_CORE="ctrace")
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "-p", "no:pytracekit", "-n", "2", "--cov=.", "--cov-branch",
+                            "--cov-context=test", "--cov-report=", "-q"], cwd=self.dir,
+                           env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        want = CoverageContexts.context_arcs(self, ".coverage")
+        self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
+                    "coverage:include=*mod.py,branch=true,contexts=true,coveragepy=yes",
+                    "--ptk-output", "par", "-q")
+        self.maxDiff = None
+        self.assertEqual(CoverageContexts.context_arcs(self, os.path.join("par", ".coverage")),
+                         want)
+        self.assertEqual(CoverageContexts.json_context_arcs(self, "par"), want)
+        # the module's import ran in both workers, both under no context
+        self.assertIn((-1, 1), want[("mod.py", "")])
 
     def test_killed_worker_is_named(self):
         self.write("test_kill.py", "import os, signal\n"

@@ -13,6 +13,10 @@ contexts        contexts=true's data (lines per context) written as .coverage
                 and context for context, written in one connection to the
                 database (coverage.py opens one per add_lines otherwise:
                 0.8 s of the report for networkx's 3,321 test contexts)
+arc_contexts    contexts=true with branch=true (arcs per context), merged from
+                two halves by pytracekit-coverage's merge, written as .coverage:
+                reads back through CoverageData arc for arc per context, in
+                one connection
 missing         coveragepy=yes is refused (exit 2) where coverage.py is not
                 importable; coveragepy=auto then says so and writes no .coverage
 Cases but `missing` skip (77) where coverage.py is not importable, `missing`
@@ -166,6 +170,83 @@ def case_contexts():
     if len(connects) > 5:
         u.fail("the data file was opened %d times for 300 contexts" % len(connects))
     print("ok: 300 contexts read back, %d connections" % len(connects))
+
+
+def case_arc_contexts():
+    import importlib.util
+    import re
+    import sqlite3
+    import coverage
+    spec = importlib.util.spec_from_file_location("_ptk_coverage_format", u.COMBINE)
+    fmt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fmt)
+    wd = u.workdir("datafile-arc-contexts")
+    files = [os.path.join(wd, "m%d.py" % i) for i in range(4)]
+    # 200 contexts: context k took the arcs (-1, 1), 1 -> 2 .. (k % 5 + 1) and
+    # its exit (, -1) in files k % 4 and (k + 1) % 4; each arc's contexts are
+    # split between two data sets, which merge() must unite
+    want = {}
+    for k in range(200):
+        name = "t.py::test_%d|call" % k
+        last = k % 5 + 2
+        arcs = [(-1, 1)] + [(n, n + 1) for n in range(1, last)] + [(last, -1)]
+        for f in (files[k % 4], files[(k + 1) % 4]):
+            for a in arcs:
+                want.setdefault(name, {}).setdefault(f, set()).add(a)
+    halves = []
+    for half in (0, 1):
+        by_arc = {}
+        for name, per_file in want.items():
+            if int(name.split("_")[1].split("|")[0]) % 2 != half:
+                continue
+            for f, arcs in per_file.items():
+                for a in arcs:
+                    by_arc.setdefault(f, {}).setdefault(a, []).append(name)
+        data = {"meta": {"format": fmt.FORMAT, "version": fmt.VERSION, "branch": True},
+                "files": {}}
+        for f, arcs in by_arc.items():
+            lines = sorted({n for a in arcs for n in a if n > 0})
+            data["files"][f] = {
+                "lines": lines, "hits": [[n, 1] for n in lines],
+                "arcs": [[a, b, len(names)] for (a, b), names in sorted(arcs.items())],
+                "arc_contexts": [[a, b, sorted(names)] for (a, b), names in sorted(arcs.items())],
+                "contexts": {}}
+        halves.append(fmt._check(data, "half %d" % half))
+    merged = fmt.merge(halves)
+    for f, rec in merged["files"].items():
+        for a, b, names in rec["arc_contexts"]:
+            if names != sorted(names) or len(names) != len(set(names)):
+                u.fail("merged arc_contexts of %s (%d, %d) not sorted and unique" % (f, a, b))
+    connects = []
+    real = sqlite3.connect
+
+    def counting(*a, **k):
+        connects.append(a[0] if a else k.get("database"))
+        return real(*a, **k)
+    sqlite3.connect = counting
+    try:
+        fmt.write_coveragepy(merged, os.path.join(wd, ".coverage"))
+    finally:
+        sqlite3.connect = real
+    cd = coverage.CoverageData(os.path.join(wd, ".coverage"))
+    cd.read()
+    if not cd.has_arcs():
+        u.fail("the .coverage has no arcs")
+    if len(cd.measured_contexts()) != 200:
+        u.fail("%d contexts, not 200" % len(cd.measured_contexts()))
+    got = {}
+    for name in cd.measured_contexts():
+        cd.set_query_contexts(["^" + re.escape(name) + "$"])
+        for f in cd.measured_files():
+            arcs = set(cd.arcs(f) or ())
+            if arcs:
+                got.setdefault(name, {})[f] = arcs
+    if got != want:
+        u.fail("arcs per context read back differ: %d of %d contexts"
+               % (sum(got.get(k) != v for k, v in want.items()), len(want)))
+    if len(connects) > 5:
+        u.fail("the data file was opened %d times for 200 contexts" % len(connects))
+    print("ok: 200 contexts' arcs merged and read back, %d connections" % len(connects))
 
 
 def case_missing():

@@ -234,7 +234,7 @@ def option_unknown():
                          "include, exclude, modules, functions, threads, max_depth)"])
         expect_rejected(s, ["-p", "counter:tpo=5"],
                         ["pytracekit: unknown option 'tpo' for plugin 'counter' "
-                         "(it accepts: events, top, include, exclude, modules, "
+                         "(it accepts: events, top, per_context, include, exclude, modules, "
                          "functions, threads, max_depth); did you mean 'top'?"])
         # option names are case-sensitive
         expect_rejected(s, ["-p", "counter:TOP=5"], ["unknown option 'TOP' for plugin 'counter'",

@@ -4,7 +4,8 @@
 render(funcs, calls, top, html) takes one tuple per code object seen,
 (file, qualname, first line, calls, {line: (hits, time_ns)}), and returns
 (the lines.json object, lines.txt as bytes, lines.html as bytes or None,
-the summary text)."""
+the summary text). from_json(data) gives those tuples back from a
+lines.json object, for `pytracekit combine`."""
 import os
 
 _UNIT = 1e-6  # the text and HTML reports' time unit: microseconds
@@ -105,8 +106,10 @@ def _json(funcs, calls):
     files = {}
     for f in funcs:
         entry = files.setdefault(f.file, {"lines": {}, "functions": {}})
-        entry["functions"][f.key] = {"line": f.first, "calls": f.calls,
-                                     "time_ns": f.time_ns}
+        entry["functions"][f.key] = {
+            "line": f.first, "calls": f.calls, "time_ns": f.time_ns,
+            "lines": {str(n): {"hits": h, "time_ns": t}
+                      for n, (h, t) in sorted(f.lines.items())}}
         lines = entry["lines"]
         for n, (hits, t) in f.lines.items():
             old = lines.get(n)
@@ -115,6 +118,23 @@ def _json(funcs, calls):
         entry["lines"] = {str(n): {"hits": h, "time_ns": t}
                           for n, (h, t) in sorted(entry["lines"].items())}
     return {"calls": bool(calls), "files": files}
+
+
+def from_json(data, remap=None):
+    """The tuples render() takes, read back from a lines.json object (its
+    functions' own lines), each file name passed through `remap`: what
+    `pytracekit combine` adds up."""
+    out = []
+    for path, entry in data["files"].items():
+        path = remap(path) if remap is not None else path
+        for key, fn in entry["functions"].items():
+            first = int(fn["line"])
+            suffix = ":%d" % first
+            qualname = key[:-len(suffix)] if key.endswith(suffix) else key
+            lines = {int(n): (int(v["hits"]), int(v["time_ns"]))
+                     for n, v in fn["lines"].items()}
+            out.append((path, qualname, first, int(fn["calls"]), lines))
+    return out
 
 
 def _fmt_time(ns):

@@ -215,6 +215,116 @@ def case_reports():
     print("PASS")
 
 
+TWO_INPUTS = textwrap.dedent("""\
+    import sys
+
+    def helper(x):
+        if x % 3 == 0:
+            return x * 2
+        return x + 1
+
+    def work_a(n):
+        t = 0
+        for i in range(n):
+            t += helper(i)
+        return t
+
+    def work_b(s):
+        out = []
+        for ch in s:
+            if ch.isupper():
+                out.append(ch.lower())
+            else:
+                out.append(helper(ord(ch)))
+        return out
+
+    if "a" in sys.argv[1]:
+        work_a(40)
+    if "b" in sys.argv[1]:
+        work_b("Hello World")
+    """)
+
+
+def hits_column(text):
+    """{(function, line): hits} of a lines.txt, read from its columns."""
+    out = {}
+    func = None
+    for row in text.splitlines():
+        if row.startswith("Function: "):
+            func = row[len("Function: "):]
+        elif func and row[:6].strip().isdigit():
+            out[(func, int(row[:6]))] = row[7:16].strip()
+    return out
+
+
+def case_combine():
+    """pytracekit combine of two runs with different inputs equals one run
+    that does both: every line's hits and every function's calls, the text
+    report's hits column; time is added exactly."""
+    spec = "lines:functions=helper;work_a;work_b"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "prog.py")
+        with open(path, "w") as f:
+            f.write(TWO_INPUTS)
+        outs = {}
+        for arg in ("a", "b", "ab"):
+            outs[arg] = os.path.join(tmp, "out-" + arg)
+            p = run_cli(["-o", outs[arg], "-p", spec, path, arg], cwd=tmp)
+            check(p.returncode == 0, f"run {arg}: {p.stderr}")
+        comb = os.path.join(tmp, "comb")
+        p = run_cli(["combine", "-o", comb, outs["a"], outs["b"]], cwd=tmp)
+        check(p.returncode == 0, f"combine: {p.returncode} {p.stderr}")
+        check("lines" not in p.stderr.replace("lines.json, lines.txt, lines.html", ""),
+              f"nothing of lines is left out: {p.stderr}")
+        load = lambda d, n: json.load(open(os.path.join(d, n)))  # noqa: E731
+        a, b, both, got = (load(d, "lines.json") for d in
+                           (outs["a"], outs["b"], outs["ab"], comb))
+        manifest = load(comb, "run.json")
+        texts = {}
+        for k, d in (("both", outs["ab"]), ("comb", comb)):
+            with open(os.path.join(d, "lines.txt")) as f:
+                texts[k] = f.read()
+        page_ok = os.path.exists(os.path.join(comb, "lines.html"))
+        # calls=false times are no part of calls=true ones: bad input, nothing written
+        nocalls = os.path.join(tmp, "out-nocalls")
+        p = run_cli(["-o", nocalls, "-p", spec + ",calls=false", path, "a"], cwd=tmp)
+        check(p.returncode == 0, p.stderr)
+        p = run_cli(["combine", "-o", os.path.join(tmp, "bad"), outs["a"], nocalls], cwd=tmp)
+        check(p.returncode == 2 and "calls=true and calls=false" in p.stderr
+              and not os.path.exists(os.path.join(tmp, "bad")), f"{p.returncode} {p.stderr}")
+    check(manifest["left_out"] == [], f"left out: {manifest['left_out']}")
+    check({"lines.json", "lines.txt", "lines.html"} <= set(manifest["files"]) and page_ok,
+          f"files: {manifest['files']}")
+    check(got["processes"] == 2 and got["calls"] is True, f"{got['processes']}, {got['calls']}")
+    mine, one = got["files"][path], both["files"][path]
+    hits = {n: v["hits"] for n, v in mine["lines"].items()}
+    want = {n: v["hits"] for n, v in one["lines"].items()}
+    check(hits == want, f"hits of the combination {hits} != one run's {want}")
+    check(sorted(mine["functions"]) == ["helper", "work_a", "work_b"], f"{sorted(mine['functions'])}")
+    for name, fn in mine["functions"].items():
+        ref = one["functions"][name]
+        check(fn["calls"] == ref["calls"] and fn["line"] == ref["line"],
+              f"{name}: calls {fn['calls']} != {ref['calls']}")
+        check({n: v["hits"] for n, v in fn["lines"].items()}
+              == {n: v["hits"] for n, v in ref["lines"].items()}, f"{name}: hits per line")
+        check(fn["time_ns"] == sum(v["time_ns"] for v in fn["lines"].values()) > 0,
+              f"{name}: total is the sum of its lines: {fn}")
+    # time added exactly, line by line: a's plus b's
+    for n, v in mine["lines"].items():
+        parts = [d["files"][path]["lines"].get(n, {"time_ns": 0})["time_ns"] for d in (a, b)]
+        check(v["time_ns"] == sum(parts) and v["time_ns"] > 0,
+              f"line {n}: time {v['time_ns']} != {parts} added")
+    check(got["files"][path]["functions"]["helper"]["calls"]
+          == a["files"][path]["functions"]["helper"]["calls"]
+          + b["files"][path]["functions"]["helper"]["calls"] == 40 + 9, "helper's calls: 40, and the 9 characters of 'Hello World' not upper case")
+    cols = hits_column(texts["comb"])
+    check(cols == hits_column(texts["both"]) and len(cols) > 15,
+          f"lines.txt's hits column:\n{texts['comb']}\n----\n{texts['both']}")
+    print(f"PASS: {sum(hits.values())} hits on {len(hits)} lines as one run's; "
+          f"time added exactly")
+
+
+
 def case_html():
     """lines.html as a browser shows it: the hottest line red."""
     from ptk_browser import browser_env, chromium, chromium_args, dump_dom, png_pixels

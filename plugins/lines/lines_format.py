@@ -1,8 +1,9 @@
 """The lines plugin's reports, made from what the plugin measured
 (embedded in the plugin; docs/lines.md).
 
-render(funcs, calls, top, html) takes one tuple per code object seen,
-(file, qualname, first line, calls, {line: (hits, time_ns)}), and returns
+render(funcs, calls, top, html, threads=None) takes one tuple per code object
+seen, (file, qualname, first line, calls, {line: (hits, time_ns)}[, thread
+index]), and with per_thread=true `threads`, {index: (ident, name)}; it returns
 (the lines.json object, lines.txt as bytes, lines.html as bytes or None,
 the summary text). from_json(data) gives those tuples back from a
 lines.json object, for `pytracekit combine`."""
@@ -78,7 +79,7 @@ def _merge(funcs):
     """One _Func per (file, qualname, first line): code objects made again
     for the same function (a module imported twice) are added up."""
     merged = {}
-    for file, qualname, first, ncalls, lines in funcs:
+    for file, qualname, first, ncalls, lines in (t[:5] for t in funcs):
         k = (file, qualname, first)
         f = merged.get(k)
         if f is None:
@@ -265,12 +266,31 @@ def _summary(funcs, top):
     return "\n".join(out) + "\n"
 
 
-def render(funcs, calls, top, html):
+def _threads(funcs, threads):
+    """lines.json's `threads`: per thread (by index) its identity and the
+    figures of its own frames, in the shape of the whole run's `files`."""
+    mine = {}
+    for t in funcs:
+        mine.setdefault(t[5] if len(t) > 5 else 0, []).append(t)
+    out = []
+    for index in sorted(set(threads) | set(mine)):
+        ident, name = threads.get(index, (None, None))
+        files = _json(_merge(mine.get(index, [])), True)["files"]
+        out.append({"index": index, "ident": ident,
+                    "name": _text(name) if name is not None else None, "files": files})
+    return out
+
+
+def render(funcs, calls, top, html, threads=None):
+    per_thread = _threads(funcs, threads) if threads is not None else None
     funcs = _merge(funcs)
     sources = {}
     for f in funcs:
         if f.file not in sources:
             sources[f.file] = _read_source(f.file)
     page = _html_report(funcs, sources, calls) if html else None
-    return (_json(funcs, calls), _text_report(funcs, sources, calls), page,
+    doc = _json(funcs, calls)
+    if per_thread is not None:
+        doc["threads"] = per_thread
+    return (doc, _text_report(funcs, sources, calls), page,
             _summary(funcs, top))

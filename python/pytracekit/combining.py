@@ -701,6 +701,10 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
             html = any("lines.html" in ((run or {}).get("files") or os.listdir(d))
                        for d, run, have in sets if "lines.json" in have)
             doc, text, page = merge_lines(datas, remap, html)
+            nthreads = sum(1 for d in datas if "threads" in d)
+            if nthreads:
+                left_out.append("lines.json's threads (per_thread=true) are not combined "
+                                "(in %d report set%s)" % (nthreads, "" if nthreads == 1 else "s"))
             outputs += [("lines.json", json.dumps(doc, indent=1) + "\n"),
                         ("lines.txt", text)]
             if page is not None:

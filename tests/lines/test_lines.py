@@ -325,6 +325,124 @@ def case_combine():
 
 
 
+THREADS = textwrap.dedent("""\
+    import threading
+
+    def fa(n):
+        t = 0
+        for i in range(n):
+            t += i % 3
+        return t
+
+    def fb(s):
+        out = []
+        for ch in s:
+            if ch == "x":
+                out.append(1)
+        return out
+
+    def shared(k):
+        return k + 1
+
+    def run_a():
+        for j in range(5):
+            fa(10 + j)
+            shared(1)
+
+    def run_b():
+        fb("xyxxz" * 4)
+        for i in range(3):
+            shared(i)
+
+    ta = threading.Thread(target=run_a, name="alpha")
+    tb = threading.Thread(target=run_b, name="beta")
+    ta.start()
+    tb.start()
+    ta.join()
+    tb.join()
+    shared(0)
+    """)
+
+ORACLE_THREADS = textwrap.dedent("""\
+    import json, sys, threading
+    path = sys.argv[1]
+    hits = {}
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != path:
+            return None
+        if event == "line":
+            mine = hits.setdefault(threading.current_thread().name, {})
+            mine[frame.f_lineno] = mine.get(frame.f_lineno, 0) + 1
+        return tracer
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    src = open(path).read()
+    g = {"__name__": "__main__", "__file__": path}
+    exec(compile(src, path, "exec"), g)
+    sys.settrace(None)
+    threading.settrace(None)
+    print(json.dumps(hits))
+    """)
+
+
+def case_threads():
+    """per_thread=true: each thread's hits per line equal sys.settrace's line
+    events on that thread; the whole run's figures are the threads' sums."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, data, _ = run_lines(tmp, "lines:modules=__main__,html=false,per_thread=true",
+                                     THREADS)
+        p = subprocess.run([PYTHON, "-c", ORACLE_THREADS, path], capture_output=True,
+                           text=True, check=True)
+        oracle = {name: {int(k): v for k, v in h.items()}
+                  for name, h in json.loads(p.stdout).items()}
+        # combine adds up the whole run's figures and says it leaves the threads out
+        out = os.path.join(tmp, "out")
+        p = run_cli(["combine", "-o", os.path.join(tmp, "comb"), out], cwd=tmp)
+        check(p.returncode == 0 and "lines.json's threads (per_thread=true) are not combined "
+              "(in 1 report set)" in p.stderr, f"combine: {p.returncode} {p.stderr}")
+        with open(os.path.join(tmp, "comb", "lines.json")) as f:
+            comb = json.load(f)
+        check("threads" not in comb and comb["files"] == data["files"],
+              "combined: the whole run's figures")
+        _, _, plain, _ = run_lines(tmp, "lines:modules=__main__,html=false", THREADS)
+    check("threads" not in plain, "no threads section unless per_thread=true")
+    check(sorted(oracle) == ["MainThread", "alpha", "beta"], f"oracle threads: {sorted(oracle)}")
+    threads = data["threads"]
+    by_name = {}
+    for t in threads:
+        check(isinstance(t["index"], int) and isinstance(t["ident"], int),
+              f"a thread's identity: {t}")
+        lines = t["files"].get(path, {"lines": {}})["lines"]
+        if lines:
+            check(t["name"] not in by_name, f"two threads named {t['name']}")
+            by_name[t["name"]] = t
+    check(sorted(by_name) == sorted(oracle), f"threads with lines: {sorted(by_name)}")
+    for name, want in oracle.items():
+        entry = by_name[name]["files"][path]
+        got = {int(n): v["hits"] for n, v in entry["lines"].items()}
+        check(got == want, f"thread {name}: hits {got} != sys.settrace's {want}")
+        for key, fn in entry["functions"].items():
+            check(fn["time_ns"] == sum(v["time_ns"] for v in fn["lines"].values()),
+                  f"{name}.{key}: its total is its lines' sum")
+    # the threads' own functions: fa only on alpha, fb only on beta, shared on all three
+    funcs = {name: sorted(t["files"][path]["functions"]) for name, t in by_name.items()}
+    check("fa" in funcs["alpha"] and "fa" not in funcs["beta"] and "fb" in funcs["beta"]
+          and "fb" not in funcs["alpha"], f"functions per thread: {funcs}")
+    calls = {name: t["files"][path]["functions"]["shared"]["calls"] for name, t in by_name.items()}
+    check(calls == {"alpha": 5, "beta": 3, "MainThread": 1}, f"shared's calls per thread: {calls}")
+    # the whole run is the sum of its threads, line by line
+    whole = data["files"][path]["lines"]
+    for n, v in whole.items():
+        parts = [t["files"].get(path, {"lines": {}})["lines"].get(n) for t in threads]
+        parts = [x for x in parts if x]
+        check(v["hits"] == sum(x["hits"] for x in parts)
+              and v["time_ns"] == sum(x["time_ns"] for x in parts),
+              f"line {n}: {v} is not the sum of {parts}")
+    print(f"PASS: {len(oracle)} threads, each one's hits as sys.settrace's "
+          f"({', '.join('%s %d' % (n, sum(h.values())) for n, h in sorted(oracle.items()))})")
+
+
+
 def case_html():
     """lines.html as a browser shows it: the hottest line red."""
     from ptk_browser import browser_env, chromium, chromium_args, dump_dom, png_pixels

@@ -29,7 +29,7 @@ typedef struct ln_func {
     int32_t base;       /* line of lines[0] */
     size_t nlines;      /* lines[0 .. nlines) */
     ln_line *lines;
-    uint64_t calls; /* frames started (CALL events that are no resume) */
+    uint64_t calls;       /* frames started (CALL events that are no resume) */
     uint32_t thread;      /* per_thread=true: the thread's index, else 0 */
     struct ln_func *next; /* per_thread=true: the same code on other threads */
 } ln_func;

@@ -172,6 +172,20 @@ def case_calls():
           % (a["8"]["time_ns"] / 1e6, b["8"]["time_ns"] / 1e6))
 
 
+SAME_NAME = textwrap.dedent("""\
+    import difflib
+
+    class SequenceMatcher:
+        def find_longest_match(self, a, b):
+            return min(a, b)
+
+    mine = SequenceMatcher()
+    for i in range(3):
+        mine.find_longest_match(i, 2)
+        difflib.SequenceMatcher(None, "abcd" * i, "bcd").find_longest_match()
+    """)
+
+
 def case_filter():
     with tempfile.TemporaryDirectory() as tmp:
         path, _, data, _ = run_lines(tmp, "lines:functions=rec;gen,html=false")
@@ -180,6 +194,17 @@ def case_filter():
     check(sorted(funcs) == ["gen", "rec"], f"only rec and gen: {sorted(funcs)}")
     lines = sorted(int(n) for n in data["files"][path]["lines"])
     check(lines == [5, 6, 7, 10, 11], f"only their lines: {lines}")
+    # a module-qualified name: difflib's find_longest_match, not the program's
+    # method of the same qualified name
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, data, _ = run_lines(tmp, "lines:functions=difflib.SequenceMatcher."
+                                     "find_longest_match,html=false", SAME_NAME)
+    import difflib
+    files = {f: sorted(e["functions"]) for f, e in data["files"].items()}
+    check(files == {difflib.__file__: ["SequenceMatcher.find_longest_match"]},
+          f"difflib's only: {files}")
+    fn = data["files"][difflib.__file__]["functions"]["SequenceMatcher.find_longest_match"]
+    check(fn["calls"] == 3, f"3 calls of difflib's: {fn}")
     print("PASS")
 
 

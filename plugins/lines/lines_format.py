@@ -277,7 +277,7 @@ def _threads(funcs, threads):
         ident, name = threads.get(index, (None, None))
         files = _json(_merge(mine.get(index, [])), True)["files"]
         out.append({"index": index, "ident": ident,
-                    "name": _text(name) if name is not None else None, "files": files})
+                    "name": name, "files": files})
     return out
 
 

@@ -99,6 +99,9 @@ if(TARGET ptk_python)
   install(FILES ${PROJECT_SOURCE_DIR}/tools/pytracekit-coverage.py
     DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
     RENAME _coverage_format.py)
+  install(FILES ${PROJECT_SOURCE_DIR}/plugins/lines/lines_format.py
+    DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
+    RENAME _lines_format.py)
 endif()
 
 # Where the code that looks for plugins is installed, relative to the

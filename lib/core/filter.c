@@ -589,8 +589,23 @@ under_any(const char *path, char **dirs)
     return 0;
 }
 
+/* Does the functions= item @p pat select the code @p qualname of module
+ * @p module? The item is a glob over co_qualname, or MODULE.GLOB: the
+ * module's full name, then a glob over its co_qualname. */
 static int
-item_matches(const filter_impl *f, int which, const ptk__pat *p, const char *s)
+function_matches(const char *pat, const char *qualname, const char *module)
+{
+    if (fnmatch(pat, qualname, 0) == 0) {
+        return 1;
+    }
+    size_t n = module != NULL ? strlen(module) : 0;
+    return n > 0 && strncmp(pat, module, n) == 0 && pat[n] == '.' &&
+           fnmatch(pat + n + 1, qualname, 0) == 0;
+}
+
+static int
+item_matches(const filter_impl *f, int which, const ptk__pat *p, const char *s,
+             const char *module)
 {
     if (which == PTK__F_INCLUDE || which == PTK__F_EXCLUDE) {
         if (p->prefix == -SET_STDLIB) {
@@ -613,12 +628,16 @@ item_matches(const filter_impl *f, int which, const ptk__pat *p, const char *s)
                (strncmp(s, p->text, strlen(p->text)) == 0 &&
                 s[strlen(p->text)] == '.');
     }
+    if (which == PTK__F_FUNCTIONS) {
+        return function_matches(p->text, s, module);
+    }
     return fnmatch(p->text, s, 0) == 0;
 }
 
-/* Some plain item matches (or there is none) and no '!' item does. */
+/* Some plain item matches (or there is none) and no '!' item does.
+ * @p module: the code's module, for functions= only (else NULL). */
 static int
-list_matches(const filter_impl *f, int which, const char *s)
+list_matches(const filter_impl *f, int which, const char *s, const char *module)
 {
     const ptk__patlist *l = &f->pub.list[which];
     int pos = l->npos == 0;
@@ -627,7 +646,7 @@ list_matches(const filter_impl *f, int which, const char *s)
         if (p->neg ? 0 : pos) {
             continue; /* already selected by a plain item */
         }
-        if (item_matches(f, which, p, s)) {
+        if (item_matches(f, which, p, s, module)) {
             if (p->neg) {
                 return 0;
             }
@@ -658,14 +677,14 @@ ptk__filter_code(const ptk__filter *pub, PyCodeObject *code,
         snprintf(abs, sizeof abs, "%s/%s", f->cwd, file);
         file = abs;
     }
-    if (pub->list[PTK__F_INCLUDE].n && !list_matches(f, PTK__F_INCLUDE, file)) {
+    if (pub->list[PTK__F_INCLUDE].n && !list_matches(f, PTK__F_INCLUDE, file, NULL)) {
         return 0;
     }
-    if (pub->list[PTK__F_EXCLUDE].n && list_matches(f, PTK__F_EXCLUDE, file)) {
+    if (pub->list[PTK__F_EXCLUDE].n && list_matches(f, PTK__F_EXCLUDE, file, NULL)) {
         return 0;
     }
     if (pub->list[PTK__F_MODULES].n &&
-        !list_matches(f, PTK__F_MODULES, module ? module : "")) {
+        !list_matches(f, PTK__F_MODULES, module ? module : "", NULL)) {
         return 0;
     }
     if (pub->list[PTK__F_FUNCTIONS].n) {
@@ -674,7 +693,7 @@ ptk__filter_code(const ptk__filter *pub, PyCodeObject *code,
             PyErr_Clear();
             q = "";
         }
-        if (!list_matches(f, PTK__F_FUNCTIONS, q)) {
+        if (!list_matches(f, PTK__F_FUNCTIONS, q, module)) {
             return 0;
         }
     }
@@ -688,7 +707,7 @@ ptk__filter_thread(const ptk__filter *pub, const char *name)
         return 1;
     }
     return list_matches((const filter_impl *)pub, PTK__F_THREADS,
-                        name ? name : "");
+                        name ? name : "", NULL);
 }
 
 /* A thread's verdict is cached per slot once its name is known (or known

@@ -22,6 +22,7 @@
 enum { OPT_CALLS,
        OPT_HTML,
        OPT_TOP,
+       OPT_PER_THREAD,
        OPT_COUNT };
 
 static const ptk_option_spec ln_options[] = {
@@ -35,19 +36,27 @@ static const ptk_option_spec ln_options[] = {
                   NULL},
     [OPT_TOP] = {"top", PTK_OPT_INT, "10",
                  "lines listed in the summary, by time (0: none)", NULL},
+    [OPT_PER_THREAD] = {"per_thread", PTK_OPT_BOOL, "false",
+                        "also give each thread's hits and time per line "
+                        "(lines.json's threads)",
+                        NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
 /* ---- functions ---------------------------------------------------------- */
 
-/* The record of @p code, made on its first event; NULL with the instance
- * failed. */
+/* The record of @p code (on the thread of @p ev with per_thread=true),
+ * made on its first event; NULL with the instance failed. The code's slot
+ * holds the first of its records, one per thread, chained by `next`. */
 static __attribute__((noinline)) ln_func *
-ln_func_get(ln_state *st, PyCodeObject *code)
+ln_func_get(ln_state *st, PyCodeObject *code, const ptk_event *ev)
 {
+    uint32_t thread = st->per_thread && ev->thread != NULL ? ev->thread->index : 0;
     void **slot = st->host->code_slot(st->ctx, code);
-    if (slot != NULL && *slot != NULL) {
-        return *slot;
+    for (ln_func *f = slot != NULL ? *slot : NULL; f != NULL; f = f->next) {
+        if (f->thread == thread) {
+            return f;
+        }
     }
     if (PTK_KIT_RESERVE(st->funcs, st->capfuncs, st->nfuncs + 1, 64) != 0) {
         st->host->fail(st->ctx, PTK_ENOMEM, "out of memory");
@@ -62,8 +71,10 @@ ln_func_get(ln_state *st, PyCodeObject *code)
     fn->qualname = Py_NewRef(code->co_qualname);
     fn->first = code->co_firstlineno;
     fn->base = fn->first;
+    fn->thread = thread;
     st->funcs[st->nfuncs++] = fn;
     if (slot != NULL) {
+        fn->next = *slot;
         *slot = fn;
     }
     return fn;
@@ -201,7 +212,7 @@ ln_oom(ln_state *st)
 static __attribute__((noinline)) int
 ln_adopt(ln_state *st, ln_frame *fr, const ptk_event *ev)
 {
-    ln_func *fn = ln_func_get(st, ev->code);
+    ln_func *fn = ln_func_get(st, ev->code, ev);
     if (fn == NULL) {
         return -1;
     }
@@ -248,7 +259,7 @@ ln_on_call(ln_state *st, const ptk_event *ev)
         return ln_oom(st);
     }
     if (fr->code != ev->code || fr->fn == NULL) {
-        ln_func *fn = ln_func_get(st, ev->code);
+        ln_func *fn = ln_func_get(st, ev->code, ev);
         if (fn == NULL) {
             return PTK_EPYTHON;
         }
@@ -373,6 +384,7 @@ ln_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->calls = o[OPT_CALLS].i != 0;
     st->html = o[OPT_HTML].i != 0;
     st->top = o[OPT_TOP].i;
+    st->per_thread = o[OPT_PER_THREAD].i != 0;
     if (!st->calls) {
         *events |= PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
                    PTK_MASK(PTK_EV_C_EXCEPTION);

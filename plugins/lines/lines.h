@@ -29,7 +29,9 @@ typedef struct ln_func {
     int32_t base;       /* line of lines[0] */
     size_t nlines;      /* lines[0 .. nlines) */
     ln_line *lines;
-    uint64_t calls; /* frames started (CALL events that are no resume) */
+    uint64_t calls;       /* frames started (CALL events that are no resume) */
+    uint32_t thread;      /* per_thread=true: the thread's index, else 0 */
+    struct ln_func *next; /* per_thread=true: the same code on other threads */
 } ln_func;
 
 /* A running frame of selected code: the line it runs since when. */
@@ -54,6 +56,7 @@ typedef struct ln_state {
     ptk_plugin_ctx *ctx;
     int calls;       /* time of calls made by a line counted in it */
     int html;        /* write lines.html */
+    int per_thread;  /* keep each thread's figures apart too (lines.json's threads) */
     int64_t top;     /* lines in the summary */
     ln_func **funcs; /* every code object seen, in order of first sight */
     size_t nfuncs, capfuncs;

@@ -1,10 +1,12 @@
 """The lines plugin's reports, made from what the plugin measured
 (embedded in the plugin; docs/lines.md).
 
-render(funcs, calls, top, html) takes one tuple per code object seen,
-(file, qualname, first line, calls, {line: (hits, time_ns)}), and returns
+render(funcs, calls, top, html, threads=None) takes one tuple per code object
+seen, (file, qualname, first line, calls, {line: (hits, time_ns)}[, thread
+index]), and with per_thread=true `threads`, {index: (ident, name)}; it returns
 (the lines.json object, lines.txt as bytes, lines.html as bytes or None,
-the summary text)."""
+the summary text). from_json(data) gives those tuples back from a
+lines.json object, for `pytracekit combine`."""
 import os
 
 _UNIT = 1e-6  # the text and HTML reports' time unit: microseconds
@@ -77,7 +79,7 @@ def _merge(funcs):
     """One _Func per (file, qualname, first line): code objects made again
     for the same function (a module imported twice) are added up."""
     merged = {}
-    for file, qualname, first, ncalls, lines in funcs:
+    for file, qualname, first, ncalls, lines in (t[:5] for t in funcs):
         k = (file, qualname, first)
         f = merged.get(k)
         if f is None:
@@ -105,8 +107,10 @@ def _json(funcs, calls):
     files = {}
     for f in funcs:
         entry = files.setdefault(f.file, {"lines": {}, "functions": {}})
-        entry["functions"][f.key] = {"line": f.first, "calls": f.calls,
-                                     "time_ns": f.time_ns}
+        entry["functions"][f.key] = {
+            "line": f.first, "calls": f.calls, "time_ns": f.time_ns,
+            "lines": {str(n): {"hits": h, "time_ns": t}
+                      for n, (h, t) in sorted(f.lines.items())}}
         lines = entry["lines"]
         for n, (hits, t) in f.lines.items():
             old = lines.get(n)
@@ -115,6 +119,23 @@ def _json(funcs, calls):
         entry["lines"] = {str(n): {"hits": h, "time_ns": t}
                           for n, (h, t) in sorted(entry["lines"].items())}
     return {"calls": bool(calls), "files": files}
+
+
+def from_json(data, remap=None):
+    """The tuples render() takes, read back from a lines.json object (its
+    functions' own lines), each file name passed through `remap`: what
+    `pytracekit combine` adds up."""
+    out = []
+    for path, entry in data["files"].items():
+        path = remap(path) if remap is not None else path
+        for key, fn in entry["functions"].items():
+            first = int(fn["line"])
+            suffix = ":%d" % first
+            qualname = key[:-len(suffix)] if key.endswith(suffix) else key
+            lines = {int(n): (int(v["hits"]), int(v["time_ns"]))
+                     for n, v in fn["lines"].items()}
+            out.append((path, qualname, first, int(fn["calls"]), lines))
+    return out
 
 
 def _fmt_time(ns):
@@ -245,12 +266,31 @@ def _summary(funcs, top):
     return "\n".join(out) + "\n"
 
 
-def render(funcs, calls, top, html):
+def _threads(funcs, threads):
+    """lines.json's `threads`: per thread (by index) its identity and the
+    figures of its own frames, in the shape of the whole run's `files`."""
+    mine = {}
+    for t in funcs:
+        mine.setdefault(t[5] if len(t) > 5 else 0, []).append(t)
+    out = []
+    for index in sorted(set(threads) | set(mine)):
+        ident, name = threads.get(index, (None, None))
+        files = _json(_merge(mine.get(index, [])), True)["files"]
+        out.append({"index": index, "ident": ident,
+                    "name": name, "files": files})
+    return out
+
+
+def render(funcs, calls, top, html, threads=None):
+    per_thread = _threads(funcs, threads) if threads is not None else None
     funcs = _merge(funcs)
     sources = {}
     for f in funcs:
         if f.file not in sources:
             sources[f.file] = _read_source(f.file)
     page = _html_report(funcs, sources, calls) if html else None
-    return (_json(funcs, calls), _text_report(funcs, sources, calls), page,
+    doc = _json(funcs, calls)
+    if per_thread is not None:
+        doc["threads"] = per_thread
+    return (doc, _text_report(funcs, sources, calls), page,
             _summary(funcs, top))

@@ -2,6 +2,8 @@
  * figures of every code object seen. */
 #include "lines.h"
 
+#include <string.h>
+
 #include "lines_embedded.h"
 #include "../common/embed_module.h"
 
@@ -14,7 +16,8 @@ ln_load_format(void)
                                lines_format_py_code_len, COV_EMBED_PY_VERSION);
 }
 
-/* (file, qualname, first, calls, {line: (hits, time_ns)}) per code object. */
+/* (file, qualname, first, calls, {line: (hits, time_ns)}, thread index) per
+ * code object (and thread, with per_thread=true). */
 static PyObject *
 ln_funcs_list(const ln_state *st)
 {
@@ -44,8 +47,9 @@ ln_funcs_list(const ln_state *st)
                 goto fail;
             }
         }
-        PyObject *t = Py_BuildValue("(OOiKN)", fn->file, fn->qualname, (int)fn->first,
-                                    (unsigned long long)fn->calls, lines);
+        PyObject *t = Py_BuildValue("(OOiKNI)", fn->file, fn->qualname, (int)fn->first,
+                                    (unsigned long long)fn->calls, lines,
+                                    (unsigned int)fn->thread);
         if (t == NULL || PyList_Append(list, t) < 0) {
             Py_XDECREF(t);
             goto fail;
@@ -56,6 +60,38 @@ ln_funcs_list(const ln_state *st)
 fail:
     Py_DECREF(list);
     return NULL;
+}
+
+/* per_thread=true: {index: (ident, name or None)} of every thread the hub
+ * has seen; otherwise None. A new reference, NULL with an exception. */
+static PyObject *
+ln_threads_dict(const ln_state *st)
+{
+    if (!st->per_thread) {
+        Py_RETURN_NONE;
+    }
+    PyObject *d = PyDict_New();
+    size_t n = st->host->thread_count();
+    for (size_t i = 0; d != NULL && i < n; i++) {
+        const ptk_thread *t = st->host->thread_at(i);
+        if (t == NULL) {
+            continue;
+        }
+        PyObject *k = PyLong_FromUnsignedLong((unsigned long)t->index);
+        PyObject *name = t->name != NULL
+                             ? PyUnicode_DecodeUTF8(t->name, (Py_ssize_t)strlen(t->name),
+                                                    "surrogateescape")
+                             : Py_NewRef(Py_None);
+        PyObject *v = name != NULL ? Py_BuildValue("(KN)", (unsigned long long)t->ident,
+                                                   name)
+                                   : NULL;
+        if (k == NULL || v == NULL || PyDict_SetItem(d, k, v) < 0) {
+            Py_CLEAR(d);
+        }
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    return d;
 }
 
 /* Writes @p data (bytes) as output_dir/@p name, atomically. */
@@ -82,13 +118,14 @@ int
 ln__report(ln_state *st, const ptk_report_args *args)
 {
     int rc = PTK_EPYTHON;
-    PyObject *fmt = NULL, *funcs = NULL, *res = NULL;
+    PyObject *fmt = NULL, *funcs = NULL, *threads = NULL, *res = NULL;
     fmt = ln_load_format();
     funcs = fmt != NULL ? ln_funcs_list(st) : NULL;
+    threads = funcs != NULL ? ln_threads_dict(st) : NULL;
     PyObject *render = fmt != NULL ? PyDict_GetItemString(fmt, "render") : NULL;
-    if (funcs != NULL && render != NULL) {
-        res = PyObject_CallFunction(render, "OiLi", funcs, st->calls, (long long)st->top,
-                                    st->html);
+    if (threads != NULL && render != NULL) {
+        res = PyObject_CallFunction(render, "OiLiO", funcs, st->calls, (long long)st->top,
+                                    st->html, threads);
     }
     if (res == NULL || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 4) {
         if (!PyErr_Occurred()) {
@@ -120,6 +157,7 @@ ln__report(ln_state *st, const ptk_report_args *args)
     }
 done:
     Py_XDECREF(res);
+    Py_XDECREF(threads);
     Py_XDECREF(funcs);
     Py_XDECREF(fmt);
     return rc;

@@ -11,11 +11,14 @@ side) are merged: counter.json (calls and events added, per context too),
 timer.pstats (with pstats.Stats.add), timer.folded and timer.speedscope.json
 (the time of each calling context added), timer.json (functions and caller
 edges added; the per-context timer.context-N.pstats it lists merged by the
-context's name) and coverage.json (through the coverage plugin's own merge,
+context's name), coverage.json (through the coverage plugin's own merge,
 which writes coverage.lcov and coverage.xml too, and .coverage when a set had
-one; the contexts of each line and arc united). A report directory that has a run.json contributes only the files that
+one; the contexts of each line and arc united) and lines.json (hits and time
+of each line added, each function's calls and total too; lines.txt, and
+lines.html when a set had one, written again from the sum by the lines
+plugin's own writer). A report directory that has a run.json contributes only the files that
 run.json lists, so the leftovers of an earlier run are never mixed in.
-What is not combined (a timeline, reftrack.json, lines.json, per-thread timer
+What is not combined (a timeline, reftrack.json, per-thread timer
 files), and a format that only some of a plugin's report sets have, is said
 on stderr and listed in the output's run.json under "left_out".
 
@@ -35,12 +38,14 @@ import sys
 import time
 
 from . import _coverage_format as covfmt
+from . import _lines_format as linesfmt
 
 REPORTS = ("counter.json", "timer.pstats", "timer.folded", "timer.speedscope.json",
-           "timer.json", "coverage.json")
+           "timer.json", "coverage.json", "lines.json")
 # written again from coverage.json, so combined with it; and a followed
 # child's human summaries, which are no report
-DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt", "summary.txt", ".coverage")
+DERIVED = ("coverage.lcov", "coverage.xml", "coverage.txt", "summary.txt", ".coverage",
+           "lines.txt", "lines.html")
 # the timer's per_context=true files, combined with timer.json (which lists them)
 TIMER_CONTEXT = re.compile(r"timer\.context-\d+\.pstats$")
 
@@ -114,6 +119,9 @@ _TIMER = dict({k + "?": "int" for k in _TIMER_SUMS}, **{
     "functions?": [dict(_TIMER_COUNTS, id="key", kind="key", file="key", line="key",
                         name="key")],
     "edges?": [dict(_TIMER_COUNTS, caller="key", callee="key")]})
+_LINE = {"hits": "int", "time_ns": "int"}
+_LINES = {"files": "dict"}
+_LINES_FUNCTION = {"line": "int", "calls": "int", "time_ns": "int", "lines": "dict"}
 _SPEEDSCOPE = {"shared": {"frames": [{"name": "str", "file?": "key", "line?": "key"}]},
                "profiles": [{"events": [{"type": "str", "at": "num"}]}]}
 
@@ -132,6 +140,22 @@ def _check_timer(path, data):
             if e[end] not in ids:
                 raise CombineError("%s: edges[%d].%s is no function's id"
                                    % (path, i, end))
+
+
+def _check_lines(path, data):
+    _check_shape(path, data, _LINES)
+    if not isinstance(data.get("calls", True), bool):
+        raise _shape_error(path, "calls", "true or false")
+    for file, entry in data["files"].items():
+        where = "files[%r]" % file
+        _check_shape(path, entry, {"lines": "dict", "functions": "dict"}, where)
+        for key, fn in entry["functions"].items():
+            fwhere = "%s.functions[%r]" % (where, key)
+            _check_shape(path, fn, _LINES_FUNCTION, fwhere)
+            for n, v in fn["lines"].items():
+                if not n.isdigit():
+                    raise _shape_error(path, "%s.lines[%r]" % (fwhere, n), "a line number")
+                _check_shape(path, v, _LINE, "%s.lines[%r]" % (fwhere, n))
 
 
 def _check_speedscope(path, doc):
@@ -598,6 +622,25 @@ def merge_timer_contexts(datas, remap):
     return out
 
 
+# ---- lines ---------------------------------------------------------------------
+
+
+def merge_lines(datas, remap, html):
+    """lines.json objects added up (a line's hits and time, a function's
+    calls and total), with lines.txt and lines.html (when `html`) written
+    from the sum by the plugin's own writer: (object, text, page or None)."""
+    calls = {bool(d.get("calls", True)) for d in datas}
+    if len(calls) > 1:
+        raise CombineError("lines reports with calls=true and calls=false: a line's time "
+                           "means different things in them")
+    funcs = []
+    for d in datas:
+        funcs += linesfmt.from_json(d, remap)
+    doc, text, page, _ = linesfmt.render(funcs, calls.pop(), 0, html)
+    doc["processes"] = len(datas)
+    return doc, text, page
+
+
 def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
     """Merges the report sets found in `inputs` into `output_dir`.
 
@@ -651,6 +694,21 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
                 outputs += [(entry["pstats"], marshal.dumps(stats))
                             for _, entry, stats in contexts]
             outputs.append(("timer.json", json.dumps(timer, indent=1) + "\n"))
+    if by_name["lines.json"]:
+        with _malformed("lines.json", inputs_of("lines.json")):
+            datas = [_load_json(p, _check_lines) for p in inputs_of("lines.json")]
+            # a set has lines.html unless it ran with html=false
+            html = any("lines.html" in ((run or {}).get("files") or os.listdir(d))
+                       for d, run, have in sets if "lines.json" in have)
+            doc, text, page = merge_lines(datas, remap, html)
+            nthreads = sum(1 for d in datas if "threads" in d)
+            if nthreads:
+                left_out.append("lines.json's threads (per_thread=true) are not combined "
+                                "(in %d report set%s)" % (nthreads, "" if nthreads == 1 else "s"))
+            outputs += [("lines.json", json.dumps(doc, indent=1) + "\n"),
+                        ("lines.txt", text)]
+            if page is not None:
+                outputs.append(("lines.html", page))
     merged = None
     if by_name["coverage.json"]:
         covs = []
@@ -706,7 +764,7 @@ USAGE = """usage: pytracekit combine [-o DIR] [--paths CANONICAL=PATTERN[,PATTER
 Merges the reports of the report directories in and below each INPUT (a run
 with --follow-children, CI shards) into DIR (default pytracekit-combined):
 counter.json, timer.pstats, timer.folded, timer.speedscope.json, timer.json,
-coverage.{json,lcov,xml}; what it leaves out is said on stderr.
+coverage.{json,lcov,xml}, lines.{json,txt,html}; what it leaves out is said on stderr.
 --paths maps paths recorded elsewhere onto CANONICAL (coverage.py's [paths]).
 Exit status: 0; 2 for bad input (nothing is written then); 3 when a run
 below INPUT says that a plugin failed there (its figures are missing from

@@ -157,6 +157,18 @@ class Conditions(unittest.TestCase):
         got = self.same("functions=w_fib;Acc.*")
         self.assertEqual({k[1] for k in got}, {"w_fib", "add", "__init__"})
 
+    def test_functions_module_qualified(self):
+        # MODULE.GLOB: fpkg.util's w_* only, not fpkg.core's; Acc's methods
+        # named through their module; a plain glob keeps its meaning
+        got = self.same("functions=fpkg.util.w_*;fpkg.util.Acc.*")
+        self.assertEqual({k[1] for k in got}, {"w_helper", "w_gen", "add", "__init__"})
+        got = self.same("functions=fpkg.core.w_*;!fpkg.core.w_fib")
+        names = {k[1] for k in got}
+        self.assertTrue("w_run" in names and "w_fib" not in names and "w_helper" not in names,
+                        names)
+        self.assertEqual(traced(["functions=fpkg.core.w_fib"], [MAIN])[0],
+                         traced(["functions=w_fib"], [MAIN])[0])
+
     def test_threads(self):
         got = self.same("threads=worker-*,modules=fpkg")
         self.assertTrue(any(k[1] == "w_worker" for k in got))

@@ -172,6 +172,20 @@ def case_calls():
           % (a["8"]["time_ns"] / 1e6, b["8"]["time_ns"] / 1e6))
 
 
+SAME_NAME = textwrap.dedent("""\
+    import difflib
+
+    class SequenceMatcher:
+        def find_longest_match(self, a, b):
+            return min(a, b)
+
+    mine = SequenceMatcher()
+    for i in range(3):
+        mine.find_longest_match(i, 2)
+        difflib.SequenceMatcher(None, "abcd" * i, "bcd").find_longest_match()
+    """)
+
+
 def case_filter():
     with tempfile.TemporaryDirectory() as tmp:
         path, _, data, _ = run_lines(tmp, "lines:functions=rec;gen,html=false")
@@ -180,6 +194,17 @@ def case_filter():
     check(sorted(funcs) == ["gen", "rec"], f"only rec and gen: {sorted(funcs)}")
     lines = sorted(int(n) for n in data["files"][path]["lines"])
     check(lines == [5, 6, 7, 10, 11], f"only their lines: {lines}")
+    # a module-qualified name: difflib's find_longest_match, not the program's
+    # method of the same qualified name
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, data, _ = run_lines(tmp, "lines:functions=difflib.SequenceMatcher."
+                                     "find_longest_match,html=false", SAME_NAME)
+    import difflib
+    files = {f: sorted(e["functions"]) for f, e in data["files"].items()}
+    check(files == {difflib.__file__: ["SequenceMatcher.find_longest_match"]},
+          f"difflib's only: {files}")
+    fn = data["files"][difflib.__file__]["functions"]["SequenceMatcher.find_longest_match"]
+    check(fn["calls"] == 3, f"3 calls of difflib's: {fn}")
     print("PASS")
 
 
@@ -213,6 +238,234 @@ def case_reports():
     check("time.sleep(0.05)" in page, "the source is shown")
     check(err.count("\n") >= 3 and "prog.py:12 (<module>)" in err, f"summary: {err}")
     print("PASS")
+
+
+TWO_INPUTS = textwrap.dedent("""\
+    import sys
+
+    def helper(x):
+        if x % 3 == 0:
+            return x * 2
+        return x + 1
+
+    def work_a(n):
+        t = 0
+        for i in range(n):
+            t += helper(i)
+        return t
+
+    def work_b(s):
+        out = []
+        for ch in s:
+            if ch.isupper():
+                out.append(ch.lower())
+            else:
+                out.append(helper(ord(ch)))
+        return out
+
+    if "a" in sys.argv[1]:
+        work_a(40)
+    if "b" in sys.argv[1]:
+        work_b("Hello World")
+    """)
+
+
+def hits_column(text):
+    """{(function, line): hits} of a lines.txt, read from its columns."""
+    out = {}
+    func = None
+    for row in text.splitlines():
+        if row.startswith("Function: "):
+            func = row[len("Function: "):]
+        elif func and row[:6].strip().isdigit():
+            out[(func, int(row[:6]))] = row[7:16].strip()
+    return out
+
+
+def case_combine():
+    """pytracekit combine of two runs with different inputs equals one run
+    that does both: every line's hits and every function's calls, the text
+    report's hits column; time is added exactly."""
+    spec = "lines:functions=helper;work_a;work_b"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "prog.py")
+        with open(path, "w") as f:
+            f.write(TWO_INPUTS)
+        outs = {}
+        for arg in ("a", "b", "ab"):
+            outs[arg] = os.path.join(tmp, "out-" + arg)
+            p = run_cli(["-o", outs[arg], "-p", spec, path, arg], cwd=tmp)
+            check(p.returncode == 0, f"run {arg}: {p.stderr}")
+        comb = os.path.join(tmp, "comb")
+        p = run_cli(["combine", "-o", comb, outs["a"], outs["b"]], cwd=tmp)
+        check(p.returncode == 0, f"combine: {p.returncode} {p.stderr}")
+        check("lines" not in p.stderr.replace("lines.json, lines.txt, lines.html", ""),
+              f"nothing of lines is left out: {p.stderr}")
+        load = lambda d, n: json.load(open(os.path.join(d, n)))  # noqa: E731
+        a, b, both, got = (load(d, "lines.json") for d in
+                           (outs["a"], outs["b"], outs["ab"], comb))
+        manifest = load(comb, "run.json")
+        texts = {}
+        for k, d in (("both", outs["ab"]), ("comb", comb)):
+            with open(os.path.join(d, "lines.txt")) as f:
+                texts[k] = f.read()
+        page_ok = os.path.exists(os.path.join(comb, "lines.html"))
+        # calls=false times are no part of calls=true ones: bad input, nothing written
+        nocalls = os.path.join(tmp, "out-nocalls")
+        p = run_cli(["-o", nocalls, "-p", spec + ",calls=false", path, "a"], cwd=tmp)
+        check(p.returncode == 0, p.stderr)
+        p = run_cli(["combine", "-o", os.path.join(tmp, "bad"), outs["a"], nocalls], cwd=tmp)
+        check(p.returncode == 2 and "calls=true and calls=false" in p.stderr
+              and not os.path.exists(os.path.join(tmp, "bad")), f"{p.returncode} {p.stderr}")
+    check(manifest["left_out"] == [], f"left out: {manifest['left_out']}")
+    check({"lines.json", "lines.txt", "lines.html"} <= set(manifest["files"]) and page_ok,
+          f"files: {manifest['files']}")
+    check(got["processes"] == 2 and got["calls"] is True, f"{got['processes']}, {got['calls']}")
+    mine, one = got["files"][path], both["files"][path]
+    hits = {n: v["hits"] for n, v in mine["lines"].items()}
+    want = {n: v["hits"] for n, v in one["lines"].items()}
+    check(hits == want, f"hits of the combination {hits} != one run's {want}")
+    check(sorted(mine["functions"]) == ["helper", "work_a", "work_b"], f"{sorted(mine['functions'])}")
+    for name, fn in mine["functions"].items():
+        ref = one["functions"][name]
+        check(fn["calls"] == ref["calls"] and fn["line"] == ref["line"],
+              f"{name}: calls {fn['calls']} != {ref['calls']}")
+        check({n: v["hits"] for n, v in fn["lines"].items()}
+              == {n: v["hits"] for n, v in ref["lines"].items()}, f"{name}: hits per line")
+        check(fn["time_ns"] == sum(v["time_ns"] for v in fn["lines"].values()) > 0,
+              f"{name}: total is the sum of its lines: {fn}")
+    # time added exactly, line by line: a's plus b's
+    for n, v in mine["lines"].items():
+        parts = [d["files"][path]["lines"].get(n, {"time_ns": 0})["time_ns"] for d in (a, b)]
+        check(v["time_ns"] == sum(parts) and v["time_ns"] > 0,
+              f"line {n}: time {v['time_ns']} != {parts} added")
+    check(got["files"][path]["functions"]["helper"]["calls"]
+          == a["files"][path]["functions"]["helper"]["calls"]
+          + b["files"][path]["functions"]["helper"]["calls"] == 40 + 9, "helper's calls: 40, and the 9 characters of 'Hello World' not upper case")
+    cols = hits_column(texts["comb"])
+    check(cols == hits_column(texts["both"]) and len(cols) > 15,
+          f"lines.txt's hits column:\n{texts['comb']}\n----\n{texts['both']}")
+    print(f"PASS: {sum(hits.values())} hits on {len(hits)} lines as one run's; "
+          f"time added exactly")
+
+
+
+THREADS = textwrap.dedent("""\
+    import threading
+
+    def fa(n):
+        t = 0
+        for i in range(n):
+            t += i % 3
+        return t
+
+    def fb(s):
+        out = []
+        for ch in s:
+            if ch == "x":
+                out.append(1)
+        return out
+
+    def shared(k):
+        return k + 1
+
+    def run_a():
+        for j in range(5):
+            fa(10 + j)
+            shared(1)
+
+    def run_b():
+        fb("xyxxz" * 4)
+        for i in range(3):
+            shared(i)
+
+    ta = threading.Thread(target=run_a, name="alpha")
+    tb = threading.Thread(target=run_b, name="beta")
+    ta.start()
+    tb.start()
+    ta.join()
+    tb.join()
+    shared(0)
+    """)
+
+ORACLE_THREADS = textwrap.dedent("""\
+    import json, sys, threading
+    path = sys.argv[1]
+    hits = {}
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != path:
+            return None
+        if event == "line":
+            mine = hits.setdefault(threading.current_thread().name, {})
+            mine[frame.f_lineno] = mine.get(frame.f_lineno, 0) + 1
+        return tracer
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    src = open(path).read()
+    g = {"__name__": "__main__", "__file__": path}
+    exec(compile(src, path, "exec"), g)
+    sys.settrace(None)
+    threading.settrace(None)
+    print(json.dumps(hits))
+    """)
+
+
+def case_threads():
+    """per_thread=true: each thread's hits per line equal sys.settrace's line
+    events on that thread; the whole run's figures are the threads' sums."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, data, _ = run_lines(tmp, "lines:modules=__main__,html=false,per_thread=true",
+                                     THREADS)
+        p = subprocess.run([PYTHON, "-c", ORACLE_THREADS, path], capture_output=True,
+                           text=True, check=True)
+        oracle = {name: {int(k): v for k, v in h.items()}
+                  for name, h in json.loads(p.stdout).items()}
+        # combine adds up the whole run's figures and says it leaves the threads out
+        out = os.path.join(tmp, "out")
+        p = run_cli(["combine", "-o", os.path.join(tmp, "comb"), out], cwd=tmp)
+        check(p.returncode == 0 and "lines.json's threads (per_thread=true) are not combined "
+              "(in 1 report set)" in p.stderr, f"combine: {p.returncode} {p.stderr}")
+        with open(os.path.join(tmp, "comb", "lines.json")) as f:
+            comb = json.load(f)
+        check("threads" not in comb and comb["files"] == data["files"],
+              "combined: the whole run's figures")
+        _, _, plain, _ = run_lines(tmp, "lines:modules=__main__,html=false", THREADS)
+    check("threads" not in plain, "no threads section unless per_thread=true")
+    check(sorted(oracle) == ["MainThread", "alpha", "beta"], f"oracle threads: {sorted(oracle)}")
+    threads = data["threads"]
+    by_name = {}
+    for t in threads:
+        check(isinstance(t["index"], int) and isinstance(t["ident"], int),
+              f"a thread's identity: {t}")
+        lines = t["files"].get(path, {"lines": {}})["lines"]
+        if lines:
+            check(t["name"] not in by_name, f"two threads named {t['name']}")
+            by_name[t["name"]] = t
+    check(sorted(by_name) == sorted(oracle), f"threads with lines: {sorted(by_name)}")
+    for name, want in oracle.items():
+        entry = by_name[name]["files"][path]
+        got = {int(n): v["hits"] for n, v in entry["lines"].items()}
+        check(got == want, f"thread {name}: hits {got} != sys.settrace's {want}")
+        for key, fn in entry["functions"].items():
+            check(fn["time_ns"] == sum(v["time_ns"] for v in fn["lines"].values()),
+                  f"{name}.{key}: its total is its lines' sum")
+    # the threads' own functions: fa only on alpha, fb only on beta, shared on all three
+    funcs = {name: sorted(t["files"][path]["functions"]) for name, t in by_name.items()}
+    check("fa" in funcs["alpha"] and "fa" not in funcs["beta"] and "fb" in funcs["beta"]
+          and "fb" not in funcs["alpha"], f"functions per thread: {funcs}")
+    calls = {name: t["files"][path]["functions"]["shared"]["calls"] for name, t in by_name.items()}
+    check(calls == {"alpha": 5, "beta": 3, "MainThread": 1}, f"shared's calls per thread: {calls}")
+    # the whole run is the sum of its threads, line by line
+    whole = data["files"][path]["lines"]
+    for n, v in whole.items():
+        parts = [t["files"].get(path, {"lines": {}})["lines"].get(n) for t in threads]
+        parts = [x for x in parts if x]
+        check(v["hits"] == sum(x["hits"] for x in parts)
+              and v["time_ns"] == sum(x["time_ns"] for x in parts),
+              f"line {n}: {v} is not the sum of {parts}")
+    print(f"PASS: {len(oracle)} threads, each one's hits as sys.settrace's "
+          f"({', '.join('%s %d' % (n, sum(h.values())) for n, h in sorted(oracle.items()))})")
+
 
 
 def case_html():

@@ -37,7 +37,7 @@ STDLIB = os.path.dirname(os.__file__)
 SITE = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
 
 
-def item_match(cond, item, s):
+def item_match(cond, item, s, module=None):
     if cond in ("include", "exclude"):
         if item == "stdlib":
             return ((s.startswith(STDLIB + "/") and not any(s.startswith(d + "/") for d in SITE))
@@ -50,16 +50,20 @@ def item_match(cond, item, s):
         return fnmatch.fnmatchcase(s, item)
     if cond == "modules":
         return s == item or s.startswith(item + ".")
+    if cond == "functions" and module and item.startswith(module + "."):
+        # MODULE.GLOB: the module's full name, then a glob over co_qualname
+        if fnmatch.fnmatchcase(s, item[len(module) + 1:]):
+            return True
     return fnmatch.fnmatchcase(s, item)
 
 
-def matches(cond, s):
+def matches(cond, s, module=None):
     items = C[cond]
     pos = [i for i in items if not i.startswith("!")]
     neg = [i[1:] for i in items if i.startswith("!")]
-    if any(item_match(cond, i, s) for i in neg):
+    if any(item_match(cond, i, s, module) for i in neg):
         return False
-    return not pos or any(item_match(cond, i, s) for i in pos)
+    return not pos or any(item_match(cond, i, s, module) for i in pos)
 
 
 _verdicts = {}
@@ -79,7 +83,8 @@ def selected(frame):
             v = False
         if "modules" in C and not matches("modules", frame.f_globals.get("__name__", "")):
             v = False
-        if "functions" in C and not matches("functions", code.co_qualname):
+        if "functions" in C and not matches("functions", code.co_qualname,
+                                            frame.f_globals.get("__name__", "")):
             v = False
         _verdicts[code] = v
     return v

@@ -25,6 +25,7 @@ static int pending_signal;  /* SIGTERM/SIGHUP came meanwhile */
 static void die_by(int signum);
 static void retry_stop(void);
 static PyObject *orig_exit, *orig_execv, *orig_execve;
+static uint64_t orig_gen; /* ptk__interp_gen when they were taken */
 
 static double
 wall_now(void)
@@ -627,6 +628,12 @@ install_hooks(void)
     if (os == NULL) {
         PyErr_Clear();
         return;
+    }
+    if (orig_gen != ptk__interp_gen) {
+        /* taken in an interpreter finalized since (embedding: Py_Initialize
+         * again): its objects are gone, not ours to release */
+        orig_exit = orig_execv = orig_execve = NULL;
+        orig_gen = ptk__interp_gen;
     }
     wrap_os(os, "_exit", &hook_defs[0], &orig_exit);
     wrap_os(os, "execv", &hook_defs[1], &orig_execv);

@@ -195,51 +195,16 @@ tl__thread_get(tl_state *st, const ptk_thread *t)
     return st->threads[idx];
 }
 
-/* Does @p wref still refer to @p obj? */
-static int
-tl_weak_is(PyObject *wref, PyObject *obj)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    PyObject *o = NULL;
-    if (PyWeakref_GetRef(wref, &o) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    Py_XDECREF(o);
-    return o == obj;
-#else
-    return PyWeakref_GetObject(wref) == obj;
-#endif
-}
-
 /* The asyncio Task running now, if asyncio is imported and a loop runs. */
 static tl_task *
 tl_current_task(tl_state *st, uint64_t now)
 {
-    if (st->current_task == NULL) {
-        PyObject *mod = PyImport_GetModule(st->asyncio_name);
-        if (mod == NULL) {
-            PyErr_Clear();
-            return NULL; /* not imported (yet): we never import it */
-        }
-        st->current_task = PyObject_GetAttrString(mod, "current_task");
-        Py_DECREF(mod);
-        if (st->current_task == NULL) {
-            PyErr_Clear();
-            return NULL;
-        }
-    }
-    PyObject *task = PyObject_CallNoArgs(st->current_task);
+    PyObject *task = ptk_kit_running_task(&st->task_finder);
     if (task == NULL) {
-        PyErr_Clear(); /* no running loop */
-        return NULL;
-    }
-    if (task == Py_None) {
-        Py_DECREF(task);
         return NULL;
     }
     tl_task *tk = ptk_kit_map_get(&st->task_map, task, NULL);
-    if (tk != NULL && tl_weak_is(tk->wref, task)) {
+    if (tk != NULL && ptk_kit_weak_is(tk->wref, task)) {
         Py_DECREF(task);
         return tk;
     }

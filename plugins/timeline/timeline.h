@@ -17,6 +17,7 @@
 
 #include "../common/grow.h"
 #include "../common/pair_map.h"
+#include "../common/running_task.h"
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -265,8 +266,7 @@ typedef struct tl_state {
     tl_map task_map;        /* (task object, 0) -> tl_task */
     tl_task **task_list;
     size_t ntasks, tasks_cap;
-    PyObject *current_task; /* asyncio.current_task, once looked up */
-    PyObject *asyncio_name;
+    ptk_kit_task_finder task_finder; /* the running asyncio Task */
     tl_track process_track;
     tl_track events_track;  /* events/s counter */
     tl_track gc_track;      /* GC pause counter (ms per second) */

@@ -262,8 +262,7 @@ tl_tracks_init(tl_state *st)
         tl__track_init(&st->drop_track, TL_TRACK_COUNTER, 4, "dropped events (total)") != 0 ||
         tl__track_init(&st->block_track, TL_TRACK_COUNTER, 5,
                        "blocking Task steps (ms)") != 0 ||
-        tl__name_label(&st->gc_name, "gc") != 0 ||
-        (st->asyncio_name = PyUnicode_InternFromString("asyncio")) == NULL) {
+        tl__name_label(&st->gc_name, "gc") != 0) {
         PyErr_Clear();
         return -1;
     }
@@ -550,8 +549,7 @@ tl_fini(void *state)
         }
         tl__gc_remove(st);
         tl__ring_free(st, 1);
-        Py_CLEAR(st->current_task);
-        Py_CLEAR(st->asyncio_name);
+        ptk_kit_task_finder_clear(&st->task_finder);
         for (size_t i = 0; i < st->ntasks; i++) {
             Py_CLEAR(st->task_list[i]->wref);
         }

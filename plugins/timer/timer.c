@@ -664,42 +664,14 @@ tm_saved_free(tm_thread *th)
 static tm_task *
 tm_current_task(tm_state *st, uint64_t now)
 {
-    if (st->current_task == NULL) {
-        PyObject *modname = PyUnicode_InternFromString("asyncio");
-        PyObject *mod = modname != NULL ? PyImport_GetModule(modname) : NULL;
-        Py_XDECREF(modname);
-        PyErr_Clear();
-        if (mod == NULL) {
-            return NULL; /* not imported: we never import it */
-        }
-        st->current_task = PyObject_GetAttrString(mod, "current_task");
-        Py_DECREF(mod);
-        if (st->current_task == NULL) {
-            PyErr_Clear();
-            return NULL;
-        }
-    }
-    PyObject *task = PyObject_CallNoArgs(st->current_task);
-    if (task == NULL || task == Py_None) {
-        PyErr_Clear(); /* no running loop */
-        Py_XDECREF(task);
+    PyObject *task = ptk_kit_running_task(&st->task_finder);
+    if (task == NULL) {
         return NULL;
     }
     tm_task *tk = ptk_kit_map_get(&st->tasks, task, NULL);
-    if (tk != NULL) {
-#if PY_VERSION_HEX >= 0x030D0000
-        PyObject *o = NULL;
-        if (PyWeakref_GetRef(tk->wref, &o) < 0) {
-            PyErr_Clear();
-        }
-        Py_XDECREF(o); /* compared only */
-#else
-        PyObject *o = PyWeakref_GetObject(tk->wref); /* borrowed */
-#endif
-        if (o == task) {
-            Py_DECREF(task);
-            return tk;
-        }
+    if (tk != NULL && ptk_kit_weak_is(tk->wref, task)) {
+        Py_DECREF(task);
+        return tk;
     }
     /* new, or a new Task at the address of one that is gone */
     if (PTK_KIT_RESERVE(st->task_list, st->tasks_cap, st->ntasks + 1, 32) != 0 ||
@@ -1539,7 +1511,7 @@ tm_fini(void *state)
             Py_DECREF(st->dead[i]);
         }
         Py_CLEAR(st->gone_cb);
-        Py_CLEAR(st->current_task);
+        ptk_kit_task_finder_clear(&st->task_finder);
         for (size_t i = 0; i < st->ntasks; i++) {
             Py_CLEAR(st->task_list[i]->wref);
         }

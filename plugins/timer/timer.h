@@ -17,6 +17,7 @@
 
 #include "../common/grow.h"
 #include "../common/pair_map.h"
+#include "../common/running_task.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -296,7 +297,7 @@ typedef struct tm_state {
     int flushed;
     int await_mode;       /* await=true */
     int op_yield, op_resume; /* YIELD_VALUE and RESUME: is a RETURN a yield */
-    PyObject *current_task; /* asyncio.current_task, once asyncio is imported */
+    ptk_kit_task_finder task_finder; /* the running asyncio Task */
     tm_map tasks;         /* (Task object, NULL) -> tm_task */
     tm_task **task_list;
     size_t ntasks, tasks_cap;

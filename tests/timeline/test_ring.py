@@ -5,13 +5,13 @@
     test_ring.py session json
     test_ring.py bad json
 
-window: programs/requests.py (two threads of synthetic requests for 7 s,
-slow ones at 3.0, 3.5 and 5.5 s, then an uncaught exception in a thread and
+window: programs/requests.py (two threads of synthetic requests for 3.5 s,
+slow ones at 1.5, 1.75 and 2.8 s, then an uncaught exception in a thread and
 one in the main thread) under two timelines of the same session: a full
-one, the oracle, and ring=2 with trigger=handle_request:250. Both without
+one, the oracle, and ring=1 with trigger=handle_request:250. Both without
 GC spans: each timeline reads the clock in its own gc callback, so the same
 collection has two slightly different spans. Every dump of the
-ring — two trigger dumps (the one at 3.5 s is within 2 s of the first:
+ring — two trigger dumps (the one at 1.75 s is within 1 s of the first:
 suppressed), two exception dumps, the report — holds exactly the full
 trace's spans of the same thread that ended within the window before the
 dump, and those still running then, ending at the dump; a trigger dump
@@ -19,7 +19,7 @@ holds the triggering request's whole span tree; run.json lists them all;
 the program's own excepthooks still ran.
 
 memory: the ring's own bytes, and the process's peak RSS, do not grow with
-the length of the run (4 s against 8 s, a trigger dump every second: the
+the length of the run (2 s against 4 s, a trigger dump every half second: the
 dumps' memory goes back to the system); at ring_mb's cap the ring stays
 at the cap and says what of the window it lost.
 
@@ -68,7 +68,7 @@ def run_pair(opts, args, outdir):
 
 def check_window():
     outdir = U.tempdir()
-    p = run_pair("ring=2,trigger=handle_request:250", (7, "3,3.5,5.5", "both"), outdir)
+    p = run_pair("ring=1,trigger=handle_request:250", (3.5, "1.5,1.75,2.8", "both"), outdir)
     U.check(p.returncode == 1, "exit %d (an uncaught exception: 1)\n%s" % (p.returncode, p.stderr))
     # the program's own hooks ran after the ring's
     U.check("ValueError: boom in a thread" in p.stderr and "KeyError: 'boom in main'" in p.stderr,
@@ -86,9 +86,9 @@ def check_window():
     U.check([d.get("exception") for d in dumps[2:4]] == ["ValueError", "KeyError"],
             "exception types %r" % [d.get("exception") for d in dumps])
     U.check(ring["triggers"] == 2 and ring["triggers_suppressed"] >= 1,
-            "triggers %d, suppressed %d: expected 2 and the one at 3.5 s"
+            "triggers %d, suppressed %d: expected 2 and the one at 1.75 s"
             % (ring["triggers"], ring["triggers_suppressed"]))
-    U.check(dumps[1]["at_ns"] - dumps[0]["at_ns"] >= 2e9, "two trigger dumps within the window")
+    U.check(dumps[1]["at_ns"] - dumps[0]["at_ns"] >= 1e9, "two trigger dumps within the window")
     U.check(ring["lost_in_window"] == 0, "spans lost at the cap: %r" % ring)
     with open(os.path.join(outdir, "run.json")) as f:
         files = json.load(f)["files"]
@@ -169,11 +169,11 @@ def ring_run(seconds, opts):
 
 
 def check_memory():
-    short, rss1, n1 = ring_run(4, "ring=1,trigger=parse:0")
-    long_, rss2, n2 = ring_run(8, "ring=1,trigger=parse:0")
-    print("4 s: %d requests, %d records made, ring %d bytes, peak RSS %d KiB"
+    short, rss1, n1 = ring_run(2, "ring=0.5,trigger=parse:0")
+    long_, rss2, n2 = ring_run(4, "ring=0.5,trigger=parse:0")
+    print("2 s: %d requests, %d records made, ring %d bytes, peak RSS %d KiB"
           % (n1, short["recorded"], short["bytes"], rss1))
-    print("8 s: %d requests, %d records made, ring %d bytes, peak RSS %d KiB"
+    print("4 s: %d requests, %d records made, ring %d bytes, peak RSS %d KiB"
           % (n2, long_["recorded"], long_["bytes"], rss2))
     # (a loaded machine serves fewer requests a second: only more, not twice)
     U.check(n2 > n1 and long_["recorded"] > short["recorded"],

@@ -4,6 +4,7 @@ Every test runs the `pytracekit` command (PTK_CLI) or the interpreter it was
 built for (PTK_PYTHON) in a fresh scratch directory, with the environment
 made hermetic (no PYTRACEKIT_PLUGIN_PATH unless the test sets one).
 """
+import ptk_testlib  # noqa: F401 (first: under ASan, what we start gets the runtimes back)
 import json
 import os
 import platform

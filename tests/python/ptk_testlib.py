@@ -6,6 +6,11 @@ import sys
 import tempfile
 import textwrap
 
+if os.environ.get("PTK_RESTORE_PRELOAD") and "LD_PRELOAD" not in os.environ:
+    # a script in PTK_PLAIN_DRIVER_NAMES (tests/CMakeLists.txt) started
+    # without the sanitizer runtimes: what it starts gets them back
+    os.environ["LD_PRELOAD"] = os.environ["PTK_PRELOAD"]
+    os.environ["PYTHONMALLOC"] = "malloc"
 PYTHON = os.environ.get("PTK_PYTHON", sys.executable)
 CLI = os.environ.get("PTK_CLI")
 # The environment for an oracle that loads none of our code (a pure-Python

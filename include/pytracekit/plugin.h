@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 5
+#define PTK_ABI_MINOR 6
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -309,6 +309,23 @@ typedef struct ptk_host {
      *  held; any callback. @since 0.3 (ABI 1.4) */
     const char *(*context)(uint64_t *id);
     /* End of ABI 1.4. */
+    /** The asyncio Task running on the calling thread now, as asyncio
+     *  itself says (`asyncio.current_task()`, so any loop that registers
+     *  its Tasks with asyncio, uvloop's included): returns the hub's
+     *  number for it, 1, 2, … in the order the hub first saw each Task,
+     *  never reused while the process runs (a Task gone and a new one at
+     *  its address get different numbers), and the Task itself in
+     *  @p task (may be NULL; borrowed: alive while it runs). Returns 0
+     *  (and NULL) when no Task runs: no loop running on the thread, or
+     *  asyncio not imported, which the hub never does itself. One number
+     *  per Task for every plugin of the process: the timer's per-Task
+     *  totals and the timeline's Task tracks name the same Tasks. Costs a
+     *  call of `current_task()` and a dictionary lookup: ask at a Task's
+     *  step (a coroutine resumed by a caller that is not a coroutine), not
+     *  at every event. GIL held; `on_event`, `report` (not `on_ref`).
+     *  @since 0.3 (ABI 1.6) */
+    uint64_t (*running_task)(PyObject **task);
+    /* End of ABI 1.6. */
 } ptk_host;
 
 /**

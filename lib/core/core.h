@@ -701,6 +701,9 @@ void ptk__hub_context_changed(void);
 void ptk__exec_sync(void);
 void ptk__exec_reset(void);
 extern uint64_t ptk__exec_switches;
+/* The asyncio Task running on the calling thread: its number (0: none)
+ * and the Task, borrowed, in *task (ptk_host::running_task). */
+uint64_t ptk__running_task(PyObject **task);
 /* Code objects re-armed at context changes, and the changes that re-armed
  * something (for the cost figures, bench/README.md). */
 extern uint64_t ptk__rearm_codes, ptk__rearm_switches;

@@ -1,4 +1,5 @@
-/* Execution contexts within a thread: greenlets (ptk_thread::exec_id).
+/* Execution contexts within a thread: greenlets (ptk_thread::exec_id), and
+ * the asyncio Task running (ptk_host::running_task).
  *
  * A greenlet switch replaces the running stack of frames under the
  * interpreter: the next RETURN is of a frame of the other greenlet. While
@@ -386,6 +387,118 @@ ptk__exec_sync(void)
     }
 }
 
+/* ---- asyncio Tasks --------------------------------------------------------
+ *
+ * A Task does not replace the stack of frames: its steps are calls from the
+ * loop, nested as any calls are, so the shadow stacks need nothing. What
+ * plugins that follow Tasks need is which Task a step is of, under one
+ * number for the whole process: asyncio's own current_task(), and a number
+ * per Task kept in a dictionary by the Task's address, the entry dropped by
+ * a weak reference's callback when the Task goes (before its memory can be
+ * reused), as the greenlets' records are. */
+
+static PyObject *asyncio_name; /* "asyncio" (interned) */
+static PyObject *current_task; /* asyncio.current_task, once imported */
+static PyObject *task_ids;     /* {address of a Task: (number, weak reference)} */
+static uint64_t task_serial;   /* (never reset: numbers are never reused) */
+
+static PyObject *
+task_gone(PyObject *key, PyObject *wr)
+{
+    (void)wr;
+    if (task_ids != NULL && PyDict_DelItem(task_ids, key) < 0) {
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef task_gone_def = {"_pytracekit_task_gone", (PyCFunction)task_gone, METH_O,
+                                    NULL};
+
+/* asyncio.current_task, or NULL (asyncio not imported: it is not imported
+ * here). No exception is left set. */
+static PyObject *
+current_task_fn(void)
+{
+    if (current_task != NULL) {
+        return current_task;
+    }
+    if (asyncio_name == NULL && (asyncio_name = PyUnicode_InternFromString("asyncio")) == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *mod = PyImport_GetModule(asyncio_name);
+    if (mod == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    current_task = PyObject_GetAttrString(mod, "current_task");
+    Py_DECREF(mod);
+    if (current_task == NULL) {
+        PyErr_Clear();
+    }
+    return current_task;
+}
+
+/* The number of Task @p t, given at first sight; 0 on failure (no
+ * exception left set). */
+static uint64_t
+task_number(PyObject *t)
+{
+    if (task_ids == NULL && (task_ids = PyDict_New()) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *key = PyLong_FromVoidPtr(t);
+    if (key == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *v = PyDict_GetItemWithError(task_ids, key);
+    if (v != NULL) {
+        Py_DECREF(key);
+        return PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(v, 0));
+    }
+    uint64_t n = 0;
+    PyObject *cb = PyErr_Occurred() ? NULL : PyCFunction_New(&task_gone_def, key);
+    PyObject *wr = cb != NULL ? PyWeakref_NewRef(t, cb) : NULL;
+    v = wr != NULL ? Py_BuildValue("(KO)", (unsigned long long)(task_serial + 1), wr) : NULL;
+    if (v != NULL && PyDict_SetItem(task_ids, key, v) == 0) {
+        n = ++task_serial;
+    }
+    PyErr_Clear(); /* (a Task type without weak references: no number) */
+    Py_XDECREF(v);
+    Py_XDECREF(wr);
+    Py_XDECREF(cb);
+    Py_DECREF(key);
+    return n;
+}
+
+uint64_t
+ptk__running_task(PyObject **task)
+{
+    if (task != NULL) {
+        *task = NULL;
+    }
+    PyObject *fn = current_task_fn();
+    if (fn == NULL) {
+        return 0;
+    }
+    PyObject *t = PyObject_CallNoArgs(fn);
+    if (t == NULL || t == Py_None) {
+        PyErr_Clear(); /* no running loop */
+        Py_XDECREF(t);
+        return 0;
+    }
+    uint64_t n = task_number(t);
+    /* borrowed: the loop keeps the Task it runs */
+    Py_DECREF(t);
+    if (n != 0 && task != NULL) {
+        *task = t;
+    }
+    return n;
+}
+
 void
 ptk__exec_reset(void)
 {
@@ -393,4 +506,5 @@ ptk__exec_reset(void)
     wanted = installed = installing = 0;
     audit_added = 0; /* the interpreter's audit hooks went with it */
     tracer = prev_tracer = greenlet_mod = recs = NULL;
+    asyncio_name = current_task = task_ids = NULL;
 }

@@ -587,6 +587,7 @@ const ptk_host ptk__host = {
     .report_claim = host_report_claim,
     .report_create = host_report_create,
     .context = ptk__context_get,
+    .running_task = ptk__running_task,
 };
 
 int

@@ -195,22 +195,22 @@ tl__thread_get(tl_state *st, const ptk_thread *t)
     return st->threads[idx];
 }
 
-/* The asyncio Task running now, if asyncio is imported and a loop runs. */
+/* The asyncio Task running now (the hub's ptk_host::running_task), its
+ * track made at first sight; NULL if none. */
 static tl_task *
 tl_current_task(tl_state *st, uint64_t now)
 {
-    PyObject *task = ptk_kit_running_task(&st->task_finder);
-    if (task == NULL) {
+    PyObject *task;
+    uint64_t hub_id = st->host->running_task(&task);
+    if (hub_id == 0) {
         return NULL;
     }
-    tl_task *tk = ptk_kit_map_get(&st->task_map, task, NULL);
-    if (tk != NULL && ptk_kit_weak_is(tk->wref, task)) {
-        Py_DECREF(task);
+    const void *key = (const void *)(uintptr_t)hub_id; /* never reused */
+    tl_task *tk = ptk_kit_map_get(&st->task_map, key, NULL);
+    if (tk != NULL) {
         return tk;
     }
-    /* new, or a new task at the address of a finished one */
     if (PTK_KIT_RESERVE(st->task_list, st->tasks_cap, st->ntasks + 1, 32) != 0) {
-        Py_DECREF(task);
         return NULL;
     }
     tk = calloc(1, sizeof(*tk));
@@ -220,7 +220,6 @@ tl_current_task(tl_state *st, uint64_t now)
     if (tk == NULL || u == NULL) {
         PyErr_Clear();
         Py_XDECREF(name);
-        Py_DECREF(task);
         free(tk);
         return NULL;
     }
@@ -231,13 +230,9 @@ tl_current_task(tl_state *st, uint64_t now)
     tk->track.name = strdup(u);
     snprintf(label, sizeof(label), "task %s", u);
     Py_DECREF(name);
-    tk->wref = PyWeakref_NewRef(task, NULL);
-    Py_DECREF(task);
-    if (tk->wref == NULL || tk->track.name == NULL ||
-        tl__name_label(&tk->label, label) != 0 ||
-        ptk_kit_map_put(&st->task_map, task, NULL, tk) != 0) {
+    if (tk->track.name == NULL || tl__name_label(&tk->label, label) != 0 ||
+        ptk_kit_map_put(&st->task_map, key, NULL, tk) != 0) {
         PyErr_Clear();
-        Py_XDECREF(tk->wref);
         free(tk->track.name);
         free(tk->label.text);
         free(tk->label.json);

@@ -17,7 +17,6 @@
 
 #include "../common/grow.h"
 #include "../common/pair_map.h"
-#include "../common/running_task.h"
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -162,7 +161,6 @@ typedef struct tl_frame {
 } tl_frame;
 
 typedef struct tl_task {
-    PyObject *wref;    /* weak reference to the asyncio Task */
     tl_track track;
     tl_name label;     /* the step span's name on the thread track */
     uint64_t id;
@@ -263,10 +261,9 @@ typedef struct tl_state {
     size_t nfiles, files_cap;
     tl_thread **threads;    /* by ptk_thread::index */
     size_t nthreads;
-    tl_map task_map;        /* (task object, 0) -> tl_task */
+    tl_map task_map;        /* (the hub's Task number, 0) -> tl_task, and greenlets */
     tl_task **task_list;
     size_t ntasks, tasks_cap;
-    ptk_kit_task_finder task_finder; /* the running asyncio Task */
     tl_track process_track;
     tl_track events_track;  /* events/s counter */
     tl_track gc_track;      /* GC pause counter (ms per second) */

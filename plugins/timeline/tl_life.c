@@ -549,10 +549,6 @@ tl_fini(void *state)
         }
         tl__gc_remove(st);
         tl__ring_free(st, 1);
-        ptk_kit_task_finder_clear(&st->task_finder);
-        for (size_t i = 0; i < st->ntasks; i++) {
-            Py_CLEAR(st->task_list[i]->wref);
-        }
     }
     tl__ring_free(st, 0); /* no Python: the hooks' boxes stay */
     tl__out_close(&st->out);

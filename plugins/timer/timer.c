@@ -659,24 +659,23 @@ tm_saved_free(tm_thread *th)
 
 /* ---- await=true ---------------------------------------------------------- */
 
-/* The asyncio Task running now (asyncio.current_task(), if asyncio is
- * imported and a loop runs), made a record at first sight; NULL if none. */
+/* The asyncio Task running now (the hub's ptk_host::running_task), made a
+ * record at first sight; NULL if none. */
 static tm_task *
 tm_current_task(tm_state *st, uint64_t now)
 {
-    PyObject *task = ptk_kit_running_task(&st->task_finder);
-    if (task == NULL) {
+    PyObject *task;
+    uint64_t id = st->host->running_task(&task);
+    if (id == 0) {
         return NULL;
     }
-    tm_task *tk = ptk_kit_map_get(&st->tasks, task, NULL);
-    if (tk != NULL && ptk_kit_weak_is(tk->wref, task)) {
-        Py_DECREF(task);
+    const void *key = (const void *)(uintptr_t)id; /* never reused */
+    tm_task *tk = ptk_kit_map_get(&st->tasks, key, NULL);
+    if (tk != NULL) {
         return tk;
     }
-    /* new, or a new Task at the address of one that is gone */
     if (PTK_KIT_RESERVE(st->task_list, st->tasks_cap, st->ntasks + 1, 32) != 0 ||
         (tk = calloc(1, sizeof(*tk))) == NULL) {
-        Py_DECREF(task);
         return NULL;
     }
     PyObject *name = PyObject_CallMethod(task, "get_name", NULL);
@@ -684,17 +683,11 @@ tm_current_task(tm_state *st, uint64_t now)
     tk->name = strdup(u != NULL ? u : "?");
     Py_XDECREF(name);
     PyErr_Clear();
-    tk->wref = PyWeakref_NewRef(task, NULL);
-    if (tk->wref == NULL || tk->name == NULL ||
-        ptk_kit_map_put(&st->tasks, task, NULL, tk) != 0) {
-        PyErr_Clear();
-        Py_XDECREF(tk->wref);
+    if (tk->name == NULL || ptk_kit_map_put(&st->tasks, key, NULL, tk) != 0) {
         free(tk->name);
         free(tk);
-        Py_DECREF(task);
         return NULL;
     }
-    Py_DECREF(task);
     tk->first_ns = now;
     st->task_list[st->ntasks++] = tk;
     return tk;
@@ -1511,10 +1504,6 @@ tm_fini(void *state)
             Py_DECREF(st->dead[i]);
         }
         Py_CLEAR(st->gone_cb);
-        ptk_kit_task_finder_clear(&st->task_finder);
-        for (size_t i = 0; i < st->ntasks; i++) {
-            Py_CLEAR(st->task_list[i]->wref);
-        }
         for (size_t i = 0; i < st->ncsets; i++) {
             Py_CLEAR(st->csets[i]->name);
         }

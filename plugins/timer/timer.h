@@ -17,7 +17,6 @@
 
 #include "../common/grow.h"
 #include "../common/pair_map.h"
-#include "../common/running_task.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -192,7 +191,6 @@ typedef struct tm_thread {
 
 /** await=true: an asyncio Task, by the steps of its coroutine. */
 typedef struct tm_task {
-    PyObject *wref;    /* weak reference to the Task (identity, not life) */
     char *name;        /* Task.get_name() */
     const struct tm_func *coro; /* the coroutine its steps resume */
     uint64_t first_ns, last_ns, running_ns, steps;
@@ -297,8 +295,7 @@ typedef struct tm_state {
     int flushed;
     int await_mode;       /* await=true */
     int op_yield, op_resume; /* YIELD_VALUE and RESUME: is a RETURN a yield */
-    ptk_kit_task_finder task_finder; /* the running asyncio Task */
-    tm_map tasks;         /* (Task object, NULL) -> tm_task */
+    tm_map tasks;         /* (the hub's Task number, NULL) -> tm_task */
     tm_task **task_list;
     size_t ntasks, tasks_cap;
     int per_context;     /* also keep figures per context (tm_cset) */

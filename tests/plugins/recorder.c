@@ -20,6 +20,9 @@
  *                      [ptk_thread::exec_id, whether the top of the hub's
  *                      shadow stack is the event's code] (CALL and RETURN;
  *                      null for the other kinds)
+ *   task=BOOL          the last column is then [number, name] of the asyncio
+ *                      Task running (ptk_host::running_task; [0, null]
+ *                      when none), asked at every event
  *   counts=BOOL        write [kind, function name, line, C name or null, count]
  *                      rows instead, one per distinct event (the C callable's
  *                      __name__ for C events, null for the others): what a
@@ -41,7 +44,7 @@ typedef struct {
     PyObject *counts; /* counts=true: (kind, name, line, cname) -> count */
     unsigned int disable;
     const char *tag, *only, *no_lines;
-    int opcodes_check, unbound, exec;
+    int opcodes_check, unbound, exec, task;
 } rec;
 
 static const ptk_option_spec options[] = {
@@ -55,6 +58,7 @@ static const ptk_option_spec options[] = {
     {"own_stack", PTK_OPT_BOOL, "false", "take PTK_FLAG_OWN_STACK", NULL},
     {"counts", PTK_OPT_BOOL, "false", "one counted row per distinct event", NULL},
     {"exec", PTK_OPT_BOOL, "false", "record the execution context", NULL},
+    {"task", PTK_OPT_BOOL, "false", "record the running asyncio Task", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -89,6 +93,7 @@ rec_init(const ptk_init_args *a, void **state, unsigned int *events)
         a->subscription->flags |= PTK_FLAG_UNBOUND_C;
     }
     r->exec = (int)a->host->option(a, "exec")->i;
+    r->task = (int)a->host->option(a, "task")->i;
     if (r->exec) {
         a->subscription->flags |= PTK_FLAG_EXEC_CONTEXT;
     }
@@ -183,6 +188,18 @@ rec_event(void *state, const ptk_event *ev)
         }
         Py_DECREF(extra);
         extra = Py_BuildValue("(KN)", (unsigned long long)t->exec_id, top);
+    }
+    if (r->task) {
+        PyObject *task;
+        uint64_t n = r->host->running_task(&task);
+        PyObject *tname = task != NULL ? PyObject_CallMethod(task, "get_name", NULL)
+                                       : Py_NewRef(Py_None);
+        Py_DECREF(extra);
+        extra = tname != NULL ? Py_BuildValue("(KN)", (unsigned long long)n, tname) : NULL;
+        if (extra == NULL) {
+            Py_DECREF(arg);
+            return PTK_EPYTHON;
+        }
     }
     PyFrameObject *f = r->host->event_frame(ev);
     if (ev->kind == PTK_EV_OPCODE && r->opcodes_check && f) {

@@ -2,6 +2,7 @@
 
     python bench/attach/bench_attach.py --build BUILD [--cycles 200] [--armed]
                                         [--control] [--rounds 15] [--during 50]
+                                        [--backend legacy|monitoring]
     python bench/attach/bench_attach.py --build BUILD --instructions [--armed]
 
 Runs tests/attach/attach_target.py (an HTTP server answering in its main
@@ -124,11 +125,15 @@ class Server:
         return self.proc.returncode
 
 
+BACKEND = []  # --backend NAME for every attach
+
+
 def cycle(cli, env, pid, out, during_url=None, during=0, timeout=None):
     """Attaches counter and timer to *pid*, sends *during* requests to
     *during_url* (the measured server, attached or not), detaches."""
     extra = ["--timeout", str(timeout)] if timeout else []
-    for op in (["attach", str(pid), "-p", "counter", "-p", "timer", "-o", out] + extra,
+    for op in (["attach", str(pid), "-p", "counter", "-p", "timer", "-o", out]
+               + BACKEND + extra,
                ["detach", str(pid)] + extra):
         r = subprocess.run([cli] + op, env=env, capture_output=True, text=True)
         if r.returncode != 0:
@@ -169,7 +174,7 @@ def instructions(a, python, cli, env, tmp, armed):
 
         pyver = subprocess.run([python, "-V"], capture_output=True, text=True).stdout.strip()
         print(f"{pyver}, {'armed signal' if armed else 'sys.remote_exec'}, "
-              f"instructions per request (callgrind)")
+              f"{a.backend or 'default'} backend, instructions per request (callgrind)")
         send(s.url, 300)  # warm up
         got = {"attach": [], "control": []}
         for k in range(a.rounds_instructions):
@@ -233,12 +238,16 @@ def main():
     ap.add_argument("--instructions", action="store_true",
                     help="callgrind's instructions per request instead")
     ap.add_argument("--rounds-instructions", type=int, default=3)
+    ap.add_argument("--backend", help="the attached session's backend "
+                    "(default: the session's, monitoring on 3.12+)")
     ap.add_argument("--settle", type=float, default=65.0,
                     help="seconds to wait after the cycles before measuring "
                          "again: the loopback connections of the traffic "
                          "leave TIME_WAIT (60 s), which otherwise cost the "
                          "server more per request than anything attached")
     a = ap.parse_args()
+    if a.backend:
+        BACKEND[:] = ["--backend", a.backend]
     build = os.path.abspath(a.build)
     python = cache_python(build)
     cli = os.path.join(build, "tools", "pytracekit")

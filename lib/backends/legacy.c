@@ -1536,10 +1536,14 @@ legacy_claim(char **errmsg)
     Py_tracefunc prev = ts->c_profilefunc;
     PyObject *prevobj = Py_XNewRef(ts->c_profileobj);
     PyEval_SetProfile(probe_fn, NULL);
-    Py_XDECREF(ptk__run_snippet("def _ptk_probe():\n    raise ValueError\n"
-                                "try:\n    _ptk_probe()\n"
-                                "except ValueError:\n    pass\n",
-                                NULL, NULL));
+    PyObject *ns = ptk__run_snippet("def _ptk_probe():\n    raise ValueError\n"
+                                    "try:\n    _ptk_probe()\n"
+                                    "except ValueError:\n    pass\n",
+                                    NULL, NULL);
+    if (ns != NULL) {
+        PyDict_Clear(ns); /* the function and its globals: no cycle left */
+    }
+    Py_XDECREF(ns);
     PyEval_SetProfile(prev, prevobj);
     Py_XDECREF(prevobj);
     PyErr_Clear();

@@ -1128,6 +1128,11 @@ probe_line_after_resume(void)
     PyObject *g = id ? ptk__run_snippet(src, "_tool", id) : NULL;
     PyObject *lost = g ? PyDict_GetItemString(g, "_lost") : NULL;
     line_needs_start = lost != NULL && PyObject_IsTrue(lost) == 1;
+    if (g != NULL) {
+        /* its functions and their globals make a cycle: broken here, it is
+         * not garbage the program's next collections find (docs/attach.md) */
+        PyDict_Clear(g);
+    }
     Py_XDECREF(g);
     Py_XDECREF(id);
     PyErr_Clear();

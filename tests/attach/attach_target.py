@@ -5,9 +5,13 @@ time in the main thread. Usage: attach_target.py PORTFILE [arm|import]
 GET /work answers through answer() (the function whose calls the tests
 count); GET /state answers with what the process has installed of hooks
 (JSON), for the tests' check that a detach leaves nothing behind; GET
-/exit ends it with status 0. The port goes into PORTFILE once it listens.
+/gc/off collects and turns the automatic collections off, GET /gc
+collects, answers with the number of unreachable objects found and turns
+them on again; GET /exit ends it with status 0. The port goes into
+PORTFILE once it listens.
 """
 import atexit
+import gc
 import json
 import os
 import signal
@@ -56,6 +60,13 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/state":
             body = json.dumps(hooks()).encode()
+        elif self.path == "/gc/off":
+            gc.collect()
+            gc.disable()
+            body = b"off\n"
+        elif self.path == "/gc":
+            body = json.dumps(gc.collect()).encode()
+            gc.enable()
         elif self.path == "/exit":
             body = b"bye\n"
             self.server.ending = True

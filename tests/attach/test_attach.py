@@ -443,6 +443,54 @@ def case_cycles_armed():
            else "monitoring")
 
 
+def no_garbage(backend):
+    """After a detach, the program's next collection finds nothing of the
+    session. The monitoring backend's probe at every start (does LINE
+    alone report a one-line function?) ran Python functions whose
+    namespace and functions made a cycle: 4 objects a session, left for
+    the program's collections. The legacy backend's probe runs once per
+    process (before the attach measured here). The oracle: the same
+    requests with nothing attached leave none."""
+    if backend == "monitoring" and sys.version_info < (3, 12):
+        skip("sys.monitoring is 3.12+")
+    armed = sys.version_info < (3, 14)
+    need_way(armed)
+    t = Target(armed)
+    for _ in range(5):
+        t.get("/work")
+    t.get("/gc/off")  # nothing collected by itself from here to /gc
+    for _ in range(20):
+        t.get("/work")
+    alone = json.loads(t.get("/gc"))
+    check(alone == 0, f"the server alone left {alone} objects for the GC")
+    # one attach first: what the first one imports stays, by design
+    attach_ok(t.pid, "-p", "counter", "--backend", backend,
+              "-o", os.path.join(TMP, "gc0"))
+    detach_ok(t.pid)
+    t.get("/gc/off")
+    attach_ok(t.pid, "-p", "counter", "-p", "timer", "--backend", backend,
+              "-o", os.path.join(TMP, "gc1"))
+    for _ in range(20):
+        t.get("/work")
+    detach_ok(t.pid)
+    for _ in range(20):
+        t.get("/work")
+    found = json.loads(t.get("/gc"))
+    check(found == 0, f"after the detach the GC found {found} unreachable "
+          f"objects (0 with nothing attached)")
+    rc, err = t.end()
+    check(rc == 0, f"target: {rc} {err}")
+    print(f"{backend}: 0 objects for the GC after the detach")
+
+
+def case_detach_no_garbage_monitoring():
+    no_garbage("monitoring")
+
+
+def case_detach_no_garbage_legacy():
+    no_garbage("legacy")
+
+
 def case_coverage_sessions_keep_no_modules():
     """Many sessions in one process (attach, detach, again): the coverage
     plugin's start-up findings are made once; each session used to import

@@ -152,14 +152,20 @@ def counted(outdir, name):
                if f["kind"] == "python" and f["name"] == name)
 
 
+# what the cases wait for an answer: not the command's 10 s, which is about
+# a target that is stuck, but the time a target four processes share two
+# cores with may take to reach its next safe point
+ANSWER = ("--timeout", "60")
+
+
 def attach_ok(pid, *args):
-    r = cli("attach", pid, *args)
+    r = cli("attach", pid, *args, *ANSWER)
     check(r.returncode == 0, f"attach failed ({r.returncode}): {r.stderr}")
     return r
 
 
 def detach_ok(pid):
-    r = cli("detach", pid)
+    r = cli("detach", pid, *ANSWER)
     check(r.returncode == 0, f"detach failed ({r.returncode}): {r.stderr}")
     return r
 

@@ -870,6 +870,23 @@ class Summary(Case):
         self.assertNotIn("Stmts", p.stderr)
         self.assertEqual(p.returncode, 0)
 
+    def test_deferred_reports_table_is_the_immediate_one(self):
+        # reports=false: the run writes only the data; the summary is built
+        # from it and the sources at the end of the session, the same table
+        # (an immediate run is the oracle), and fail_under judges it
+        tables = []
+        for opts in ("", ",reports=false"):
+            p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py" + opts,
+                            "--ptk-fail-under", "90", "-q", check=False)
+            after = p.stdout.split("- pytracekit -", 1)[1]
+            tables.append(re.findall(r"^(?:Name|mod\.py|TOTAL) .*$", after, re.M))
+            self.assertIn("total of 83 is less than fail-under=90", after)
+            self.assertEqual(p.returncode, 1)
+            with open(os.path.join(self.dir, "pytracekit-out", "coverage.json")) as f:
+                self.assertEqual(json.load(f)["meta"].get("deferred"), bool(opts) or None)
+        self.assertRegex("\n".join(tables[0]), r"\nmod\.py +6 +1 +83\.3%")
+        self.assertEqual(tables[0], tables[1])
+
     def test_slowest_with_their_top_functions(self):
         # pytest's own --durations is the oracle of which phases are slowest
         self.write("test_slow.py", "import time\n"

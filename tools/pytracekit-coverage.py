@@ -53,7 +53,7 @@ class DataError(Exception):
 # Deferred data (the coverage plugin's reports=false) is what ran only:
 # meta has "deferred": true and "calls" (the plugin's calls=), and each file
 # has "hits", "functions" (those that ran), "arcs", contexts, and "source":
-# [size, mtime_ns] of the source at the end of the run, but no "lines" and
+# [size, hash] of the source at the end of the run, but no "lines" and
 # no "branches". load() completes it (complete()): the source is analysed
 # then, as the plugin would have analysed it at the end of the run.
 
@@ -85,7 +85,8 @@ def _check(data, where):
             [(int(a), int(b), [str(c) for c in names])
              for a, b, names in rec.get("arc_contexts", [])]
             if rec.get("source") is not None:
-                [int(n) for n in rec["source"]]
+                size, digest = rec["source"]
+                int(size), str(digest)
         except (TypeError, ValueError, AttributeError) as e:
             raise DataError("%s: malformed record for %s (%s)" % (where, path, e))
     return data
@@ -111,14 +112,37 @@ def load(path, completed=True):
 # ---- deferred data (reports=false) -------------------------------------------
 
 
-def source_stamp(path):
-    """[size, mtime_ns] of the file at `path`, or None when it cannot be
-    read: how a deferred run records its sources (one stat each)."""
+def _source_hash(path):
+    """The hash of the file's bytes the import system gives hash-based .pyc
+    files (importlib.util.source_hash: SipHash in C, keyed by the
+    interpreter's magic number), as hex; None when it cannot be read."""
+    from importlib.util import source_hash
     try:
-        st = os.stat(path)
+        with open(path, "rb") as f:
+            return source_hash(f.read()).hex()
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns]
+
+
+def source_stamp(path):
+    """[size, hash] of the file at `path` (_source_hash), or None when it
+    cannot be read: how a deferred run records its sources. Its bytes, not
+    its modification time: the same file checked out elsewhere, or only
+    touched, completes; an edit that keeps the size and the time does not."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    digest = _source_hash(path)
+    return None if digest is None else [size, digest]
+
+
+def _source_unchanged(path, stamp):
+    """Whether the file at `path` has the bytes `stamp` recorded. Raises
+    OSError when it is missing."""
+    if os.stat(path).st_size != int(stamp[0]):
+        return False
+    return _source_hash(path) == stamp[1]
 
 
 def deferred_text(data):
@@ -177,13 +201,15 @@ def complete(data, where):
     calls = bool(meta.get("calls"))
     files = {}
     for path, rec in data["files"].items():
-        stamp = source_stamp(path)
-        if stamp is None:
-            raise DataError("%s: the source of %s is missing: deferred coverage data is "
-                            "completed from the sources the program ran" % (where, path))
-        if rec.get("source") is None or [int(n) for n in rec["source"]] != stamp:
-            raise DataError("%s: %s changed since the run (its size or modification time "
-                            "differs): its deferred coverage data cannot be completed"
+        try:
+            same = rec.get("source") is not None and _source_unchanged(path, rec["source"])
+        except OSError as e:
+            raise DataError("%s: the source of %s is missing (%s): deferred coverage data "
+                            "is completed from the sources the program ran"
+                            % (where, path, e.strerror or e))
+        if not same:
+            raise DataError("%s: %s changed since the run (its size or its bytes differ): "
+                            "its deferred coverage data cannot be completed"
                             % (where, path))
         seen = bool(rec.get("functions"))
         root = an.compile_file(path)

@@ -13,8 +13,11 @@ same         for line and branch, with and without contexts= and calls=: a
              `pytracekit report` prints the same table. The deferred data
              has no statement model and is marked so; no code object was
              analysed at run time.
-changed      a source changed after the run (edited; or only touched) is
-             refused by every reader, exit 1, naming the file
+changed      a source changed after the run (text added; or the same size,
+             other bytes, and the modification time put back) is refused by
+             every reader, exit 1, naming the file; a source only touched
+             (the same bytes, a newer modification time: a checkout
+             elsewhere) is completed, to the untouched run's reports
 missing      a source removed after the run: likewise
 bad-options  reports=maybe and reports=false with html=true are refused
              (exit 2)
@@ -158,7 +161,7 @@ def case_same():
                     u.fail("%s: deferred data of %s has a statement model: %s"
                            % (opts, path, sorted(rec)))
                 st = os.stat(path)
-                if rec.get("source") != [st.st_size, st.st_mtime_ns]:
+                if rec.get("source") != [st.st_size, m._source_hash(path)]:
                     u.fail("%s: %s: source stamp %r" % (opts, path, rec.get("source")))
             if os.path.join(src, "never.py") not in raw["files"]:
                 u.fail("%s: source='s unexecuted file is not in the deferred data" % opts)
@@ -229,12 +232,29 @@ def case_changed():
     with open(helper, "a") as f:
         f.write("x = 1\n")
     refused(wd, "def", helper, "changed since the run")
-    # the same size and text, only a newer modification time
+    # the same size, other bytes, the modification time put back
+    with open(helper, "w") as f:
+        f.write(HELPER)
     ptk_run(wd, src, ",reports=false", "def2")
     st = os.stat(helper)
-    os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns + 1000000000))
+    with open(helper, "w") as f:
+        f.write(HELPER.replace("total += i", "total -= i"))
+    os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if os.stat(helper).st_size != st.st_size:
+        u.fail("the edit changed the size")
     refused(wd, "def2", helper, "changed since the run")
-    print("ok: an edited and a touched source refused by the four readers")
+    # only touched: the same bytes, a newer modification time
+    with open(helper, "w") as f:
+        f.write(HELPER)
+    ptk_run(wd, src, ",reports=false", "def3")
+    before = module(["report", "-m", "def3"], wd).stdout
+    st = os.stat(helper)
+    os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns + 5000000000))
+    after = module(["report", "-m", "def3"], wd).stdout
+    if before != after or "helper.py" not in after:
+        u.fail("a touched source:\n%s\n%s" % (before, after))
+    print("ok: an edited source refused by the four readers (also at the same size and "
+          "modification time); a touched one completed")
 
 
 def case_missing():

@@ -539,7 +539,7 @@ no_data_warning(const cov_state *st)
 }
 
 /* reports=false: coverage.json with what ran (and the size and
- * modification time of each source, so that completing it later can tell
+ * hash of each source, so that completing it later can tell
  * a changed file), .coverage with coveragepy=, and a line saying how to
  * make the reports. */
 static int

@@ -28,6 +28,10 @@ import time
 
 FORMAT = "pytracekit-coverage"
 VERSION = 1
+# deferred data (reports=false): a version of its own, so that a reader that
+# does not know how to complete it refuses it instead of reporting the lines
+# that ran as all there is
+DEFERRED_VERSION = 2
 
 
 class DataError(Exception):
@@ -51,7 +55,8 @@ class DataError(Exception):
 # the code object whose first line is N.
 #
 # Deferred data (the coverage plugin's reports=false) is what ran only:
-# meta has "deferred": true and "calls" (the plugin's calls=), and each file
+# meta has "version": 2, "deferred": true and "calls" (the plugin's calls=),
+# and each file
 # has "hits", "functions" (those that ran), "arcs", contexts, and "source":
 # [size, hash] of the source at the end of the run, but no "lines" and
 # no "branches". load() completes it (complete()): the source is analysed
@@ -62,7 +67,8 @@ def _check(data, where):
     if not isinstance(data, dict) or not isinstance(data.get("meta"), dict) \
             or data["meta"].get("format") != FORMAT:
         raise DataError("%s: not a pytracekit coverage file" % where)
-    if data["meta"].get("version") != VERSION:
+    want = DEFERRED_VERSION if data["meta"].get("deferred") else VERSION
+    if data["meta"].get("version") != want:
         raise DataError("%s: format version %r, expected %d"
                         % (where, data["meta"].get("version"), VERSION))
     if not isinstance(data.get("files"), dict):
@@ -148,6 +154,7 @@ def _source_unchanged(path, stamp):
 def deferred_text(data):
     """coverage.json of a run with reports=false: the data as recorded,
     each file with the stamp of its source."""
+    data["meta"]["version"] = DEFERRED_VERSION
     for path, rec in data["files"].items():
         rec["source"] = source_stamp(path)
     return json.dumps(data, separators=(",", ":")) + "\n"
@@ -250,7 +257,8 @@ def complete(data, where):
             if key in rec:
                 out[key] = rec[key]
         files[path] = out
-    meta = {k: v for k, v in meta.items() if k not in ("deferred", "calls")}
+    meta = {k: (VERSION if k == "version" else v) for k, v in meta.items()
+            if k not in ("deferred", "calls")}
     return {"meta": meta, "files": files}
 
 

@@ -11,8 +11,8 @@ same         for line and branch, with and without contexts= and calls=: a
              followed child give the immediate ones' coverage.json,
              coverage.lcov, coverage.xml (but its timestamp) and summary;
              `pytracekit report` prints the same table. The deferred data
-             has no statement model and is marked so; no code object was
-             analysed at run time.
+             has no statement model and is marked so (format version 2: a
+             reader that knows only version 1 refuses it).
 changed      a source changed after the run (text added; or the same size,
              other bytes, and the modification time put back) is refused by
              every reader, exit 1, naming the file; a source only touched
@@ -154,7 +154,7 @@ def case_same():
             if have != ["coverage.json"]:
                 u.fail("%s: reports=false wrote %s in %s" % (opts, have, d))
             raw = json.loads(read(os.path.join(d, "coverage.json")))
-            if raw["meta"].get("deferred") is not True:
+            if raw["meta"].get("deferred") is not True or raw["meta"]["version"] != 2:
                 u.fail("%s: %s not marked deferred: %s" % (opts, d, raw["meta"]))
             for path, rec in raw["files"].items():
                 if "lines" in rec or "branches" in rec or "summary" in rec:
@@ -165,6 +165,16 @@ def case_same():
                     u.fail("%s: %s: source stamp %r" % (opts, path, rec.get("source")))
             if os.path.join(src, "never.py") not in raw["files"]:
                 u.fail("%s: source='s unexecuted file is not in the deferred data" % opts)
+        # a reader that knows nothing of deferred data (version 1 only)
+        # refuses it: the same data without its mark, read by this one
+        raw = json.loads(read(os.path.join(wd, "def", "coverage.json")))
+        del raw["meta"]["deferred"]
+        os.mkdir(os.path.join(wd, "old"))
+        with open(os.path.join(wd, "old", "coverage.json"), "w") as f:
+            json.dump(raw, f)
+        p = writer(["report", "old"], wd, expect=1)
+        if "format version 2, expected 1" not in p.stderr:
+            u.fail("%s: deferred data unmarked:\n%s" % (opts, p.stderr))
         # 1. completed: the immediate run's own coverage.json, byte for byte
         imm_dirs = [os.path.join(wd, "imm")] + children(os.path.join(wd, "imm"))
         def_dirs = [os.path.join(wd, "def")] + children(os.path.join(wd, "def"))

@@ -738,6 +738,28 @@ class Xdist(Case):
         self.assertEqual(calls("par"), calls("serial"))
         self.assertEqual(calls("serial"), {"f": 6, "g": 1, "K.__init__": 5, "K.up": 4})
 
+    def test_deferred_workers_combined_equal_immediate(self):
+        # reports=false: each worker writes its data only; the controller's
+        # combination completes it from the sources: the same statements,
+        # lines run, functions and figures as the immediate workers' (the
+        # oracle; the hit counts depend on how xdist shared the tests out)
+        specs = ["-p", "xdist", "-n", "2", "-p", "pytracekit", "-q"]
+        tables = []
+        for out, opts in (("imm", ""), ("def", ",reports=false")):
+            p = self.pytest(*specs, "--ptk", "coverage:include=mod.py" + opts,
+                            "--ptk-output", out)
+            after = p.stdout.split("- pytracekit -", 1)[1]
+            tables.append(re.findall(r"^(?:Name|mod\.py|TOTAL) .*$", after, re.M))
+        self.assertRegex("\n".join(tables[1]), r"\nTOTAL +13 +0 +100\.0%")
+        self.assertEqual(tables[0], tables[1])
+        for w in ("gw0", "gw1"):
+            with open(os.path.join(self.dir, "def", w, "coverage.json")) as f:
+                self.assertIs(json.load(f)["meta"]["deferred"], True)
+        self.assertEqual(self.covered("def"), self.covered("imm"))
+        imm, dfr = self.report("imm", "coverage"), self.report("def", "coverage")
+        self.assertEqual({p: [f[:2] for f in r["functions"]] for p, r in imm["files"].items()},
+                         {p: [f[:2] for f in r["functions"]] for p, r in dfr["files"].items()})
+
     def test_contexts_combined(self):
         # the oracle: pytest-cov's --cov-context=test under -n 2 (its
         # controller combines the workers' .coverage)

@@ -4,7 +4,7 @@ same program.
 
     test_deferred.py CASE
 
-same         for line and branch, with and without contexts= and calls=: a
+same         for line and branch, with and without contexts=, calls= and counts=: a
              deferred run completed (load()) gives the immediate run's
              coverage.json byte for byte; `pytracekit-coverage combine` of
              it, of two runs, and `pytracekit combine` of a run with a
@@ -96,7 +96,7 @@ def project(name, contexts):
     src = os.path.join(wd, "src")
     os.mkdir(src)
     for n, text in (("main.py", "CONTEXTS = %r\n" % contexts + MAIN), ("helper.py", HELPER),
-                    ("never.py", NEVER)):
+                    ("never.py", NEVER), ("broken.py", "def broken(:\n    pass\n")):
         with open(os.path.join(src, n), "w") as f:
             f.write(text)
     return wd, src
@@ -140,7 +140,8 @@ def case_same():
     m = fmt()
     compared = 0
     for opts, contexts in (("", False), (",branch=true", False), (",calls=true", False),
-                           (",branch=true,calls=true", False), (",contexts=true", True),
+                           (",branch=true,calls=true", False), (",branch=true,counts=true", False),
+                           (",contexts=true", True),
                            (",branch=true,contexts=true", True)):
         wd, src = project("same", contexts)
         os.chdir(wd)  # the summary names files relative to the directory
@@ -203,7 +204,13 @@ def case_same():
                 outs.append((o, p.stderr))
             same_files("%s: pytracekit-coverage combine of %s" % (opts, label),
                        os.path.join(wd, outs[0][0]), os.path.join(wd, outs[1][0]))
-            if outs[0][1] != outs[1][1]:
+            # source='s broken.py: the immediate run warned at its end, the
+            # deferred data is warned about where it is completed
+            warning = "couldn't parse '%s' as Python" % os.path.join(src, "broken.py")
+            if warning not in outs[1][1]:
+                u.fail("%s: no warning of broken.py when completing:\n%s" % (opts, outs[1][1]))
+            tables = [[ln for ln in e.splitlines() if "warning:" not in ln] for _, e in outs]
+            if tables[0] != tables[1]:
                 u.fail("%s: combine's summary differs\n%s\n%s" % (opts, outs[0][1], outs[1][1]))
         # 3. pytracekit combine of the run and its followed child
         for kind in ("imm", "def"):

@@ -52,11 +52,14 @@ add_unexecuted(cov_state *st)
 static int
 ensure_python(cov_state *st)
 {
-    if (!st->analysis) {
+    /* reports=false analyses nothing: analysis.py only lists source='s
+     * files */
+    int analyse = !st->deferred || cov_match_source(st->match) != NULL;
+    if (!st->analysis && analyse) {
         st->analysis = cov__load_module("_ptk_coverage_analysis", cov_analysis_py,
                                    cov_analysis_py_code, cov_analysis_py_code_len);
     }
-    if (st->analysis && !st->format) {
+    if ((st->analysis || !analyse) && !st->format) {
         st->format = cov__load_module("_ptk_coverage_format", cov_format_py, cov_format_py_code,
                                  cov_format_py_code_len);
     }

@@ -185,6 +185,22 @@ def _analysis():
     return mod
 
 
+def _c_analyze(an):
+    """The plugin's C analysis (analyze.c) as analysis.py's analyze(), from
+    the pytracekit module built for this interpreter (its
+    _coverage_analyze); None without it (analysis.py's own, its reference,
+    is the same analysis in Python). PYTRACEKIT_COVERAGE_ANALYSIS=python
+    chooses the reference, as it does in the plugin."""
+    if os.environ.get("PYTRACEKIT_COVERAGE_ANALYSIS") == "python":
+        return None
+    try:
+        from pytracekit._pytracekit import _coverage_analyze
+    except ImportError:
+        return None
+    flags, caches = an.c_optable()
+    return lambda code, want_arcs: _coverage_analyze(code, bool(want_arcs), flags, caches)
+
+
 def complete(data, where):
     """Deferred data (reports=false) completed: each file's source,
     unchanged since the run, analysed as the plugin analyses it at the end
@@ -204,6 +220,7 @@ def complete(data, where):
                         "Python version (this is %s, %s)"
                         % (where, ran, sys.version.split()[0], sys.executable))
     an = _analysis()
+    analyze = _c_analyze(an) or an.analyze
     branch = bool(meta.get("branch"))
     calls = bool(meta.get("calls"))
     files = {}
@@ -228,7 +245,7 @@ def complete(data, where):
                 continue
             lines, funcs, branches = [], [], {}
         else:
-            lines, funcs, branches = an.analyze(root, branch)
+            lines, funcs, branches = analyze(root, branch)
         hit = {int(n) for n, c in rec.get("hits", []) if int(c)}
         ran_funcs = {(str(n), int(line)): int(c) for n, line, c in rec.get("functions", [])}
         own = {}

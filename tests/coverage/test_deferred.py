@@ -5,7 +5,8 @@ same program.
     test_deferred.py CASE
 
 same         for line and branch, with and without contexts=, calls= and counts=: a
-             deferred run completed (load()) gives the immediate run's
+             deferred run completed (load(), by the C analysis through the
+             pytracekit module and by analysis.py) gives the immediate run's
              coverage.json byte for byte; `pytracekit-coverage combine` of
              it, of two runs, and `pytracekit combine` of a run with a
              followed child give the immediate ones' coverage.json,
@@ -138,6 +139,9 @@ def same_files(what, a, b):
 
 def case_same():
     m = fmt()
+    if m._c_analyze(m._analysis()) is None:
+        u.fail("the build's pytracekit module has no _coverage_analyze (PYTHONPATH: %s)"
+               % os.environ.get("PYTHONPATH"))
     compared = 0
     for opts, contexts in (("", False), (",branch=true", False), (",calls=true", False),
                            (",branch=true,calls=true", False), (",branch=true,counts=true", False),
@@ -183,10 +187,16 @@ def case_same():
             u.fail("%s: the child was not followed: %s %s" % (opts, imm_dirs, def_dirs))
         for a, b in zip(imm_dirs, def_dirs):
             x = read(os.path.join(a, "coverage.json"))
-            y = m.json_text(m.load(b))
-            if x != y:
-                u.fail("%s: completed coverage.json differs from the immediate run's\n"
-                       "immediate:\n%s\ndeferred:\n%s" % (opts, x[:3000], y[:3000]))
+            # completed by the C analysis (the build's pytracekit module),
+            # and by its reference in Python, analysis.py
+            for how in ("c", "python"):
+                os.environ["PYTRACEKIT_COVERAGE_ANALYSIS"] = how
+                y = m.json_text(m.load(b))
+                if x != y:
+                    u.fail("%s: completed coverage.json (%s analysis) differs from the "
+                           "immediate run's\nimmediate:\n%s\ndeferred:\n%s"
+                           % (opts, how, x[:3000], y[:3000]))
+            os.environ.pop("PYTRACEKIT_COVERAGE_ANALYSIS")
             if "pid-" not in a:
                 x = read(os.path.join(a, "coverage.txt"))
                 y = m.summary_text(m.load(b))

@@ -99,6 +99,10 @@ if(TARGET ptk_python)
   install(FILES ${PROJECT_SOURCE_DIR}/tools/pytracekit-coverage.py
     DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
     RENAME _coverage_format.py)
+  # its static analysis, which completes deferred data (reports=false)
+  install(FILES ${PROJECT_SOURCE_DIR}/plugins/coverage/analysis.py
+    DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
+    RENAME _coverage_analysis.py)
   install(FILES ${PROJECT_SOURCE_DIR}/plugins/lines/lines_format.py
     DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
     RENAME _lines_format.py)

@@ -12,6 +12,7 @@
 
 #include <pytracekit/pytracekit.h>
 
+#include "cov_analyze_py.h"
 #include "follow_wait.h"
 #include "ptk_cmdline.h"
 #include "ptk_filter_keys.h"
@@ -1139,6 +1140,7 @@ static PyMethodDef mod_methods[] = {
     {"_program_started", mod_program_started, METH_NOARGS, NULL},
     {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},
     {"set_context", mod_set_context, METH_O, NULL},
+    {"_coverage_analyze", ptk_py_coverage_analyze, METH_VARARGS, NULL},
     {"context", mod_context, METH_NOARGS, NULL},
     {"_set_errors", mod_set_errors, METH_VARARGS, NULL},
     {"_error_codes", mod_error_codes, METH_NOARGS, NULL},

@@ -28,6 +28,10 @@ import time
 
 FORMAT = "pytracekit-coverage"
 VERSION = 1
+# deferred data (reports=false): a version of its own, so that a reader that
+# does not know how to complete it refuses it instead of reporting the lines
+# that ran as all there is
+DEFERRED_VERSION = 2
 
 
 class DataError(Exception):
@@ -49,13 +53,22 @@ class DataError(Exception):
 #                                              contexts each arc was taken in
 # A negative line -N in an arc or a branch is the exit of (or the entry to)
 # the code object whose first line is N.
+#
+# Deferred data (the coverage plugin's reports=false) is what ran only:
+# meta has "version": 2, "deferred": true and "calls" (the plugin's calls=),
+# and each file
+# has "hits", "functions" (those that ran), "arcs", contexts, and "source":
+# [size, hash] of the source at the end of the run, but no "lines" and
+# no "branches". load() completes it (complete()): the source is analysed
+# then, as the plugin would have analysed it at the end of the run.
 
 
 def _check(data, where):
     if not isinstance(data, dict) or not isinstance(data.get("meta"), dict) \
             or data["meta"].get("format") != FORMAT:
         raise DataError("%s: not a pytracekit coverage file" % where)
-    if data["meta"].get("version") != VERSION:
+    want = DEFERRED_VERSION if data["meta"].get("deferred") else VERSION
+    if data["meta"].get("version") != want:
         raise DataError("%s: format version %r, expected %d"
                         % (where, data["meta"].get("version"), VERSION))
     if not isinstance(data.get("files"), dict):
@@ -77,12 +90,18 @@ def _check(data, where):
                 raise TypeError("arc_contexts")
             [(int(a), int(b), [str(c) for c in names])
              for a, b, names in rec.get("arc_contexts", [])]
+            if rec.get("source") is not None:
+                size, digest = rec["source"]
+                int(size), str(digest)
         except (TypeError, ValueError, AttributeError) as e:
             raise DataError("%s: malformed record for %s (%s)" % (where, path, e))
     return data
 
 
-def load(path):
+def load(path, completed=True):
+    """The data of coverage.json `path` (or of DIR/coverage.json); deferred
+    data completed from its sources (complete()) unless `completed` is
+    false. Raises DataError."""
     if os.path.isdir(path):
         path = os.path.join(path, "coverage.json")
     try:
@@ -92,7 +111,172 @@ def load(path):
         raise DataError("%s: %s" % (path, e.strerror or e))
     except ValueError as e:
         raise DataError("%s: not JSON (%s)" % (path, e))
-    return _check(data, path)
+    data = _check(data, path)
+    return complete(data, path) if completed else data
+
+
+# ---- deferred data (reports=false) -------------------------------------------
+
+
+def _source_hash(path):
+    """The hash of the file's bytes the import system gives hash-based .pyc
+    files (importlib.util.source_hash: SipHash in C, keyed by the
+    interpreter's magic number), as hex; None when it cannot be read."""
+    from importlib.util import source_hash
+    try:
+        with open(path, "rb") as f:
+            return source_hash(f.read()).hex()
+    except OSError:
+        return None
+
+
+def source_stamp(path):
+    """[size, hash] of the file at `path` (_source_hash), or None when it
+    cannot be read: how a deferred run records its sources. Its bytes, not
+    its modification time: the same file checked out elsewhere, or only
+    touched, completes; an edit that keeps the size and the time does not."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    digest = _source_hash(path)
+    return None if digest is None else [size, digest]
+
+
+def _source_unchanged(path, stamp):
+    """Whether the file at `path` has the bytes `stamp` recorded. Raises
+    OSError when it is missing."""
+    if os.stat(path).st_size != int(stamp[0]):
+        return False
+    return _source_hash(path) == stamp[1]
+
+
+def deferred_text(data):
+    """coverage.json of a run with reports=false: the data as recorded,
+    each file with the stamp of its source."""
+    data["meta"]["version"] = DEFERRED_VERSION
+    for path, rec in data["files"].items():
+        rec["source"] = source_stamp(path)
+    return json.dumps(data, separators=(",", ":")) + "\n"
+
+
+def _analysis():
+    """The coverage plugin's static analysis (plugins/coverage/analysis.py):
+    the plugin's own copy when this runs in it, else the Python package's
+    (pytracekit/_coverage_analysis.py), else the source tree's."""
+    mod = sys.modules.get("_ptk_coverage_analysis")
+    if mod is not None:
+        return mod
+    here = os.path.dirname(os.path.abspath(globals().get("__file__") or "."))
+    for cand in (os.path.join(here, "_coverage_analysis.py"),
+                 os.path.join(here, os.pardir, "plugins", "coverage", "analysis.py")):
+        if os.path.isfile(cand):
+            import importlib.util
+            spec = importlib.util.spec_from_file_location("_ptk_coverage_analysis", cand)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            sys.modules["_ptk_coverage_analysis"] = mod
+            return mod
+    try:
+        from pytracekit import _coverage_analysis as mod
+    except ImportError:
+        raise DataError("the coverage analysis (pytracekit/_coverage_analysis.py) is not "
+                        "installed: deferred coverage data cannot be completed")
+    return mod
+
+
+def _c_analyze(an):
+    """The plugin's C analysis (analyze.c) as analysis.py's analyze(), from
+    the pytracekit module built for this interpreter (its
+    _coverage_analyze); None without it (analysis.py's own, its reference,
+    is the same analysis in Python). PYTRACEKIT_COVERAGE_ANALYSIS=python
+    chooses the reference, as it does in the plugin."""
+    if os.environ.get("PYTRACEKIT_COVERAGE_ANALYSIS") == "python":
+        return None
+    try:
+        from pytracekit._pytracekit import _coverage_analyze
+    except ImportError:
+        return None
+    flags, caches = an.c_optable()
+    return lambda code, want_arcs: _coverage_analyze(code, bool(want_arcs), flags, caches)
+
+
+def complete(data, where):
+    """Deferred data (reports=false) completed: each file's source,
+    unchanged since the run, analysed as the plugin analyses it at the end
+    of an immediate run (the lines that could run, every function, the
+    branch destinations), so that the result is what that run would have
+    written. Other data is returned as it is. Raises DataError naming the
+    file when a source is missing or changed, or when this is not the
+    Python (major.minor) that ran the program: the analysis reads its
+    bytecode."""
+    meta = data["meta"]
+    if not meta.get("deferred"):
+        return data
+    ran = str(meta.get("python", ""))
+    mine = "%d.%d" % sys.version_info[:2]
+    if ".".join(ran.split(".")[:2]) != mine:
+        raise DataError("%s: deferred coverage data of Python %s: its reports need the same "
+                        "Python version (this is %s, %s)"
+                        % (where, ran, sys.version.split()[0], sys.executable))
+    an = _analysis()
+    analyze = _c_analyze(an) or an.analyze
+    branch = bool(meta.get("branch"))
+    calls = bool(meta.get("calls"))
+    files = {}
+    for path, rec in data["files"].items():
+        try:
+            same = rec.get("source") is not None and _source_unchanged(path, rec["source"])
+        except OSError as e:
+            raise DataError("%s: the source of %s is missing (%s): deferred coverage data "
+                            "is completed from the sources the program ran"
+                            % (where, path, e.strerror or e))
+        if not same:
+            raise DataError("%s: %s changed since the run (its size or its bytes differ): "
+                            "its deferred coverage data cannot be completed"
+                            % (where, path))
+        seen = bool(rec.get("functions"))
+        root = an.compile_file(path)
+        if isinstance(root, str):
+            sys.stderr.write("pytracekit coverage: warning: couldn't parse '%s' as Python: "
+                             "%s%s\n" % (path, root, "" if seen else
+                                         " (never ran; not reported)"))
+            if not seen:
+                continue
+            lines, funcs, branches = [], [], {}
+        else:
+            lines, funcs, branches = analyze(root, branch)
+        hit = {int(n) for n, c in rec.get("hits", []) if int(c)}
+        ran_funcs = {(str(n), int(line)): int(c) for n, line, c in rec.get("functions", [])}
+        own = {}
+        for code, qualname, first, start, mine_lines in funcs:
+            key = (qualname, first)
+            if key not in own or (not own[key] and mine_lines):
+                own[key] = mine_lines
+        out_funcs = {}
+        for key, ownl in own.items():
+            if calls:
+                out_funcs[key] = ran_funcs.get(key, 0)
+            else:
+                out_funcs[key] = 1 if any(n in hit for n in ownl) else 0
+        for key, c in ran_funcs.items():
+            out_funcs.setdefault(key, c)
+        out = {"lines": sorted(n for n in lines if 0 < n <= 0x3FFFFFFF),
+               "hits": rec.get("hits", []),
+               "functions": [[k[0], k[1], out_funcs[k]]
+                             for k in sorted(out_funcs, key=lambda k: (k[1], k[0]))]}
+        if branch:
+            out["branches"] = sorted([int(n), list(ds)] for n, ds in branches.items())
+        else:
+            out["branches"] = []
+        out["arcs"] = rec.get("arcs", [])
+        for key in ("contexts", "arc_contexts"):
+            if key in rec:
+                out[key] = rec[key]
+        files[path] = out
+    meta = {k: (VERSION if k == "version" else v) for k, v in meta.items()
+            if k not in ("deferred", "calls")}
+    return {"meta": meta, "files": files}
 
 
 def merge(datas):

@@ -20,6 +20,15 @@ runs; the same command for every variant):
     cov_branch    pytracekit -p coverage:include=...,branch=true ...
     covpy_line    python -m coverage run --include=... run_suite.py SUITE
     covpy_branch  python -m coverage run --include=... --branch ...
+    cov_line_d    cov_line with reports=false (the data only: reports deferred)
+    cov_branch_d  cov_branch with reports=false
+    cov_line_dj   cov_line_d, then python -m pytracekit json (the report made later)
+    cov_branch_dj cov_branch_d, then python -m pytracekit json
+    covpy_line_j  covpy_line, then python -m coverage json (its report)
+    covpy_branch_j  covpy_branch, then python -m coverage json
+
+A "then" variant is two processes one after the other; its instructions (or
+CPU) are their sum.
 
 The coverage variants measure the suite's module and its tests (coverage.py
 leaves the standard library, where CPython's tests live, out by default).
@@ -65,6 +74,9 @@ MODULE_VARIANTS = ["counter_m", "timer_m", "cov_line_m", "cov_branch_m"]
 # env(1)): what the command did before it ran statically linked interpreters
 # by their own executable
 EMBED_VARIANTS = ["timer_e", "cov_line_e"]
+# reports=false (the data only), and the pairs run + report of both tools
+DEFER_VARIANTS = ["cov_line_d", "cov_branch_d", "cov_line_dj", "cov_branch_dj",
+                  "covpy_line_j", "covpy_branch_j"]
 VENV = os.environ.get("PTK_VENV_DIR", "/var/cache/pytracekit/venv")
 
 
@@ -90,6 +102,17 @@ def command(variant, python, build, suite, outdir):
         variant = variant[:-2]
         cli = ["/usr/bin/env", "PYTRACEKIT_LAUNCH=embed"] + cli
     include = MEASURED.get(suite, "*/%s.py" % suite[5:])
+    if variant.endswith("_j"):  # then: the report, in a process of its own
+        return [command(variant[:-2], python, build, suite, outdir),
+                [python, "-m", "coverage", "json", "--data-file=" + os.path.join(outdir, "cov"),
+                 "-o", os.path.join(outdir, "cov.json")]]
+    if variant.endswith("_dj"):
+        return [command(variant[:-1], python, build, suite, outdir),
+                [python, "-m", "pytracekit", "json", "-o", os.path.join(outdir, "r.json"),
+                 outdir]]
+    deferred = ""
+    if variant.endswith("_d"):
+        variant, deferred = variant[:-2], ",reports=false"
     if variant == "bare":
         return [python] + test
     if variant in ("cprofile", "tracing"):
@@ -104,8 +127,8 @@ def command(variant, python, build, suite, outdir):
                  "--include=" + include] + (["--branch"] if variant == "covpy_branch" else [])
                 + test)
     assert variant.startswith("cov_")
-    return cli + ["-p", "coverage:include='%s'%s"
-                  % (include, ",branch=true" if variant == "cov_branch" else "")] + test
+    return cli + ["-p", "coverage:include='%s'%s%s"
+                  % (include, ",branch=true" if variant == "cov_branch" else "", deferred)] + test
 
 
 def callgrind(argv, cwd, keep):
@@ -149,7 +172,8 @@ def measure(args):
                 outdir = os.path.join(work, "out")
                 os.mkdir(outdir)
                 argv = command(variant, python, build, suite, outdir)
-                if variant.endswith("_m"):  # the build's package, for -m pytracekit
+                steps = argv if isinstance(argv[0], list) else [argv]
+                if variant.endswith(("_m", "_dj")):  # the build's package, for -m pytracekit
                     os.environ["PYTHONPATH"] = os.path.join(build, "python")
                 else:
                     os.environ.pop("PYTHONPATH", None)
@@ -159,13 +183,23 @@ def measure(args):
                 if args.mode == "callgrind":
                     keep = (os.path.join(args.keep, "%s-%s-%s" % (version, suite, variant))
                             if args.keep else None)
-                    rec["instr"], rec["procs"], rec["rc"] = callgrind(argv, work, keep)
+                    rec["instr"] = rec["procs"] = rec["rc"] = 0
+                    for k, step in enumerate(steps):
+                        cg = os.path.join(work, "step%d" % k)
+                        os.mkdir(cg)
+                        i, n, rc = callgrind(step, cg, keep)
+                        rec["instr"] += i
+                        rec["procs"] += n
+                        rec["rc"] = rec["rc"] or rc
                     rec["wall_s"] = round(time.monotonic() - t0, 1)
                     print("%s %-14s %-13s %15d Ir  %d proc  %6.0f s  rc %d"
                           % (version, suite, variant, rec["instr"], rec["procs"],
                              rec["wall_s"], rec["rc"]), flush=True)
                 else:
-                    cpu, rss, wall, rc = run_once(argv, work)
+                    cpu = wall = rss = rc = 0
+                    for step in steps:
+                        c, r, w, x = run_once(step, work)
+                        cpu, wall, rss, rc = cpu + c, wall + w, max(rss, r), rc or x
                     rec.update(cpu_s=round(cpu, 3), maxrss_kb=rss, wall_s=round(wall, 3),
                                rc=rc)
                     print("%s %-14s %-13s cpu %6.2f s  wall %6.2f s  rc %d"
@@ -211,7 +245,12 @@ def table(paths):
              "cov_branch": "cov branch", "covpy_line": "coverage.py line",
              "covpy_branch": "coverage.py branch", "counter_m": "-m counter",
              "timer_m": "-m timer", "cov_line_m": "-m cov line", "cov_branch_m": "-m cov branch",
-             "timer_e": "embedded timer", "cov_line_e": "embedded cov line"}
+             "timer_e": "embedded timer", "cov_line_e": "embedded cov line",
+             "cov_line_d": "cov line deferred", "cov_branch_d": "cov branch deferred",
+             "cov_line_dj": "cov line deferred + json",
+             "cov_branch_dj": "cov branch deferred + json",
+             "covpy_line_j": "coverage.py line + json",
+             "covpy_branch_j": "coverage.py branch + json"}
     # the target ratios: (label, variant, base); "prof" is profiling.tracing
     # where there is one (3.15), else cProfile
     targets = [("timer ÷ cProfile", "timer", "prof"), ("timer ÷ sampler", "timer", "sampling"),
@@ -223,7 +262,14 @@ def table(paths):
                ("-m cov line ÷ coverage.py", "cov_line_m", "covpy_line"),
                ("-m cov branch ÷ coverage.py", "cov_branch_m", "covpy_branch"),
                ("embedded timer ÷ cProfile", "timer_e", "prof"),
-               ("embedded cov line ÷ coverage.py", "cov_line_e", "covpy_line")]
+               ("embedded cov line ÷ coverage.py", "cov_line_e", "covpy_line"),
+               ("cov line deferred ÷ coverage.py", "cov_line_d", "covpy_line"),
+               ("cov branch deferred ÷ coverage.py", "cov_branch_d", "covpy_branch"),
+               ("cov line ÷ coverage.py + json", "cov_line", "covpy_line_j"),
+               ("cov branch ÷ coverage.py + json", "cov_branch", "covpy_branch_j"),
+               ("cov line deferred + json ÷ coverage.py + json", "cov_line_dj", "covpy_line_j"),
+               ("cov branch deferred + json ÷ coverage.py + json", "cov_branch_dj",
+                "covpy_branch_j")]
     for mode in ("callgrind", "cpu"):
         rows = [(p, s) for p, s in keys if runs.get((mode, p, s, "bare"))]
         if not rows:
@@ -238,7 +284,8 @@ def table(paths):
             val = lambda p, s, v, b: c(cpu_ratio(p, s, v, b))  # noqa: E731
             base = lambda p, s: "%.2f s" % statistics.median(  # noqa: E731
                 x["cpu_s"] for x in runs[("cpu", p, s, "bare")])
-        present = [v for v in VARIANTS[1:] + MODULE_VARIANTS + EMBED_VARIANTS if any(runs.get((mode, p, s, v)) for p, s in rows)]
+        present = [v for v in VARIANTS[1:] + MODULE_VARIANTS + EMBED_VARIANTS + DEFER_VARIANTS
+                   if any(runs.get((mode, p, s, v)) for p, s in rows)]
         print("| Python | suite | bare | " + " | ".join("%s ÷ bare" % names[v] for v in present)
               + " |")
         print("|---|---|---:|" + "---:|" * len(present))

@@ -18,6 +18,8 @@
 #              convention coverage.py uses for exits)
 #   compile_file(path) -> code object of the file's source (its valid .pyc's,
 #     else compiled), or why not (str)
+#   c_optable() -> the opcode tables of the C analysis, for pytracekit's
+#     _coverage_analyze() (completing deferred coverage data)
 
 import sys
 import types
@@ -247,6 +249,47 @@ def analyze(code, want_arcs):
                 have = branches.setdefault(line, [])
                 have.extend(d for d in dests if d not in have)
     return sorted(lines), funcs, branches
+
+
+def c_optable():
+    """(flags, caches): the opcode tables of the C analysis (analyze.c's
+    cov_optable: AN_* flags and inline cache sizes per opcode), as the
+    plugin fills them when it starts (cov_life.c's set-up snippet), for
+    pytracekit's _coverage_analyze()."""
+    import opcode
+    jumps = set(getattr(opcode, "hasjump", None) or (opcode.hasjrel + opcode.hasjabs))
+    nofall = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
+              "JUMP_ABSOLUTE", "JUMP", "JUMP_NO_INTERRUPT", "RETURN_VALUE",
+              "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+    an = bytearray(256)
+    for op in range(256):
+        name, f = opcode.opname[op], 0
+        if op in jumps and op in opcode.hasjrel:
+            f |= 1
+        elif op in jumps and op in opcode.hasjabs:
+            f |= 2
+        if "JUMP_BACKWARD" in name:
+            f |= 4
+        if (op in jumps and name not in nofall and
+                (name.startswith(("POP_JUMP", "JUMP_IF")) or name == "FOR_ITER")):
+            f |= 8
+        if name in ("RETURN_VALUE", "RETURN_CONST"):
+            f |= 16
+        if name in nofall:
+            f |= 32
+        if name == "EXTENDED_ARG":
+            f |= 64
+        if name == "RESUME":
+            f |= 128
+        an[op] = f
+    table = getattr(opcode, "_inline_cache_entries", None)
+    caches = bytearray(256)
+    for op in range(256):
+        if hasattr(table, "get"):  # by name: a dict, a frozendict (3.15)
+            caches[op] = table.get(opcode.opname[op], 0)
+        elif table is not None:
+            caches[op] = table[op]
+    return bytes(an), bytes(caches)
 
 
 def _cached_code(path, source):

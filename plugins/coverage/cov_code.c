@@ -443,7 +443,7 @@ code_first_sight(cov_state *st, PyCodeObject *code)
     if (!c || fi < 0) {
         return c;
     }
-    if (st->py_analysis && !c->pin) {
+    if (st->py_analysis && !st->deferred && !c->pin) {
         /* analysis.py runs at report time (it is the reference, not the
          * way measurements are taken): the code object is kept until then */
         c->pin = Py_NewRef((PyObject *)code);
@@ -463,7 +463,9 @@ code_first_sight(cov_state *st, PyCodeObject *code)
     }
     c->file = f;
     f->seen = 1;
-    if (!st->py_analysis && cov__code_record(st, c, code) < 0) {
+    /* reports=false: no analysis at all (the report commands analyse the
+     * sources later) */
+    if (!st->py_analysis && !st->deferred && cov__code_record(st, c, code) < 0) {
         return NULL;
     }
     return c;

@@ -26,6 +26,12 @@ static const ptk_option_spec cov_options[] = {
      "no|yes|auto"},
     {"html", PTK_OPT_BOOL, "false",
      "also write the HTML report into DIR/html (index.html; no external tool)", NULL},
+    {"reports", PTK_OPT_BOOL, "true",
+     "write the reports (lcov, Cobertura XML, the summary, html=) and the statement model "
+     "in coverage.json at the end of the run; false: write only what ran (coverage.json "
+     "marked deferred, and .coverage with coveragepy=), without analysing the code at run "
+     "time: `pytracekit report`/`combine` complete it from the sources later",
+     NULL},
     {"contexts", PTK_OPT_BOOL, "false",
      "record which lines ran in each context (each test's setup, call and teardown under "
      "pytest -p pytracekit): the JSON's per-line contexts, coverage.py's contexts in "
@@ -328,6 +334,15 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->calls = opt_on(host->option(args, "calls"));
     st->html = opt_on(host->option(args, "html"));
     st->contexts = opt_on(host->option(args, "contexts"));
+    const ptk_option_value *reports = host->option(args, "reports");
+    st->deferred = reports && reports->is_set && !reports->i;
+    if (st->deferred && st->html) {
+        snprintf(args->errbuf, args->errbuf_size,
+                 "html=true needs the reports at the end of the run (reports=false defers "
+                 "them: `pytracekit html` makes the HTML report from the data later)");
+        cov_fini(st);
+        return PTK_EINVAL;
+    }
     const ptk_option_value *covpy = host->option(args, "coveragepy");
     st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
     /* the default scope's directories: not needed with include= or source= */

@@ -188,6 +188,7 @@ typedef struct cov_state {
     char *source;
     int coveragepy;       /* COVPY_* */
     int html;             /* write DIR/html */
+    int deferred;         /* reports=false: write only what ran; no analysis */
     int contexts;         /* record lines (and arcs) per context (host->context) */
     uint64_t ctx_id;      /* the context of the last LINE recorded */
     int ctx_seen;         /* ... once there was one */

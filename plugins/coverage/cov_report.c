@@ -52,11 +52,14 @@ add_unexecuted(cov_state *st)
 static int
 ensure_python(cov_state *st)
 {
-    if (!st->analysis) {
+    /* reports=false analyses nothing: analysis.py only lists source='s
+     * files */
+    int analyse = !st->deferred || cov_match_source(st->match) != NULL;
+    if (!st->analysis && analyse) {
         st->analysis = cov__load_module("_ptk_coverage_analysis", cov_analysis_py,
                                    cov_analysis_py_code, cov_analysis_py_code_len);
     }
-    if (st->analysis && !st->format) {
+    if ((st->analysis || !analyse) && !st->format) {
         st->format = cov__load_module("_ptk_coverage_format", cov_format_py, cov_format_py_code,
                                  cov_format_py_code_len);
     }
@@ -184,7 +187,10 @@ file_functions(const cov_state *st, const cov_file *f, PyObject *funcs)
     for (size_t i = 0; rc == 0 && i < f->nfuncs; i++) {
         const cov_func *fn = order[i];
         uint64_t calls = fn->calls;
-        if (!st->calls) {
+        if (!st->calls && st->deferred) {
+            calls = 1; /* it ran (its own lines are known only from an analysis) */
+        }
+        else if (!st->calls) {
             /* Not counted: 1 if one of its own lines ran. */
             calls = 0;
             for (int32_t j = 0; j < fn->nown && !calls; j++) {
@@ -328,7 +334,7 @@ file_data(const cov_state *st, const cov_file *f)
         goto fail;
     }
     for (int32_t n = 1; n <= f->maxline; n++) {
-        if (f->possible[n] && list_append_new(lines, PyLong_FromLong(n)) < 0) {
+        if (!st->deferred && f->possible[n] && list_append_new(lines, PyLong_FromLong(n)) < 0) {
             goto fail;
         }
         if (f->hits[n]
@@ -340,11 +346,13 @@ file_data(const cov_state *st, const cov_file *f)
     if (file_functions(st, f, funcs) < 0 || file_branches(st, f, branches, arcs) < 0) {
         goto fail;
     }
+    /* reports=false: what ran, without the lines that could run and the
+     * branch destinations (the report commands analyse the source) */
     if (PyList_Sort(branches) < 0 || PyList_Sort(arcs) < 0
-        || PyDict_SetItemString(rec, "lines", lines) < 0
+        || (!st->deferred && PyDict_SetItemString(rec, "lines", lines) < 0)
         || PyDict_SetItemString(rec, "hits", hits) < 0
         || PyDict_SetItemString(rec, "functions", funcs) < 0
-        || PyDict_SetItemString(rec, "branches", branches) < 0
+        || (!st->deferred && PyDict_SetItemString(rec, "branches", branches) < 0)
         || PyDict_SetItemString(rec, "arcs", arcs) < 0) {
         goto fail;
     }
@@ -388,7 +396,7 @@ build_data(const cov_state *st)
         return NULL;
     }
     for (size_t i = 0; i < st->nfiles; i++) {
-        if (st->files[i]->unparsed && !st->files[i]->seen) {
+        if (st->files[i]->unparsed && !st->files[i]->seen && !st->deferred) {
             continue;
         }
         PyObject *rec = file_data(st, st->files[i]);
@@ -419,7 +427,7 @@ build_data(const cov_state *st)
     const char *full = Py_GetVersion(); /* "3.11.7 (main, ...)" */
     size_t vn = strcspn(full, " ");
     snprintf(version, sizeof(version), "%.*s", (int)(vn < 31 ? vn : 31), full);
-    return Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:s,s:i,s:{s:K,s:K,s:K}},s:N}", "meta",
+    PyObject *data = Py_BuildValue("{s:{s:s,s:i,s:O,s:s,s:s,s:i,s:{s:K,s:K,s:K}},s:N}", "meta",
                          "format", "pytracekit-coverage", "version", 1, "branch",
                          st->branch ? Py_True : Py_False, "measured",
                          !st->branch ? (st->counts ? "line counts" : "lines")
@@ -428,6 +436,15 @@ build_data(const cov_state *st)
                          (unsigned long long)st->line_events, "call",
                          (unsigned long long)st->call_events, "branch",
                          (unsigned long long)st->branch_events, "files", sorted);
+    if (data && st->deferred) {
+        /* reports=false: marked, with what completing it needs to know */
+        PyObject *meta = PyDict_GetItemString(data, "meta"); /* borrowed */
+        if (PyDict_SetItemString(meta, "deferred", Py_True) < 0
+            || PyDict_SetItemString(meta, "calls", st->calls ? Py_True : Py_False) < 0) {
+            Py_CLEAR(data);
+        }
+    }
+    return data;
 fail:
     Py_XDECREF(keys);
     Py_XDECREF(sorted);
@@ -524,6 +541,27 @@ no_data_warning(const cov_state *st)
         "installed packages are not, by default); choose files with include= or source=");
 }
 
+/* reports=false: coverage.json with what ran (and the size and
+ * hash of each source, so that completing it later can tell
+ * a changed file), .coverage with coveragepy=, and a line saying how to
+ * make the reports. */
+static int
+report_deferred(cov_state *st, const ptk_report_args *args, PyObject *data, FILE *out)
+{
+    int rc = write_text(st, "coverage.json", "deferred_text", data);
+    if (rc == PTK_OK && st->coveragepy != COVPY_NO) {
+        rc = write_coveragepy(st, args, data, out);
+    }
+    if (rc == PTK_OK) {
+        PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */
+        fprintf(out, "pytracekit coverage: %zd file%s measured; reports deferred "
+                     "(reports=false): `pytracekit report %s` makes them\n",
+                files ? PyDict_GET_SIZE(files) : 0,
+                files && PyDict_GET_SIZE(files) == 1 ? "" : "s", args->output_dir);
+    }
+    return rc;
+}
+
 int
 cov__report(void *state, const ptk_report_args *args)
 {
@@ -537,8 +575,12 @@ cov__report(void *state, const ptk_report_args *args)
     PyObject *data = NULL, *warnings = PyList_New(0);
     FILE *out = args->summary ? args->summary : stderr;
     if (!warnings || ensure_python(st) < 0 || add_unexecuted(st) < 0
-        || analyse_files(st, warnings) < 0 || !(data = build_data(st))) {
+        || (!st->deferred && analyse_files(st, warnings) < 0) || !(data = build_data(st))) {
         rc = cov__fail_python(st, "collecting the coverage data");
+        goto done;
+    }
+    if (st->deferred) {
+        rc = report_deferred(st, args, data, out);
         goto done;
     }
     PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */

@@ -715,18 +715,21 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
         with _malformed("coverage.json", inputs_of("coverage.json")):
             for p, _ in by_name["coverage.json"]:
                 try:
-                    data = covfmt.load(p)
+                    data = covfmt.load(p, completed=False)
+                    files = {}
+                    for path, rec in data["files"].items():
+                        files.setdefault(remap(path), []).append(rec)
+                    for path, recs in files.items():
+                        if len(recs) > 1:  # two recorded paths map to one file
+                            covs.extend(covfmt.complete(
+                                {"meta": dict(data["meta"], runs=0), "files": {path: r}}, p)
+                                for r in recs[1:])
+                    # deferred data (reports=false) completed from the sources
+                    # where they are now: under the remapped paths
+                    data = dict(data, files={path: recs[0] for path, recs in files.items()})
+                    covs.append(covfmt.complete(data, p))
                 except covfmt.DataError as e:
                     raise CombineError(str(e))
-                files = {}
-                for path, rec in data["files"].items():
-                    files.setdefault(remap(path), []).append(rec)
-                for path, recs in files.items():
-                    if len(recs) > 1:  # two recorded paths map to one file
-                        covs.extend({"meta": dict(data["meta"], runs=0), "files": {path: r}}
-                                    for r in recs[1:])
-                data = dict(data, files={path: recs[0] for path, recs in files.items()})
-                covs.append(data)
             merged = covfmt.merge(covs)
             outputs += [("coverage.json", json.dumps(merged, indent=1) + "\n"),
                         ("coverage.lcov", covfmt.lcov_text(merged)),

@@ -259,7 +259,25 @@ class Run:
             self.summaries = keep.read().decode("utf-8", "replace")
             keep.close()
         self.failed = self.session.failures - before
+        self.summaries += self.deferred_summary()
         self.check_fail_under()
+
+    def deferred_summary(self):
+        """coverage's table when the run deferred its reports (reports=false):
+        built now from the data and the sources, as `pytracekit report` does,
+        so that the summary is the one an immediate run prints."""
+        path = os.path.join(self.session.output_dir, "coverage.json")
+        if not os.path.exists(path):
+            return ""
+        from . import _coverage_format as covfmt
+        try:
+            data = covfmt.load(path, completed=False)
+            if not data["meta"].get("deferred"):
+                return ""
+            return covfmt.summary_short(covfmt.complete(data, path))
+        except covfmt.DataError as e:
+            self.failed += 1
+            return f"pytracekit coverage: {e}\n"
 
     def check_fail_under(self):
         """coverage.py's fail_under (its [report] configuration, or

@@ -738,6 +738,28 @@ class Xdist(Case):
         self.assertEqual(calls("par"), calls("serial"))
         self.assertEqual(calls("serial"), {"f": 6, "g": 1, "K.__init__": 5, "K.up": 4})
 
+    def test_deferred_workers_combined_equal_immediate(self):
+        # reports=false: each worker writes its data only; the controller's
+        # combination completes it from the sources: the same statements,
+        # lines run, functions and figures as the immediate workers' (the
+        # oracle; the hit counts depend on how xdist shared the tests out)
+        specs = ["-p", "xdist", "-n", "2", "-p", "pytracekit", "-q"]
+        tables = []
+        for out, opts in (("imm", ""), ("def", ",reports=false")):
+            p = self.pytest(*specs, "--ptk", "coverage:include=mod.py" + opts,
+                            "--ptk-output", out)
+            after = p.stdout.split("- pytracekit -", 1)[1]
+            tables.append(re.findall(r"^(?:Name|mod\.py|TOTAL) .*$", after, re.M))
+        self.assertRegex("\n".join(tables[1]), r"\nTOTAL +13 +0 +100\.0%")
+        self.assertEqual(tables[0], tables[1])
+        for w in ("gw0", "gw1"):
+            with open(os.path.join(self.dir, "def", w, "coverage.json")) as f:
+                self.assertIs(json.load(f)["meta"]["deferred"], True)
+        self.assertEqual(self.covered("def"), self.covered("imm"))
+        imm, dfr = self.report("imm", "coverage"), self.report("def", "coverage")
+        self.assertEqual({p: [f[:2] for f in r["functions"]] for p, r in imm["files"].items()},
+                         {p: [f[:2] for f in r["functions"]] for p, r in dfr["files"].items()})
+
     def test_contexts_combined(self):
         # the oracle: pytest-cov's --cov-context=test under -n 2 (its
         # controller combines the workers' .coverage)
@@ -869,6 +891,23 @@ class Summary(Case):
         self.assertIn("pytracekit counter:", after)
         self.assertNotIn("Stmts", p.stderr)
         self.assertEqual(p.returncode, 0)
+
+    def test_deferred_reports_table_is_the_immediate_one(self):
+        # reports=false: the run writes only the data; the summary is built
+        # from it and the sources at the end of the session, the same table
+        # (an immediate run is the oracle), and fail_under judges it
+        tables = []
+        for opts in ("", ",reports=false"):
+            p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py" + opts,
+                            "--ptk-fail-under", "90", "-q", check=False)
+            after = p.stdout.split("- pytracekit -", 1)[1]
+            tables.append(re.findall(r"^(?:Name|mod\.py|TOTAL) .*$", after, re.M))
+            self.assertIn("total of 83 is less than fail-under=90", after)
+            self.assertEqual(p.returncode, 1)
+            with open(os.path.join(self.dir, "pytracekit-out", "coverage.json")) as f:
+                self.assertEqual(json.load(f)["meta"].get("deferred"), bool(opts) or None)
+        self.assertRegex("\n".join(tables[0]), r"\nmod\.py +6 +1 +83\.3%")
+        self.assertEqual(tables[0], tables[1])
 
     def test_slowest_with_their_top_functions(self):
         # pytest's own --durations is the oracle of which phases are slowest

@@ -5,6 +5,8 @@
 lines, branch   `coverage report` and `coverage json` on our .coverage equal
                 the same commands on coverage.py's own measurement of the
                 same run; `coverage html` renders it
+lines-deferred, branch-deferred
+                the same with reports=false (the run writes the data only)
 combine         `coverage combine` of two of our runs equals coverage.py's
                 combination of its two runs; so does `pytracekit-coverage
                 combine --coveragepy`
@@ -62,16 +64,20 @@ def compare(what, ours, theirs):
                % (what, json.dumps(ours[1])[:2000], json.dumps(theirs[1])[:2000]))
 
 
-def case_run(branch):
+def case_run(branch, deferred=False):
     for n, (prog, args) in enumerate((("app/main.py", ["a"]), ("basic.py", []))):
         # One directory per program: coverage.py's --source= reports the
         # unexecuted files under it too.
         wd = u.workdir("datafile" + ("-branch" if branch else ""))
         u.copy_corpus(wd, prog.split("/")[0])
         argv = [os.path.join(wd, prog)] + args
-        spec = "coverage:coveragepy=yes" + (",branch=true" if branch else "")
+        spec = "coverage:coveragepy=yes" + (",branch=true" if branch else "") \
+            + (",reports=false" if deferred else "")
         out = "out%d" % n
-        u.run_ptk(wd, argv, spec=spec, outdir=out)
+        p, data = u.run_ptk(wd, argv, spec=spec, outdir=out)
+        if deferred and (data["meta"].get("deferred") is not True
+                         or os.path.exists(os.path.join(wd, out, "coverage.lcov"))):
+            u.fail("reports=false: not deferred data, or reports written")
         ours = os.path.join(wd, out, ".coverage")
         if not os.path.exists(ours):
             u.fail("no %s" % ours)
@@ -274,6 +280,9 @@ def main():
         ok, why = u.coveragepy_available()
         if not ok:
             u.skip(why)
+    if case.endswith("-deferred"):
+        case_run(case.startswith("branch"), deferred=True)
+        return
     globals()["case_" + case]()
 
 

@@ -1,0 +1,314 @@
+"""reports=false: the run writes only what ran; the report commands complete
+it from the sources. The oracle is the immediate run (reports=true) of the
+same program.
+
+    test_deferred.py CASE
+
+same         for line and branch, with and without contexts=, calls= and counts=: a
+             deferred run completed (load(), by the C analysis through the
+             pytracekit module and by analysis.py) gives the immediate run's
+             coverage.json byte for byte; `pytracekit-coverage combine` of
+             it, of two runs, and `pytracekit combine` of a run with a
+             followed child give the immediate ones' coverage.json,
+             coverage.lcov, coverage.xml (but its timestamp) and summary;
+             `pytracekit report` prints the same table. The deferred data
+             has no statement model and is marked so (format version 2: a
+             reader that knows only version 1 refuses it).
+changed      a source changed after the run (text added; or the same size,
+             other bytes, and the modification time put back) is refused by
+             every reader, exit 1, naming the file; a source only touched
+             (the same bytes, a newer modification time: a checkout
+             elsewhere) is completed, to the untouched run's reports
+missing      a source removed after the run: likewise
+bad-options  reports=maybe and reports=false with html=true are refused
+             (exit 2)
+"""
+import json
+import os
+import re
+import sys
+import time
+
+import ptk_coverage_util as u
+
+MAIN = """\
+import subprocess, sys
+import pytracekit
+import helper
+
+def branchy(n):
+    if n > 1:
+        return [k for k in range(n) if k % 2]
+    return None
+
+for name in ("t1", "t2"):
+    if CONTEXTS:
+        pytracekit.set_context(name)
+    helper.work(name == "t1")
+    branchy(3 if name == "t1" else 0)
+if CONTEXTS:
+    pytracekit.set_context(None)
+if len(sys.argv) < 2:
+    subprocess.run([sys.executable, __file__, "child"], check=True)
+else:
+    helper.work(False)
+    g = (x for x in range(2))
+    list(g)
+"""
+
+HELPER = """\
+def work(flag):
+    total = 0
+    for i in range(3):
+        if flag and i:
+            total += i
+        elif i == 2:  # pragma: no branch
+            total -= 1
+    return total
+
+
+def unused(a):
+    if a:
+        return 1
+    return 2
+
+
+class K:
+    def m(self):
+        return lambda y: y + 1
+"""
+
+NEVER = """\
+def never_imported():
+    return 0
+"""
+
+
+def fmt():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_ptk_coverage_format", u.COMBINE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def project(name, contexts):
+    wd = u.workdir("deferred-" + name)
+    src = os.path.join(wd, "src")
+    os.mkdir(src)
+    for n, text in (("main.py", "CONTEXTS = %r\n" % contexts + MAIN), ("helper.py", HELPER),
+                    ("never.py", NEVER), ("broken.py", "def broken(:\n    pass\n")):
+        with open(os.path.join(src, n), "w") as f:
+            f.write(text)
+    return wd, src
+
+
+def ptk_run(wd, src, opts, out, expect=0):
+    cmd = [u.env("PTK_CLI"), "--plugin-path", u.env("PTK_PLUGIN_DIR"), "-p",
+           "coverage:source=%s%s" % (src, opts), "--follow-children", "-o", out,
+           os.path.join(src, "main.py")]
+    return u.run(cmd, wd, expect=expect)
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def children(out):
+    return sorted(os.path.join(out, d) for d in os.listdir(out) if d.startswith("pid-"))
+
+
+def writer(args, cwd, expect=0):
+    return u.run([u.python(), u.COMBINE] + args, cwd, expect=expect)
+
+
+def module(args, cwd, expect=0):
+    return u.run([u.python(), "-m", "pytracekit"] + args, cwd, expect=expect)
+
+
+def same_files(what, a, b):
+    for name in ("coverage.json", "coverage.lcov", "coverage.xml"):
+        x, y = read(os.path.join(a, name)), read(os.path.join(b, name))
+        if name == "coverage.xml":
+            x, y = (re.sub(r'timestamp="\d+"', "", t) for t in (x, y))
+        if x != y:
+            u.fail("%s: %s differs\nimmediate:\n%s\ndeferred:\n%s"
+                   % (what, name, x[:3000], y[:3000]))
+
+
+def case_same():
+    m = fmt()
+    if m._c_analyze(m._analysis()) is None:
+        u.fail("the build's pytracekit module has no _coverage_analyze (PYTHONPATH: %s)"
+               % os.environ.get("PYTHONPATH"))
+    compared = 0
+    for opts, contexts in (("", False), (",branch=true", False), (",calls=true", False),
+                           (",branch=true,calls=true", False), (",branch=true,counts=true", False),
+                           (",contexts=true", True),
+                           (",branch=true,contexts=true", True)):
+        wd, src = project("same", contexts)
+        os.chdir(wd)  # the summary names files relative to the directory
+        ptk_run(wd, src, opts, "imm")
+        p = ptk_run(wd, src, opts + ",reports=false", "def")
+        if "reports deferred (reports=false)" not in p.stderr:
+            u.fail("%s: no word of the deferred reports:\n%s" % (opts, p.stderr))
+        for d in ["def"] + children(os.path.join(wd, "def")):
+            d = os.path.join(wd, d)
+            have = sorted(n for n in os.listdir(d) if n.startswith("coverage"))
+            if have != ["coverage.json"]:
+                u.fail("%s: reports=false wrote %s in %s" % (opts, have, d))
+            raw = json.loads(read(os.path.join(d, "coverage.json")))
+            if raw["meta"].get("deferred") is not True or raw["meta"]["version"] != 2:
+                u.fail("%s: %s not marked deferred: %s" % (opts, d, raw["meta"]))
+            for path, rec in raw["files"].items():
+                if "lines" in rec or "branches" in rec or "summary" in rec:
+                    u.fail("%s: deferred data of %s has a statement model: %s"
+                           % (opts, path, sorted(rec)))
+                st = os.stat(path)
+                if rec.get("source") != [st.st_size, m._source_hash(path)]:
+                    u.fail("%s: %s: source stamp %r" % (opts, path, rec.get("source")))
+            if os.path.join(src, "never.py") not in raw["files"]:
+                u.fail("%s: source='s unexecuted file is not in the deferred data" % opts)
+        # a reader that knows nothing of deferred data (version 1 only)
+        # refuses it: the same data without its mark, read by this one
+        raw = json.loads(read(os.path.join(wd, "def", "coverage.json")))
+        del raw["meta"]["deferred"]
+        os.mkdir(os.path.join(wd, "old"))
+        with open(os.path.join(wd, "old", "coverage.json"), "w") as f:
+            json.dump(raw, f)
+        p = writer(["report", "old"], wd, expect=1)
+        if "format version 2, expected 1" not in p.stderr:
+            u.fail("%s: deferred data unmarked:\n%s" % (opts, p.stderr))
+        # 1. completed: the immediate run's own coverage.json, byte for byte
+        imm_dirs = [os.path.join(wd, "imm")] + children(os.path.join(wd, "imm"))
+        def_dirs = [os.path.join(wd, "def")] + children(os.path.join(wd, "def"))
+        if len(imm_dirs) != 2 or len(def_dirs) != 2:
+            u.fail("%s: the child was not followed: %s %s" % (opts, imm_dirs, def_dirs))
+        for a, b in zip(imm_dirs, def_dirs):
+            x = read(os.path.join(a, "coverage.json"))
+            # completed by the C analysis (the build's pytracekit module),
+            # and by its reference in Python, analysis.py
+            for how in ("c", "python"):
+                os.environ["PYTRACEKIT_COVERAGE_ANALYSIS"] = how
+                y = m.json_text(m.load(b))
+                if x != y:
+                    u.fail("%s: completed coverage.json (%s analysis) differs from the "
+                           "immediate run's\nimmediate:\n%s\ndeferred:\n%s"
+                           % (opts, how, x[:3000], y[:3000]))
+            os.environ.pop("PYTRACEKIT_COVERAGE_ANALYSIS")
+            if "pid-" not in a:
+                x = read(os.path.join(a, "coverage.txt"))
+                y = m.summary_text(m.load(b))
+                if x != y:
+                    u.fail("%s: summary differs\n%s\n%s" % (opts, x, y))
+            compared += 1
+        # 2. pytracekit-coverage combine: one run, and two runs
+        ptk_run(wd, src, opts, "imm2")
+        ptk_run(wd, src, opts + ",reports=false", "def2")
+        for label, ins in (("one run", ["{}"]), ("two runs", ["{}", "{}2"])):
+            outs = []
+            for kind in ("imm", "def"):
+                o = "c-%s-%d" % (kind, len(ins))
+                p = writer(["combine", "-o", o] + [i.format(kind) for i in ins], wd)
+                outs.append((o, p.stderr))
+            same_files("%s: pytracekit-coverage combine of %s" % (opts, label),
+                       os.path.join(wd, outs[0][0]), os.path.join(wd, outs[1][0]))
+            # source='s broken.py: the immediate run warned at its end, the
+            # deferred data is warned about where it is completed
+            warning = "couldn't parse '%s' as Python" % os.path.join(src, "broken.py")
+            if warning not in outs[1][1]:
+                u.fail("%s: no warning of broken.py when completing:\n%s" % (opts, outs[1][1]))
+            tables = [[ln for ln in e.splitlines() if "warning:" not in ln] for _, e in outs]
+            if tables[0] != tables[1]:
+                u.fail("%s: combine's summary differs\n%s\n%s" % (opts, outs[0][1], outs[1][1]))
+        # 3. pytracekit combine of the run and its followed child
+        for kind in ("imm", "def"):
+            module(["combine", "-o", "pc-" + kind, kind], wd)
+        same_files("%s: pytracekit combine with the followed child" % opts,
+                   os.path.join(wd, "pc-imm"), os.path.join(wd, "pc-def"))
+        # 4. pytracekit report (and lcov) of the run
+        for cmd in (["report", "-m"], ["lcov", "-o", "-"]):
+            x = module(cmd + ["imm"], wd).stdout
+            y = module(cmd + ["def"], wd).stdout
+            if x != y or not x:
+                u.fail("%s: pytracekit %s differs\n%s\n%s" % (opts, cmd[0], x, y))
+        compared += 1
+    print("ok: %d deferred data sets completed to the immediate runs' reports" % compared)
+
+
+def refused(wd, out, path, why):
+    """Every reader refuses deferred data `out` naming `path`: exit 1."""
+    for label, p in (("pytracekit-coverage report", writer(["report", out], wd, expect=1)),
+                     ("pytracekit-coverage combine",
+                      writer(["combine", "-o", "x", out], wd, expect=1)),
+                     ("pytracekit report", module(["report", out], wd, expect=1)),
+                     ("pytracekit combine", module(["combine", "-o", "y", out], wd,
+                                                   expect=None))):
+        if p.returncode == 0 or path not in p.stderr or why not in p.stderr:
+            u.fail("%s: exit %d, stderr:\n%s" % (label, p.returncode, p.stderr))
+    for d in ("x", "y"):
+        if os.path.exists(os.path.join(wd, d, "coverage.json")):
+            u.fail("a refused combine wrote %s/coverage.json" % d)
+
+
+def case_changed():
+    wd, src = project("changed", False)
+    helper = os.path.join(src, "helper.py")
+    ptk_run(wd, src, ",branch=true,reports=false", "def")
+    with open(helper, "a") as f:
+        f.write("x = 1\n")
+    refused(wd, "def", helper, "changed since the run")
+    # the same size, other bytes, the modification time put back
+    with open(helper, "w") as f:
+        f.write(HELPER)
+    ptk_run(wd, src, ",reports=false", "def2")
+    st = os.stat(helper)
+    with open(helper, "w") as f:
+        f.write(HELPER.replace("total += i", "total -= i"))
+    os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if os.stat(helper).st_size != st.st_size:
+        u.fail("the edit changed the size")
+    refused(wd, "def2", helper, "changed since the run")
+    # only touched: the same bytes, a newer modification time
+    with open(helper, "w") as f:
+        f.write(HELPER)
+    ptk_run(wd, src, ",reports=false", "def3")
+    before = module(["report", "-m", "def3"], wd).stdout
+    st = os.stat(helper)
+    os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns + 5000000000))
+    after = module(["report", "-m", "def3"], wd).stdout
+    if before != after or "helper.py" not in after:
+        u.fail("a touched source:\n%s\n%s" % (before, after))
+    print("ok: an edited source refused by the four readers (also at the same size and "
+          "modification time); a touched one completed")
+
+
+def case_missing():
+    wd, src = project("missing", False)
+    helper = os.path.join(src, "helper.py")
+    ptk_run(wd, src, ",reports=false", "def")
+    os.unlink(helper)
+    refused(wd, "def", helper, "is missing")
+    print("ok: a missing source refused by the four readers")
+
+
+def case_bad_options():
+    wd, src = project("bad", False)
+    p = ptk_run(wd, src, ",reports=maybe", "o1", expect=2)
+    if "reports" not in p.stderr:
+        u.fail("reports=maybe:\n" + p.stderr)
+    p = ptk_run(wd, src, ",reports=false,html=true", "o2", expect=2)
+    if "html=true needs the reports" not in p.stderr:
+        u.fail("reports=false,html=true:\n" + p.stderr)
+    for d in ("o1", "o2"):
+        if os.path.exists(os.path.join(wd, d, "coverage.json")):
+            u.fail("a refused run wrote %s/coverage.json" % d)
+    print("ok: bad values refused")
+
+
+def main():
+    globals()["case_" + sys.argv[1].replace("-", "_")]()
+
+
+main()

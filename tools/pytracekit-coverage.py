@@ -115,6 +115,23 @@ def load(path, completed=True):
     return complete(data, path) if completed else data
 
 
+def with_children(inputs):
+    """The inputs, each directory followed by its followed children's data
+    (pid-N/ below it, and theirs, where they wrote coverage.json): a run's
+    children are part of it, as coverage.py's parallel files are `coverage
+    combine`d before a report."""
+    out = []
+    for top in inputs:
+        out.append(top)
+        if not os.path.isdir(top):
+            continue
+        for d, subdirs, files in os.walk(top):
+            subdirs[:] = sorted(n for n in subdirs if n.startswith("pid-") and n[4:].isdigit())
+            if d != top and "coverage.json" in files:
+                out.append(d)
+    return out
+
+
 # ---- deferred data (reports=false) -------------------------------------------
 
 
@@ -2418,7 +2435,7 @@ def report_main(cmd, argv, stdout=None, stderr=None):
     if not inputs:
         inputs = ["pytracekit-out"]
     try:
-        data = merge([load(p) for p in inputs])
+        data = merge([load(p) for p in with_children(inputs)])
     except DataError as e:
         stderr.write("%s: %s\n" % (prog, e))
         return 1
@@ -2529,7 +2546,7 @@ def main(argv):
         sys.stderr.write("pytracekit-coverage: no input files\n%s" % USAGE)
         return 2
     try:
-        data = merge([load(p) for p in inputs])
+        data = merge([load(p) for p in with_children(inputs)])
     except DataError as e:
         sys.stderr.write("pytracekit-coverage: %s\n" % e)
         return 1

@@ -227,12 +227,15 @@ def case_same():
             module(["combine", "-o", "pc-" + kind, kind], wd)
         same_files("%s: pytracekit combine with the followed child" % opts,
                    os.path.join(wd, "pc-imm"), os.path.join(wd, "pc-def"))
-        # 4. pytracekit report (and lcov) of the run
+        # 4. pytracekit report (and lcov) of the run: its followed child
+        # is part of it (as in `pytracekit combine`'s result)
         for cmd in (["report", "-m"], ["lcov", "-o", "-"]):
             x = module(cmd + ["imm"], wd).stdout
             y = module(cmd + ["def"], wd).stdout
-            if x != y or not x:
-                u.fail("%s: pytracekit %s differs\n%s\n%s" % (opts, cmd[0], x, y))
+            z = module(cmd + ["pc-imm"], wd).stdout
+            if x != y or x != z or not x:
+                u.fail("%s: pytracekit %s of the immediate run, of the deferred run, of the "
+                       "run combined with its child:\n%s\n%s\n%s" % (opts, cmd[0], x, y, z))
         compared += 1
     print("ok: %d deferred data sets completed to the immediate runs' reports" % compared)
 

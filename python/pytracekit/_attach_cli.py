@@ -265,6 +265,12 @@ _SCRIPT = """\
 # pytracekit attach: run in process {pid} by sys.remote_exec
 def _pytracekit_request(req, status):
     import json, os, sys
+    try:  # once: the command sends the request again until it is taken
+        os.close(os.open(status + ".taken", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return
+    except OSError:
+        pass
     try:
         import pytracekit._attach as attach
     except BaseException as e:
@@ -282,6 +288,30 @@ del _pytracekit_request
 """
 
 
+def _remote_exec_until_taken(pid, script, status, timeout):
+    """sys.remote_exec(pid, script), sent again (1, 2, 4, 8 s apart) while
+    the target has neither answered nor taken the request: under load, on
+    3.14, a target serving requests 20 times a second has left a first
+    attach unanswered for over 60 s (the cause in CPython is not pinned; a
+    request sent again was taken). Sent again while still pending, it runs
+    once; if a copy ran meanwhile, the script's `.taken` file makes the
+    next one do nothing. Returns when the request was taken or answered, or
+    the timeout passed: the seconds left of it."""
+    deadline = time.monotonic() + timeout
+    interval = 1.0
+    while True:
+        sys.remote_exec(pid, script)
+        until = min(deadline, time.monotonic() + interval)
+        while time.monotonic() < until:
+            if os.path.exists(status) or os.path.exists(status + ".taken") \
+                    or not os.path.exists(f"/proc/{pid}"):  # (the caller says it ended)
+                return deadline - time.monotonic()
+            time.sleep(0.01)
+        if time.monotonic() >= deadline:
+            return 0.0
+        interval = min(interval * 2, 8.0)
+
+
 def by_remote_exec(pid, uid, req, timeout):
     """The 3.14+ way: sys.remote_exec of a script that imports
     pytracekit._attach in the target."""
@@ -297,7 +327,7 @@ def by_remote_exec(pid, uid, req, timeout):
                                    status=status))
         os.chmod(script, 0o644)
         try:
-            sys.remote_exec(pid, script)
+            left = _remote_exec_until_taken(pid, script, status, timeout)
         except ProcessLookupError:
             raise Failure(f"no process {pid}", EXIT_NO_PROCESS) from None
         except PermissionError as e:
@@ -319,7 +349,7 @@ def by_remote_exec(pid, uid, req, timeout):
             raise Failure(f"sys.remote_exec({pid}) failed: "
                           f"{type(e).__name__}: {text}", EXIT_FAILED) from None
         try:
-            return _wait(status, timeout, pid, f"the request stays pending and "
+            return _wait(status, max(left, 0.05), pid, f"the request stays pending and "
                          f"runs when it does (its files: {d})")
         except Failure as f:
             keep = f.status == EXIT_TIMEOUT

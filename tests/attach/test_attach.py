@@ -41,7 +41,7 @@ def _end_spawned():
 atexit.register(_end_spawned)
 
 
-def cli(*args, timeout=60):
+def cli(*args, timeout=120):
     return subprocess.run([CLI] + [str(a) for a in args], capture_output=True,
                           text=True, timeout=timeout)
 
@@ -495,6 +495,42 @@ def case_detach_no_garbage_monitoring():
 
 def case_detach_no_garbage_legacy():
     no_garbage("legacy")
+
+
+def case_resent_runs_once():
+    """On 3.14+ the command sends its request again (sys.remote_exec) while
+    the target has neither answered nor taken it: a target blocked in C for
+    2.5 s gets it three times (0, 1 and 3 s) and runs it once — one session,
+    attached, counting, detached, no "already attached". (Guards the
+    re-sending; the lost request it is for was not reproduced at will.)"""
+    need_way(False)
+    prog = os.path.join(TMP, "sleeper.py")
+    with open(prog, "w") as f:
+        f.write("import time\n"
+                "def tick():\n    return 1\n"
+                "print('ready', flush=True)\n"
+                "time.sleep(2.5)\n"
+                "t = time.monotonic()\n"
+                "while time.monotonic() - t < 4:\n    tick()\n    time.sleep(0.001)\n")
+    p = subprocess.Popen([PYTHON, prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    SPAWNED.append(p)
+    check(p.stdout.readline().strip() == "ready", "the target did not start")
+    out = os.path.join(TMP, "resent")
+    t0 = time.monotonic()
+    r = cli("attach", p.pid, "-p", "counter", "-o", out, *ANSWER)
+    took = time.monotonic() - t0
+    check(r.returncode == 0, f"attach failed ({r.returncode}): {r.stderr}")
+    check(took > 1.0, f"answered in {took:.2f} s: the target was not blocked, "
+          f"nothing was sent again")
+    time.sleep(0.3)
+    detach_ok(p.pid)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0 and "already" not in err, f"target: {p.returncode} {err}")
+    n = counted(out, "tick")
+    check(n > 10, f"tick() counted {n} times")
+    print(f"answered after {took:.2f} s (sent at 0, 1 and 2.5+ s); one session, "
+          f"tick() counted {n} times")
 
 
 def case_coverage_sessions_keep_no_modules():

@@ -143,10 +143,15 @@ def case_same():
         u.fail("the build's pytracekit module has no _coverage_analyze (PYTHONPATH: %s)"
                % os.environ.get("PYTHONPATH"))
     compared = 0
-    for opts, contexts in (("", False), (",branch=true", False), (",calls=true", False),
-                           (",branch=true,calls=true", False), (",branch=true,counts=true", False),
-                           (",contexts=true", True),
-                           (",branch=true,contexts=true", True)):
+    # every kind of data (lines, arcs, calls, counts, contexts with lines
+    # and with arcs) is completed and compared; the writers that read the
+    # completed data (combine, the module's report and lcov) are the same
+    # for every kind, and run on three of them
+    for opts, contexts, readers in (("", False, True),
+                                    (",calls=true,counts=true", False, False),
+                                    (",branch=true,calls=true,counts=true", False, True),
+                                    (",contexts=true", True, False),
+                                    (",branch=true,contexts=true", True, True)):
         wd, src = project("same", contexts)
         os.chdir(wd)  # the summary names files relative to the directory
         ptk_run(wd, src, opts, "imm")
@@ -203,6 +208,8 @@ def case_same():
                 if x != y:
                     u.fail("%s: summary differs\n%s\n%s" % (opts, x, y))
             compared += 1
+        if not readers:
+            continue
         # 2. pytracekit-coverage combine: one run, and two runs
         ptk_run(wd, src, opts, "imm2")
         ptk_run(wd, src, opts + ",reports=false", "def2")

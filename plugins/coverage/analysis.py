@@ -22,7 +22,6 @@
 #     _coverage_analyze() (completing deferred coverage data)
 
 import sys
-import types
 
 
 def _init():
@@ -55,6 +54,11 @@ def _init():
     _NOFALL_OPS = frozenset(dis.opmap[n] for n in _NOFALL)
     _CACHES = _cache_sizes()
     _JUMP_ADDS_CACHES = sys.version_info >= (3, 12)
+
+
+# (types.CodeType, without importing types: the plugin loads this module
+# before the program starts, and imports nothing the program would not)
+_CodeType = type(_init.__code__)
 
 
 def _cache_sizes():
@@ -117,7 +121,7 @@ def _walk(code):
         c = todo.pop()
         yield c
         # Reverse keeps source order for siblings.
-        todo.extend(reversed([k for k in c.co_consts if isinstance(k, types.CodeType)]))
+        todo.extend(reversed([k for k in c.co_consts if isinstance(k, _CodeType)]))
 
 
 def _start_offset(code):
@@ -253,9 +257,9 @@ def analyze(code, want_arcs):
 
 def c_optable():
     """(flags, caches): the opcode tables of the C analysis (analyze.c's
-    cov_optable: AN_* flags and inline cache sizes per opcode), as the
-    plugin fills them when it starts (cov_life.c's set-up snippet), for
-    pytracekit's _coverage_analyze()."""
+    cov_optable: AN_* flags and inline cache sizes per opcode): the plugin
+    takes them when it starts (cov_life.c's set-up), pytracekit's
+    _coverage_analyze() when it completes deferred data."""
     import opcode
     jumps = set(getattr(opcode, "hasjump", None) or (opcode.hasjrel + opcode.hasjabs))
     nofall = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
@@ -323,7 +327,7 @@ def _cached_code(path, source):
         code = marshal.loads(data[16:])
     except (EOFError, ValueError, TypeError):
         return None
-    return code if isinstance(code, types.CodeType) else None
+    return code if isinstance(code, _CodeType) else None
 
 
 def _read_regular(path):

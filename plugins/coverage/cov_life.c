@@ -43,7 +43,7 @@ static const ptk_option_spec cov_options[] = {
 
 /* python_setup()'s function, run once per interpreter. */
 static const char setup_src[] =
-    "def _setup(find_coveragepy, need_dirs):\n"
+    "def _setup(find_coveragepy, need_dirs, c_optable):\n"
     "    import sys\n"
     "    before = set(sys.modules)\n"
     "    try:\n"
@@ -83,31 +83,7 @@ static const char setup_src[] =
     "                         (('JUMP_BACKWARD', 'JUMP_BACKWARD_NO_INTERRUPT'), 6)):\n"
     "            for name in names:\n"
     "                if name in m: cls[m[name]] = c\n"
-    "        table = getattr(opcode, '_inline_cache_entries', None)\n"
-    "        caches = bytearray(256)\n"
-    "        for op in range(256):\n"
-    "            if hasattr(table, 'get'):  # by name: a dict, a frozendict (3.15)\n"
-    "                caches[op] = table.get(opcode.opname[op], 0)\n"
-    "            elif table is not None:\n"
-    "                caches[op] = table[op]\n"
-    "        jumps = set(getattr(opcode, 'hasjump', None) or (opcode.hasjrel + opcode.hasjabs))\n"
-    "        nofall = {'JUMP_FORWARD', 'JUMP_BACKWARD', 'JUMP_BACKWARD_NO_INTERRUPT',\n"
-    "                  'JUMP_ABSOLUTE', 'JUMP', 'JUMP_NO_INTERRUPT', 'RETURN_VALUE',\n"
-    "                  'RETURN_CONST', 'RAISE_VARARGS', 'RERAISE'}\n"
-    "        an = bytearray(256)\n"
-    "        for op in range(256):\n"
-    "            name, f = opcode.opname[op], 0\n"
-    "            if op in jumps and op in opcode.hasjrel: f |= 1\n"
-    "            elif op in jumps and op in opcode.hasjabs: f |= 2\n"
-    "            if 'JUMP_BACKWARD' in name: f |= 4\n"
-    "            if (op in jumps and name not in nofall and\n"
-    "                    (name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER')):\n"
-    "                f |= 8\n"
-    "            if name in ('RETURN_VALUE', 'RETURN_CONST'): f |= 16\n"
-    "            if name in nofall: f |= 32\n"
-    "            if name == 'EXTENDED_ARG': f |= 64\n"
-    "            if name == 'RESUME': f |= 128\n"
-    "            an[op] = f\n"
+    "        an, caches = c_optable()\n"
     "        events = getattr(getattr(sys, 'monitoring', None), 'events', None)\n"
     "        dirs = hasattr(events, 'BRANCH_LEFT') and hasattr(events, 'BRANCH_RIGHT')\n"
     "        found = 0\n"
@@ -117,8 +93,8 @@ static const char setup_src[] =
     "    finally:\n"
     "        for name in set(sys.modules) - before:\n"
     "            del sys.modules[name]\n"
-    "    return (sorted(out), ops[0], ops[1], int(found), bytes(cls), bytes(caches),\n"
-    "            bytes(an), int(dirs))\n";
+    "    return (sorted(out), ops[0], ops[1], int(found), bytes(cls), caches, an,\n"
+    "            int(dirs))\n";
 
 /*
  * What init needs from Python: the directories of the standard library and
@@ -145,13 +121,28 @@ python_setup(int find_coveragepy, int need_dirs)
     if (res != NULL) {
         return Py_NewRef(res);
     }
-    PyObject *mod = cov__load_module("_ptk_coverage_setup", setup_src, NULL, 0);
-    if (!mod) {
+    /* the static analysis's opcode tables come from analysis.py (its
+     * c_optable(), which `pytracekit report` also uses to complete deferred
+     * data): one definition of them */
+    PyObject *analysis = cov__load_module("_ptk_coverage_analysis", cov_analysis_py,
+                                          cov_analysis_py_code, cov_analysis_py_code_len);
+    if (!analysis) {
         return NULL;
     }
-    PyObject *fn = PyDict_GetItemString(mod, "_setup");
-    res = fn ? PyObject_CallFunction(fn, "ii", find_coveragepy, need_dirs) : NULL;
+    PyObject *mod = cov__load_module("_ptk_coverage_setup", setup_src, NULL, 0);
+    if (!mod) {
+        Py_DECREF(analysis);
+        return NULL;
+    }
+    PyObject *fn = PyDict_GetItemString(mod, "_setup");             /* borrowed */
+    PyObject *optable = PyDict_GetItemString(analysis, "c_optable"); /* borrowed */
+    res = fn && optable ? PyObject_CallFunction(fn, "iiO", find_coveragepy, need_dirs, optable)
+                        : NULL;
+    if (!res && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_RuntimeError, "the embedded set-up or analysis is incomplete");
+    }
     Py_DECREF(mod);
+    Py_DECREF(analysis);
     if (res != NULL && cache != NULL && PyDict_SetItemString(cache, key, res) < 0) {
         PyErr_Clear();
     }

@@ -7,8 +7,10 @@ import tempfile
 import textwrap
 
 if os.environ.get("PTK_RESTORE_PRELOAD") and "LD_PRELOAD" not in os.environ:
-    # a script in PTK_PLAIN_DRIVER_NAMES (tests/CMakeLists.txt) started
-    # without the sanitizer runtimes: what it starts gets them back
+    # under the sanitizers, a script not in PTK_PRELOADED_DRIVER_NAMES
+    # (tests/CMakeLists.txt) starts without their runtimes: what it starts
+    # gets them back (a PLAIN_DRIVER's command links them itself:
+    # ptk_sanitize.py)
     os.environ["LD_PRELOAD"] = os.environ["PTK_PRELOAD"]
     os.environ["PYTHONMALLOC"] = "malloc"
 PYTHON = os.environ.get("PTK_PYTHON", sys.executable)

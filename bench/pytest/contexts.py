@@ -6,13 +6,18 @@ per context against coverage.py's.
 PYTHON must have pytest, pytest-cov and coverage.py; BUILD_DIR is a build
 of this tree for it (a Release build for the figures); PACKAGE_DIR holds the
 package under test (networkx/) and goes on PYTHONPATH; TESTS is what pytest
-runs (a tests directory of it). Four variants, each ROUNDS times (default
-1), whole-process CPU (user + system, of pytest and its children):
+runs (a tests directory of it). Six variants, each ROUNDS times (default
+1, the rounds interleaved), whole-process CPU (user + system, of pytest and
+its children):
 
     bare       pytest alone
     lines      -p pytracekit --ptk coverage:include=PACKAGE_DIR/*
     contexts   ... ,contexts=true,coveragepy=yes   (each test's setup/call/teardown)
-    covpy      pytest-cov --cov-context=test on coverage.py's C tracer (COVERAGE_CORE=ctrace)
+    deferred   ... ,contexts=true,coveragepy=yes,reports=false  (the data only; the
+               summary's table is built from it at the end of the session)
+    covpy      pytest-cov --cov-context=test on coverage.py's C tracer
+               (COVERAGE_CORE=ctrace), --cov-report= (the data only)
+    covpy_term the same with pytest-cov's default report, the terminal table
 
 Then the lines of each context: coverage.json's and .coverage's (read by
 coverage.py) against coverage.py's .coverage, pytest-cov's "|run" read as
@@ -86,8 +91,14 @@ def main(argv):
         "contexts": (pytest + ["-p", "pytracekit", "--ptk",
                                include + ",contexts=true,coveragepy=yes",
                                "--ptk-output", "ctx", tests], ours),
+        "deferred": (pytest + ["-p", "pytracekit", "--ptk",
+                               include + ",contexts=true,coveragepy=yes,reports=false",
+                               "--ptk-output", "dfr", tests], ours),
         "covpy": (pytest + ["-p", "no:pytracekit", "--cov=" + pkg, "--cov-context=test",
                             "--cov-report=", tests], dict(plain, COVERAGE_CORE="ctrace")),
+        "covpy_term": (pytest + ["-p", "no:pytracekit", "--cov=" + pkg, "--cov-context=test",
+                                 "--cov-report=term", tests],
+                       dict(plain, COVERAGE_CORE="ctrace")),
     }
     cpu = {k: [] for k in variants}
     for _ in range(rounds):
@@ -99,17 +110,19 @@ def main(argv):
                          capture_output=True, text=True).stdout.split()
     print(f"Python {ver[0]}, coverage.py {ver[1]}, pytest {ver[2]}; {tests}; "
           f"CPU s (best of {rounds})")
-    print("| variant | CPU s | × bare | × coverage.py |")
-    print("|---|---|---|---|")
+    print("| variant | CPU s | × bare | × covpy | × covpy_term |")
+    print("|---|---|---|---|---|")
     for k in variants:
         print(f"| {k} | {best[k]:.2f} | {best[k] / best['bare']:.2f} | "
-              f"{best[k] / best['covpy']:.2f} |")
+              f"{best[k] / best['covpy']:.2f} | {best[k] / best['covpy_term']:.2f} |")
     want = contexts_of(python, os.path.join(work, ".coverage"), work, pkg)
     with open(os.path.join(work, "ctx", "coverage.json")) as f:
         got_json = norm(json.load(f)["files"], pkg)
     got_db = contexts_of(python, os.path.join(work, "ctx", ".coverage"), work, pkg)
+    got_dfr = contexts_of(python, os.path.join(work, "dfr", ".coverage"), work, pkg)
     ncontexts = len({c for f in want.values() for cs in f.values() for c in cs})
-    for what, got in (("coverage.json", got_json), (".coverage", got_db)):
+    for what, got in (("coverage.json", got_json), (".coverage", got_db),
+                      ("deferred .coverage", got_dfr)):
         lines, pairs, diff = compare(got, want)
         print(f"{what}: {ncontexts} contexts, {lines} lines, {pairs} (line, context) "
               f"pairs of coverage.py's; lines whose contexts differ: {len(diff)}")

@@ -78,7 +78,9 @@ def main(argv):
     rounds = int(argv[4]) if len(argv) > 4 else 1
     pkg = os.path.abspath(pkg)
     work = tempfile.mkdtemp(prefix="ptk-bench-ctx-")
-    base = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    # one hash seed for every run: networkx iterates sets of nodes, and which
+    # branch a test takes may change with the seed (so would its lines)
+    base = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
     base.pop("PYTEST_ADDOPTS", None)
     plain = dict(base, PYTHONPATH=pkg)
     ours = dict(base, PYTHONPATH=os.path.join(os.path.abspath(build), "python") + ":" + pkg)

@@ -251,11 +251,14 @@ local_set(PyCodeObject *code)
 }
 
 /* Is the line whose first instruction is the RESUME at offset (bytes)
- * still delivered to some LINE subscriber? (See line_needs_start.) */
+ * still delivered to some LINE subscriber, or may it be again? (See
+ * line_needs_start.) Under a per-context subscriber a line switched off
+ * comes back at the next context change (mon_rearm), which cannot switch
+ * a PY_START / PY_RESUME back on for this code alone: they stay on. */
 static int
 resume_line_on(PyCodeObject *code, PyObject *offset)
 {
-    if (!(ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE))) {
+    if (!(ptk__disable_records & (int)PTK_MASK(PTK_EV_LINE)) || ptk__context_slots != 0) {
         return 1;
     }
     if (ptk__code_line_state(code, 0) == PTK__LINE_OFF) {

@@ -347,6 +347,53 @@ class CoverageContexts(Case):
         self.assertEqual(len(got["mod.py"]["2"]), 6)
         self.assertEqual(self.coverage_json(os.path.join("out", ".coverage")), want)
 
+    def test_one_line_code_in_every_context(self):
+        # code whose line starts at its RESUME (a one-line lambda, a
+        # generator expression), run several times in one context and again
+        # in later ones: CPython 3.13.0 gives that line no LINE event once
+        # PY_START / PY_RESUME is switched off there, which a context change
+        # does not undo (docs/events.md)
+        self.write("mod.py", "def make(edges):\n"
+                             "    s = set(edges)\n"
+                             "    return lambda u: u in s\n"
+                             "\n"
+                             "def doubled(xs):\n"
+                             "    return sum(x * 2 for x in xs)\n")
+        self.write("test_mod.py", "import mod\n"
+                                  "F = mod.make([1, 2])\n"
+                                  "\n"
+                                  "class TestS:\n"
+                                  "    def setup_method(self):\n"
+                                  "        self.g = mod.make([3])\n"
+                                  "    def test_one(self):\n"
+                                  "        assert self.g(3) and not self.g(4)\n"
+                                  "        assert F(1) and F(2)\n"
+                                  "        assert mod.doubled([1, 2]) == 6\n"
+                                  "    def test_two(self):\n"
+                                  "        assert self.g(3) and self.g(3)\n"
+                                  "        assert mod.doubled([3, 0]) == 6\n"
+                                  "\n"
+                                  "def test_three():\n"
+                                  "    assert not F(5) and F(1)\n"
+                                  "    assert mod.doubled([]) == 0\n")
+        want = self.oracle()
+        self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py,contexts=true",
+                    "--ptk-output", "out", "-q")
+        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+               for k, v in self.report("out", "coverage")["files"].items()}
+        self.maxDiff = None
+        self.assertEqual(got, want)
+        # the lambda's line in every phase that called it, the generator
+        # expression's in every call phase
+        self.assertEqual(got["mod.py"]["3"],
+                         ["", "test_mod.py::TestS::test_one|call",
+                          "test_mod.py::TestS::test_one|setup",
+                          "test_mod.py::TestS::test_two|call",
+                          "test_mod.py::TestS::test_two|setup", "test_mod.py::test_three|call"])
+        self.assertEqual(got["mod.py"]["6"],
+                         ["test_mod.py::TestS::test_one|call", "test_mod.py::TestS::test_two|call",
+                          "test_mod.py::test_three|call"])
+
     def context_arcs(self, data_file):
         """{(file's name, context): sorted arcs} of a .coverage (mod.py and
         test_mod.py, whose fixture is a generator suspended across a test's

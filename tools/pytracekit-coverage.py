@@ -448,6 +448,22 @@ def _interpreter_code(path):
         sys.dont_write_bytecode = saved
 
 
+def _tokens(text):
+    """tokenize.generate_tokens's tokens of text, as plain tuples (type,
+    string, start, end, line): on 3.12+ straight from the C tokenizer that
+    generate_tokens wraps (whose TokenInfo tuples cost a third of the
+    statement model's tokenizing), else generate_tokens's own."""
+    import io
+    import tokenize
+    c = getattr(tokenize, "_tokenize", None)
+    if c is None or not hasattr(c, "TokenizerIter") or sys.version_info < (3, 12):
+        return tokenize.generate_tokens(io.StringIO(text).readline)
+    try:
+        return list(c.TokenizerIter(io.StringIO(text).readline, extra_tokens=True))
+    except SyntaxError as e:
+        raise tokenize.TokenError(e.msg, (e.lineno, e.offset)) from None
+
+
 class SourceModel:
     """The statement structure of one source text (see above). path, when
     given, is the file the text was read from (for the code the import system
@@ -455,7 +471,6 @@ class SourceModel:
 
     def __init__(self, text, exclude=None, partial=None, path=None):
         import tokenize
-        import io
         exclude = EXCLUDE if exclude is None else exclude
         partial = PARTIAL if partial is None else partial
         matched = _lines_matching(text, exclude)
@@ -480,18 +495,21 @@ class SourceModel:
         # of its code object)}
         self.oneliners = {}
         self.allowed = {}
-        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        # Logical lines: [first, last] and their tokens.
+        # Logical lines: [first, last] and their tokens, each a tuple
+        # (type, string, start, end, line) as tokenize's TokenInfo is.
+        NEWLINE, STRING, OP = tokenize.NEWLINE, tokenize.STRING, tokenize.OP
+        INDENT, DEDENT = tokenize.INDENT, tokenize.DEDENT
+        skip = {tokenize.NL, tokenize.COMMENT, INDENT, DEDENT, tokenize.ENDMARKER}
         logical = []
         cur = []
-        for tok in toks:
-            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT,
-                            tokenize.DEDENT, tokenize.ENDMARKER):
-                if tok.type in (tokenize.INDENT, tokenize.DEDENT):
-                    logical.append(("indent" if tok.type == tokenize.INDENT else "dedent",))
+        for tok in _tokens(text):
+            t = tok[0]
+            if t in skip:
+                if t == INDENT or t == DEDENT:
+                    logical.append(("indent" if t == INDENT else "dedent",))
                 continue
             cur.append(tok)
-            if tok.type == tokenize.NEWLINE:
+            if t == NEWLINE:
                 logical.append(("line", cur))
                 cur = []
         if cur:
@@ -510,21 +528,19 @@ class SourceModel:
                     skip_depth = None
                 continue
             tl = item[1]
-            a = tl[0].start[0]
-            b = max(t.end[0] for t in tl)
+            a = tl[0][2][0]
+            b = max(t[3][0] for t in tl)
             for n in range(a, b + 1):
                 self.first[n] = a
-            real = [t for t in tl if t.type != tokenize.NEWLINE]
-            if block_start and real and all(t.type == tokenize.STRING for t in real):
+            real = [t for t in tl if t[0] != NEWLINE]
+            if block_start and real and all(t[0] == STRING for t in real):
                 self.docstrings.update(range(a, b + 1))
-            opens = len(real) > 0 and real[-1].type == tokenize.OP and real[-1].string == ":"
-            # a compound statement with its body on the same line
-            colon_inside = self._colon_at_depth0(real)
+            opens = len(real) > 0 and real[-1][0] == OP and real[-1][1] == ":"
             block_start = opens
             if skip_depth is not None and depth > skip_depth:
                 self.excluded.update(range(a, b + 1))
                 continue
-            is_decorator = real and real[0].type == tokenize.OP and real[0].string == "@"
+            is_decorator = real and real[0][0] == OP and real[0][1] == "@"
             hit = any(n in matched for n in range(a, b + 1))
             if hit or pending_decorated:
                 self.excluded.update(range(a, b + 1))
@@ -534,8 +550,8 @@ class SourceModel:
                 pending_decorated = False
                 if opens:
                     skip_depth = depth
-                elif colon_inside:
-                    pass  # `if x: y` on one line: only that line
+                # (`if x: y` on one line, its body on the same line: only
+                # that line)
         # a pragma on any line of a statement is the statement's (coverage.py
         # maps what the partial patterns match through its multi-line map)
         self.no_branch = {self.first.get(n, n) for n in self.no_branch}
@@ -709,19 +725,6 @@ class SourceModel:
                     self._oneliners(child, -child.lineno, ())
                 else:
                     self._oneliners(child, exit_line, chain)
-
-    @staticmethod
-    def _colon_at_depth0(toks):
-        import tokenize
-        nest = 0
-        for t in toks:
-            if t.type == tokenize.OP and t.string in "([{":
-                nest += 1
-            elif t.type == tokenize.OP and t.string in ")]}":
-                nest -= 1
-            elif t.string == ":" and nest == 0:
-                return True
-        return False
 
     def stmt(self, line):
         return self.first.get(line, line)

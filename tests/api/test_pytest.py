@@ -72,6 +72,11 @@ class Case(unittest.TestCase):
         with open(os.path.join(self.dir, out, name + ".json")) as f:
             return json.load(f)
 
+    def contexts(self, out):
+        """{file's name: {line: sorted contexts}} of coverage.json in out."""
+        return {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
+                for k, v in self.report(out, "coverage")["files"].items()}
+
     def calls(self, out):
         return {(f["file"], f["qualname"]): f["calls"]
                 for f in self.report(out, "counter")["functions"]
@@ -340,8 +345,7 @@ class CoverageContexts(Case):
         self.pytest("-p", "pytracekit", "--ptk",
                     "coverage:include=mod.py,contexts=true,coveragepy=yes",
                     "--ptk-output", "out", "-q")
-        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
-               for k, v in self.report("out", "coverage")["files"].items()}
+        got = self.contexts("out")
         self.assertEqual(got, want)
         # line 2 runs in six contexts: switched off in the first, on again in each
         self.assertEqual(len(got["mod.py"]["2"]), 6)
@@ -352,7 +356,7 @@ class CoverageContexts(Case):
         # generator expression), run several times in one context and again
         # in later ones: CPython 3.13.0 gives that line no LINE event once
         # PY_START / PY_RESUME is switched off there, which a context change
-        # does not undo (docs/events.md)
+        # does not undo (docs/backends.md, "CPython quirks")
         self.write("mod.py", "def make(edges):\n"
                              "    s = set(edges)\n"
                              "    return lambda u: u in s\n"
@@ -379,8 +383,7 @@ class CoverageContexts(Case):
         want = self.oracle()
         self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py,contexts=true",
                     "--ptk-output", "out", "-q")
-        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
-               for k, v in self.report("out", "coverage")["files"].items()}
+        got = self.contexts("out")
         self.maxDiff = None
         self.assertEqual(got, want)
         # the lambda's line in every phase that called it, the generator
@@ -452,9 +455,7 @@ class CoverageContexts(Case):
         self.assertEqual(self.context_arcs(os.path.join("out", ".coverage")), want)
         # coverage.json's arc_contexts: the same, and the same lines per context
         self.assertEqual(self.json_context_arcs("out"), want)
-        files = self.report("out", "coverage")["files"]
-        self.assertEqual({os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
-                          for k, v in files.items() if os.path.basename(k) == "mod.py"},
+        self.assertEqual({k: v for k, v in self.contexts("out").items() if k == "mod.py"},
                          self.coverage_json(".coverage"))
 
     def test_beside_an_unfiltered_profiler(self):
@@ -466,8 +467,7 @@ class CoverageContexts(Case):
             self.pytest("-p", "pytracekit", "--ptk",
                         "coverage:include=mod.py,contexts=true", "--ptk", other,
                         "--ptk-output", other, "-q")
-            got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
-                   for k, v in self.report(other, "coverage")["files"].items()}
+            got = self.contexts(other)
             self.assertEqual(got, want, other)
 
     def test_other_tools_disables_stay(self):
@@ -827,8 +827,7 @@ class Xdist(Case):
                  "--ptk", "counter:per_context=true", "--ptk", "timer:per_context=true"]
         self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", *specs,
                     "--ptk-output", "par", "-q")
-        got = {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
-               for k, v in self.report("par", "coverage")["files"].items()}
+        got = self.contexts("par")
         self.maxDiff = None
         self.assertEqual(got, want)
         self.assertEqual(len(got["mod.py"]["2"]), 6)  # from both workers

@@ -1844,6 +1844,31 @@ def json_text(data):
     return json.dumps(with_summary(data), separators=(",", ":")) + "\n"
 
 
+def _by_context(files, items):
+    """{context name: {file: [lines or arcs]}} from each file's record
+    through `items(rec)`, which yields (line or arc, [context name, ...]).
+    The lists are built per file first and put in place once each: 425,854
+    (line, context) pairs of networkx's tests took 0.29 s through nested
+    setdefault, 0.12 s this way."""
+    by_context = {}
+    for f, rec in files.items():
+        per = {}
+        for what, names in items(rec):
+            for name in names:
+                have = per.get(name)
+                if have is None:
+                    per[name] = [what]
+                else:
+                    have.append(what)
+        for name, have in per.items():
+            into = by_context.get(name)
+            if into is None:
+                by_context[name] = {f: have}
+            else:
+                into[f] = have
+    return by_context
+
+
 def _add_by_context(cd, by_context, add):
     """Adds {context name: {file: lines or arcs}} to coverage.py's
     CoverageData `cd` through `add` (its add_lines or add_arcs), each under
@@ -1878,11 +1903,8 @@ def write_coveragepy(data, path):
         # contexts=true with branch=true: each context's arcs under its name
         # (coverage.py's arc table has a context per row), all from line
         # transitions, so each executed line is an end of one of them
-        by_context = {}
-        for f, rec in data["files"].items():
-            for a, b, names in rec.get("arc_contexts", []):
-                for name in names:
-                    by_context.setdefault(name, {}).setdefault(f, []).append((int(a), int(b)))
+        by_context = _by_context(data["files"], lambda rec: (
+            ((int(a), int(b)), names) for a, b, names in rec.get("arc_contexts", [])))
         _add_by_context(cd, by_context, cd.add_arcs)
     elif data["meta"].get("branch"):
         # coverage.py takes the executed lines of branch data from its arcs;
@@ -1901,11 +1923,8 @@ def write_coveragepy(data, path):
         # contexts=true: each context's lines under its name, as
         # coverage.py's dynamic contexts (`coverage report --contexts`,
         # `coverage html --show-contexts`)
-        by_context = {}
-        for f, rec in data["files"].items():
-            for n, names in rec.get("contexts", {}).items():
-                for name in names:
-                    by_context.setdefault(name, {}).setdefault(f, []).append(int(n))
+        by_context = _by_context(data["files"], lambda rec: (
+            (int(n), names) for n, names in rec.get("contexts", {}).items()))
         _add_by_context(cd, by_context, cd.add_lines)
     else:
         cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]

@@ -16,6 +16,7 @@
  */
 #include "lines.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ enum { OPT_CALLS,
        OPT_HTML,
        OPT_TOP,
        OPT_PER_THREAD,
+       OPT_PER_CONTEXT,
        OPT_COUNT };
 
 static const ptk_option_spec ln_options[] = {
@@ -40,21 +42,35 @@ static const ptk_option_spec ln_options[] = {
                         "also give each thread's hits and time per line "
                         "(lines.json's threads)",
                         NULL},
+    [OPT_PER_CONTEXT] = {"per_context", PTK_OPT_BOOL, "false",
+                         "also give each context's hits and time per line "
+                         "(ptk_context_set(): per test phase under pytest -p "
+                         "pytracekit; lines.json's contexts)",
+                         NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };
 
 /* ---- functions ---------------------------------------------------------- */
 
-/* The record of @p code (on the thread of @p ev with per_thread=true),
- * made on its first event; NULL with the instance failed. The code's slot
- * holds the first of its records, one per thread, chained by `next`. */
+/* The record of @p code (on the thread of @p ev with per_thread=true, in
+ * the current context with per_context=true), made on its first event;
+ * NULL with the instance failed. The code's slot holds its records, one
+ * per thread and context, chained by `next`; the one found goes to the
+ * front, so that the lookups of one context (a test) find it first. */
 static __attribute__((noinline)) ln_func *
 ln_func_get(ln_state *st, PyCodeObject *code, const ptk_event *ev)
 {
     uint32_t thread = st->per_thread && ev->thread != NULL ? ev->thread->index : 0;
+    uint32_t context = st->cur_ctx;
     void **slot = st->host->code_slot(st->ctx, code);
-    for (ln_func *f = slot != NULL ? *slot : NULL; f != NULL; f = f->next) {
-        if (f->thread == thread) {
+    ln_func *prev = NULL;
+    for (ln_func *f = slot != NULL ? *slot : NULL; f != NULL; prev = f, f = f->next) {
+        if (f->thread == thread && f->context == context) {
+            if (prev != NULL) {
+                prev->next = f->next;
+                f->next = *slot;
+                *slot = f;
+            }
             return f;
         }
     }
@@ -72,12 +88,48 @@ ln_func_get(ln_state *st, PyCodeObject *code, const ptk_event *ev)
     fn->first = code->co_firstlineno;
     fn->base = fn->first;
     fn->thread = thread;
+    fn->context = context;
     st->funcs[st->nfuncs++] = fn;
     if (slot != NULL) {
         fn->next = *slot;
         *slot = fn;
     }
     return fn;
+}
+
+/* per_context: the context changed since the last event (or this is the
+ * first): the index of its name, made if new. The traced program's
+ * exception is kept. */
+static __attribute__((noinline)) int
+ln_ctx_switch(ln_state *st, uint64_t id, const char *name)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int rc = PTK_ENOMEM;
+    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
+                                         "surrogateescape");
+    PyObject *at = key != NULL ? PyDict_GetItemWithError(st->ctx_index, key) : NULL;
+    if (at != NULL) {
+        st->cur_ctx = (uint32_t)PyLong_AsUnsignedLong(at);
+        rc = PTK_OK;
+    }
+    else if (key != NULL && !PyErr_Occurred()) {
+        PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(st->ctx_names));
+        if (n != NULL && PyDict_SetItem(st->ctx_index, key, n) == 0 &&
+            PyList_Append(st->ctx_names, key) == 0) {
+            st->cur_ctx = (uint32_t)(PyList_GET_SIZE(st->ctx_names) - 1);
+            rc = PTK_OK;
+        }
+        Py_XDECREF(n);
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    if (rc == PTK_OK) {
+        st->ctx_id = id;
+        st->ctx_seen = 1;
+    }
+    return rc;
 }
 
 /* The entry of @p line in @p fn, made if new; NULL when out of memory. */
@@ -240,6 +292,15 @@ ln_on_line(ln_state *st, const ptk_event *ev)
     if (ev->line <= 0) {
         return PTK_OK; /* no line (an artificial instruction): not timed */
     }
+    if (fr->fn->context != st->cur_ctx) {
+        /* per_context: the frame runs on in another context (a fixture's
+         * generator resumed at teardown): its lines count there now */
+        ln_func *fn = ln_func_get(st, ev->code, ev);
+        if (fn == NULL) {
+            return PTK_EPYTHON;
+        }
+        fr->fn = fn;
+    }
     ln_line *l = ln_line_at(fr->fn, ev->line);
     if (l == NULL) {
         return ln_oom(st);
@@ -258,7 +319,7 @@ ln_on_call(ln_state *st, const ptk_event *ev)
     if (fr == NULL) {
         return ln_oom(st);
     }
-    if (fr->code != ev->code || fr->fn == NULL) {
+    if (fr->code != ev->code || fr->fn == NULL || fr->fn->context != st->cur_ctx) {
         ln_func *fn = ln_func_get(st, ev->code, ev);
         if (fn == NULL) {
             return PTK_EPYTHON;
@@ -329,6 +390,13 @@ static int
 ln_on_event(void *state, const ptk_event *ev)
 {
     ln_state *st = state;
+    if (st->per_context) {
+        uint64_t id;
+        const char *name = st->host->context(&id);
+        if ((!st->ctx_seen || id != st->ctx_id) && ln_ctx_switch(st, id, name) != PTK_OK) {
+            return st->host->fail(st->ctx, PTK_ENOMEM, "out of memory recording a context");
+        }
+    }
     switch (ev->kind) {
     case PTK_EV_LINE:
         return ln_on_line(st, ev);
@@ -385,6 +453,25 @@ ln_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->html = o[OPT_HTML].i != 0;
     st->top = o[OPT_TOP].i;
     st->per_thread = o[OPT_PER_THREAD].i != 0;
+    st->per_context = o[OPT_PER_CONTEXT].i != 0;
+    if (st->per_context) {
+        if (args->host->struct_size <= offsetof(ptk_host, context)) {
+            snprintf(args->errbuf, args->errbuf_size,
+                     "option 'per_context' needs a host of ABI 1.4 or later");
+            free(st);
+            return PTK_EOPTTYPE;
+        }
+        st->ctx_names = PyList_New(0);
+        st->ctx_index = PyDict_New();
+        if (st->ctx_names == NULL || st->ctx_index == NULL) {
+            PyErr_Clear();
+            Py_XDECREF(st->ctx_names);
+            Py_XDECREF(st->ctx_index);
+            free(st);
+            snprintf(args->errbuf, args->errbuf_size, "out of memory");
+            return PTK_ENOMEM;
+        }
+    }
     if (!st->calls) {
         *events |= PTK_MASK(PTK_EV_C_CALL) | PTK_MASK(PTK_EV_C_RETURN) |
                    PTK_MASK(PTK_EV_C_EXCEPTION);
@@ -412,6 +499,8 @@ ln_fini(void *state)
             Py_CLEAR(st->funcs[i]->file);
             Py_CLEAR(st->funcs[i]->qualname);
         }
+        Py_CLEAR(st->ctx_names);
+        Py_CLEAR(st->ctx_index);
         PyGILState_Release(gil);
     }
     for (size_t i = 0; i < st->nfuncs; i++) {

@@ -31,7 +31,10 @@ typedef struct ln_func {
     ln_line *lines;
     uint64_t calls;       /* frames started (CALL events that are no resume) */
     uint32_t thread;      /* per_thread=true: the thread's index, else 0 */
-    struct ln_func *next; /* per_thread=true: the same code on other threads */
+    uint32_t context;     /* per_context=true: the context's index in
+                             ln_state::ctx_names, else 0 */
+    struct ln_func *next; /* the same code on other threads or in other
+                             contexts (per_thread, per_context) */
 } ln_func;
 
 /* A running frame of selected code: the line it runs since when. */
@@ -57,12 +60,22 @@ typedef struct ln_state {
     int calls;       /* time of calls made by a line counted in it */
     int html;        /* write lines.html */
     int per_thread;  /* keep each thread's figures apart too (lines.json's threads) */
+    int per_context; /* keep each context's figures apart too (lines.json's contexts) */
     int64_t top;     /* lines in the summary */
     ln_func **funcs; /* every code object seen, in order of first sight */
     size_t nfuncs, capfuncs;
     ln_thread *threads; /* by ptk_thread::index */
     size_t nthreads;
     uint64_t line_events;
+    /* per_context: the context names in order of first sight (a list of
+     * str; contexts of one name are one), their indexes by name (a dict),
+     * the current one's index and the host's id of the context it was
+     * found for */
+    PyObject *ctx_names;
+    PyObject *ctx_index;
+    uint32_t cur_ctx;
+    int ctx_seen;
+    uint64_t ctx_id;
 } ln_state;
 
 /* Writes lines.json, lines.txt (and lines.html), prints the summary. */

@@ -1,12 +1,15 @@
 """The lines plugin's reports, made from what the plugin measured
 (embedded in the plugin; docs/lines.md).
 
-render(funcs, calls, top, html, threads=None) takes one tuple per code object
-seen, (file, qualname, first line, calls, {line: (hits, time_ns)}[, thread
-index]), and with per_thread=true `threads`, {index: (ident, name)}; it returns
+render(funcs, calls, top, html, threads=None, contexts=None) takes one tuple
+per code object seen, (file, qualname, first line, calls, {line: (hits,
+time_ns)}[, thread index[, context index]]), with per_thread=true `threads`,
+{index: (ident, name)}, and with per_context=true `contexts`, the contexts'
+names by index; it returns
 (the lines.json object, lines.txt as bytes, lines.html as bytes or None,
 the summary text). from_json(data) gives those tuples back from a
-lines.json object, for `pytracekit combine`."""
+lines.json object (or one context of it), and contexts_json(tuples, names)
+makes lines.json's `contexts`, for `pytracekit combine`."""
 import os
 
 _UNIT = 1e-6  # the text and HTML reports' time unit: microseconds
@@ -281,8 +284,21 @@ def _threads(funcs, threads):
     return out
 
 
-def render(funcs, calls, top, html, threads=None):
+def contexts_json(funcs, names):
+    """lines.json's `contexts`: {name: {"files": ...}}, per context the
+    figures of the lines that ran in it (a line's time goes with its hit),
+    in the shape of the whole run's `files`; "" is the time outside any
+    context. Contexts where no selected code ran are left out."""
+    mine = {}
+    for t in funcs:
+        mine.setdefault(t[6] if len(t) > 6 else 0, []).append(t)
+    return {names[i]: {"files": _json(_merge(mine[i]), True)["files"]}
+            for i in sorted(mine, key=lambda i: names[i])}
+
+
+def render(funcs, calls, top, html, threads=None, contexts=None):
     per_thread = _threads(funcs, threads) if threads is not None else None
+    per_context = contexts_json(funcs, contexts) if contexts is not None else None
     funcs = _merge(funcs)
     sources = {}
     for f in funcs:
@@ -292,5 +308,7 @@ def render(funcs, calls, top, html, threads=None):
     doc = _json(funcs, calls)
     if per_thread is not None:
         doc["threads"] = per_thread
+    if per_context is not None:
+        doc["contexts"] = per_context
     return (doc, _text_report(funcs, sources, calls), page,
             _summary(funcs, top))

@@ -16,8 +16,9 @@ ln_load_format(void)
                                lines_format_py_code_len, COV_EMBED_PY_VERSION);
 }
 
-/* (file, qualname, first, calls, {line: (hits, time_ns)}, thread index) per
- * code object (and thread, with per_thread=true). */
+/* (file, qualname, first, calls, {line: (hits, time_ns)}, thread index,
+ * context index) per code object (and thread, with per_thread=true, and
+ * context, with per_context=true). */
 static PyObject *
 ln_funcs_list(const ln_state *st)
 {
@@ -47,9 +48,9 @@ ln_funcs_list(const ln_state *st)
                 goto fail;
             }
         }
-        PyObject *t = Py_BuildValue("(OOiKNI)", fn->file, fn->qualname, (int)fn->first,
+        PyObject *t = Py_BuildValue("(OOiKNII)", fn->file, fn->qualname, (int)fn->first,
                                     (unsigned long long)fn->calls, lines,
-                                    (unsigned int)fn->thread);
+                                    (unsigned int)fn->thread, (unsigned int)fn->context);
         if (t == NULL || PyList_Append(list, t) < 0) {
             Py_XDECREF(t);
             goto fail;
@@ -124,8 +125,9 @@ ln__report(ln_state *st, const ptk_report_args *args)
     threads = funcs != NULL ? ln_threads_dict(st) : NULL;
     PyObject *render = fmt != NULL ? PyDict_GetItemString(fmt, "render") : NULL;
     if (threads != NULL && render != NULL) {
-        res = PyObject_CallFunction(render, "OiLiO", funcs, st->calls, (long long)st->top,
-                                    st->html, threads);
+        res = PyObject_CallFunction(render, "OiLiOO", funcs, st->calls, (long long)st->top,
+                                    st->html, threads,
+                                    st->per_context ? st->ctx_names : Py_None);
     }
     if (res == NULL || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 4) {
         if (!PyErr_Occurred()) {

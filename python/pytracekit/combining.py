@@ -14,10 +14,11 @@ edges added; the per-context timer.context-N.pstats it lists merged by the
 context's name), coverage.json (through the coverage plugin's own merge,
 which writes coverage.lcov and coverage.xml too, and .coverage when a set had
 one; the contexts of each line and arc united) and lines.json (hits and time
-of each line added, each function's calls and total too; lines.txt, and
-lines.html when a set had one, written again from the sum by the lines
-plugin's own writer). A report directory that has a run.json contributes only the files that
-run.json lists, so the leftovers of an earlier run are never mixed in.
+of each line added, each function's calls and total too, per context too;
+lines.txt, and lines.html when a set had one, written again from the sum by
+the lines plugin's own writer). A report directory that has a run.json
+contributes only the files that run.json lists, so the leftovers of an
+earlier run are never mixed in.
 What is not combined (a timeline, reftrack.json, per-thread timer
 files), and a format that only some of a plugin's report sets have, is said
 on stderr and listed in the output's run.json under "left_out".
@@ -146,8 +147,19 @@ def _check_lines(path, data):
     _check_shape(path, data, _LINES)
     if not isinstance(data.get("calls", True), bool):
         raise _shape_error(path, "calls", "true or false")
-    for file, entry in data["files"].items():
-        where = "files[%r]" % file
+    _check_lines_files(path, data["files"], "files")
+    if "contexts" in data:
+        _check_shape(path, data["contexts"], "dict", "contexts")
+        for name, c in data["contexts"].items():
+            where = "contexts[%r]" % name
+            _check_shape(path, c, _LINES, where)
+            _check_lines_files(path, c["files"], where + ".files")
+
+
+def _check_lines_files(path, files, at):
+    """lines.json's `files` (the whole run's, or a context's) at `at`."""
+    for file, entry in files.items():
+        where = "%s[%r]" % (at, file)
         _check_shape(path, entry, {"lines": "dict", "functions": "dict"}, where)
         for key, fn in entry["functions"].items():
             fwhere = "%s.functions[%r]" % (where, key)
@@ -637,6 +649,17 @@ def merge_lines(datas, remap, html):
     for d in datas:
         funcs += linesfmt.from_json(d, remap)
     doc, text, page, _ = linesfmt.render(funcs, calls.pop(), 0, html)
+    # per_context=true (pytest's xdist workers): each context's figures
+    # added up over the sets that have them
+    names, in_contexts = [], []
+    for d in datas:
+        for name, c in (d.get("contexts") or {}).items():
+            if name not in names:
+                names.append(name)
+            at = names.index(name)
+            in_contexts += [t + (0, at) for t in linesfmt.from_json(c, remap)]
+    if names:
+        doc["contexts"] = linesfmt.contexts_json(in_contexts, names)
     doc["processes"] = len(datas)
     return doc, text, page
 

@@ -568,6 +568,45 @@ CPROFILE_CONFTEST = ("import os, cProfile, pstats, marshal, pytest\n"
                      "            marshal.dump(SEEN, f)\n")
 
 
+# The oracle of per-test line hits: sys.settrace's line events of mod.py's
+# and test_mod.py's frames, per phase of each test (named as the plugin
+# names them), and "" elsewhere.
+LINES_CONFTEST = ("import os, sys, collections, pytest\n"
+                  "CUR = ['']\n"
+                  "SEEN = collections.defaultdict(collections.Counter)\n"
+                  "def local(frame, event, arg):\n"
+                  "    if event == 'line':\n"
+                  "        c = frame.f_code\n"
+                  "        SEEN[CUR[0]][(os.path.basename(c.co_filename), frame.f_lineno)] += 1\n"
+                  "    return local\n"
+                  "def trace(frame, event, arg):\n"
+                  "    if os.path.basename(frame.f_code.co_filename) in ('mod.py', 'test_mod.py'):\n"
+                  "        return local(frame, event, arg)\n"
+                  "    return None\n"
+                  "def phase(item, name):\n"
+                  "    CUR[0] = item.nodeid + '|' + name\n"
+                  "    try:\n"
+                  "        yield\n"
+                  "    finally:\n"
+                  "        CUR[0] = ''\n"
+                  "if os.environ.get('ORACLE'):\n"
+                  "    sys.settrace(trace)\n"
+                  "    @pytest.hookimpl(hookwrapper=True)\n"
+                  "    def pytest_runtest_setup(item):\n"
+                  "        yield from phase(item, 'setup')\n"
+                  "    @pytest.hookimpl(hookwrapper=True)\n"
+                  "    def pytest_runtest_call(item):\n"
+                  "        yield from phase(item, 'call')\n"
+                  "    @pytest.hookimpl(hookwrapper=True)\n"
+                  "    def pytest_runtest_teardown(item):\n"
+                  "        yield from phase(item, 'teardown')\n"
+                  "    def pytest_unconfigure(config):\n"
+                  "        sys.settrace(None)\n"
+                  "        import json\n"
+                  "        with open(os.environ['ORACLE'], 'w') as f:\n"
+                  "            json.dump({k: [[a, b, n] for (a, b), n in v.items()]\n"
+                  "                       for k, v in SEEN.items()}, f)\n")
+
 class PerContext(Case):
     """counter:per_context=true and timer:per_context=true against calls
     counted with sys.setprofile per phase of each test (ORACLE_CONFTEST)."""
@@ -683,6 +722,67 @@ class PerContext(Case):
         self.pytest("-p", "pytracekit", "--ptk", "counter", "--ptk-output", "plain", "-q")
         self.assertNotIn("contexts", self.report("plain", "counter"))
 
+
+    def test_lines_per_context(self):
+        # lines:per_context=true: each line's hits in the phase that ran
+        # it, against sys.settrace's line events per phase; the fixture's
+        # generator runs its first lines in setup and its last in teardown
+        out = os.path.join(self.dir, "oracle.json")
+        self.write("conftest.py", LINES_CONFTEST)
+        self.run_oracle(out)
+        with open(out) as f:
+            want = {ctx: {(file, n): hits for file, n, hits in rows}
+                    for ctx, rows in json.load(f).items()}
+        want = {ctx: rows for ctx, rows in want.items() if rows}
+        self.pytest("-p", "pytracekit", "--ptk", "lines:modules=mod;test_mod,per_context=true",
+                    "--ptk-output", "out", "-q")
+        r = self.report("out", "lines")
+        got = {ctx: {(os.path.basename(path), int(n)): v["hits"]
+                     for path, rec in c["files"].items() for n, v in rec["lines"].items()}
+               for ctx, c in r["contexts"].items()}
+        self.maxDiff = None
+        # "" (outside the tests): the oracle starts tracing in conftest.py,
+        # after pytest imported test_mod.py; the plugin sees that import too
+        got_import = got.pop("", {})
+        want.pop("", None)
+        self.assertEqual(got, want)
+        self.assertEqual(got["test_mod.py::test_b|setup"],
+                         {("test_mod.py", 5): 1, ("test_mod.py", 6): 1,
+                          ("mod.py", 7): 1, ("mod.py", 11): 1})
+        self.assertEqual(got["test_mod.py::test_b|teardown"],
+                         {("test_mod.py", 7): 1, ("mod.py", 2): 1, ("mod.py", 3): 1})
+        self.assertIn(("test_mod.py", 1), got_import)
+        # every line's hits and time are in exactly one context: per file
+        # and line, and per function, the contexts add up to the run's
+        def add(into, key, v):
+            h, t = into.get(key, (0, 0))
+            into[key] = (h + v["hits"], t + v["time_ns"])
+        lines, funcs = {}, {}
+        for c in r["contexts"].values():
+            for path, rec in c["files"].items():
+                for n, v in rec["lines"].items():
+                    add(lines, (path, n), v)
+                for q, fn in rec["functions"].items():
+                    for n, v in fn["lines"].items():
+                        add(funcs, (path, q, n), v)
+        self.assertEqual(lines, {(path, n): (v["hits"], v["time_ns"])
+                                 for path, rec in r["files"].items()
+                                 for n, v in rec["lines"].items()})
+        self.assertEqual(funcs, {(path, q, n): (v["hits"], v["time_ns"])
+                                 for path, rec in r["files"].items()
+                                 for q, fn in rec["functions"].items()
+                                 for n, v in fn["lines"].items()})
+        calls = {}
+        for c in r["contexts"].values():
+            for path, rec in c["files"].items():
+                for q, fn in rec["functions"].items():
+                    calls[(path, q)] = calls.get((path, q), 0) + fn["calls"]
+        self.assertEqual(calls, {(path, q): fn["calls"] for path, rec in r["files"].items()
+                                 for q, fn in rec["functions"].items()})
+        # without per_context, no contexts section
+        self.pytest("-p", "pytracekit", "--ptk", "lines:modules=mod", "--ptk-output", "plain",
+                    "-q")
+        self.assertNotIn("contexts", self.report("plain", "lines"))
 
 class Timeline(Case):
     """The timeline's contexts track: one span per test phase."""
@@ -824,7 +924,8 @@ class Xdist(Case):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         want = CoverageContexts.coverage_json(self, ".coverage")
         specs = ["--ptk", "coverage:include=mod.py,contexts=true,coveragepy=yes",
-                 "--ptk", "counter:per_context=true", "--ptk", "timer:per_context=true"]
+                 "--ptk", "counter:per_context=true", "--ptk", "timer:per_context=true",
+                 "--ptk", "lines:modules=mod,per_context=true"]
         self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", *specs,
                     "--ptk-output", "par", "-q")
         got = self.contexts("par")
@@ -856,6 +957,15 @@ class Xdist(Case):
         self.assertEqual(timed("par"), timed("serial"))
         self.assertEqual(timed("par")["test_mod.py::test_b|call"],
                          {"test_b": 1, "f": 1, "up": 1})
+
+        def line_hits(out):
+            return {name: {(q, n): v["hits"] for rec in c["files"].values()
+                           for q, fn in rec["functions"].items() for n, v in fn["lines"].items()}
+                    for name, c in self.report(out, "lines")["contexts"].items() if name}
+        self.assertEqual(line_hits("par"), line_hits("serial"))
+        self.assertEqual(line_hits("par")["test_mod.py::test_c[3]|call"],
+                         {("K.__init__", "11"): 1, ("K.up", "13"): 4, ("K.up", "14"): 3,
+                          ("K.up", "15"): 1})
         # everything combined: nothing said to be left out
         self.assertEqual(self.report("par", "run")["left_out"], [])
 

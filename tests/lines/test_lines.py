@@ -3,7 +3,7 @@ sys.settrace's line events (recursion, a generator, an exception, two
 threads), the time of a line with and without its calls, the filter, and
 the reports' forms.
 
-    python test_lines.py settrace|calls|filter|reports
+    python test_lines.py settrace|calls|filter|reports|threads|contexts|combine|html
 """
 import json
 import os
@@ -466,6 +466,102 @@ def case_threads():
     print(f"PASS: {len(oracle)} threads, each one's hits as sys.settrace's "
           f"({', '.join('%s %d' % (n, sum(h.values())) for n, h in sorted(oracle.items()))})")
 
+
+
+# Contexts set by the program itself (what the pytest plugin does at each
+# test phase): a frame that runs on across a change (main's loop), a
+# generator made in one context and resumed in others, and "" before the
+# first context and after the last. CUR mirrors the context for the oracle.
+CONTEXTS = textwrap.dedent("""\
+    try:
+        from pytracekit import set_context
+    except ImportError:  # the oracle's run
+        def set_context(name):
+            return 0
+    CUR = [""]
+
+    def ctx(name):
+        set_context(name); CUR[0] = name or ""
+
+    def gen(n):
+        for i in range(n):
+            yield i
+
+    def work(k):
+        t = 0
+        for i in range(k):
+            t += i
+        return t
+
+    def main():
+        g = gen(6)
+        for name in ("a", "b", "a", "c"):
+            ctx(name)
+            work(len(name) + 2)
+            next(g)
+            x = 1
+        ctx(None)
+        next(g)
+        return x
+
+    main()
+    """)
+
+# sys.settrace's line events per context (the program's CUR at each event)
+ORACLE_CONTEXTS = textwrap.dedent("""\
+    import json, sys
+    path = sys.argv[1]
+    hits = {}
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != path:
+            return None
+        if event == "line":
+            per = hits.setdefault(frame.f_globals.get("CUR", [""])[0], {})
+            per[frame.f_lineno] = per.get(frame.f_lineno, 0) + 1
+        return tracer
+    sys.settrace(tracer)
+    src = open(path).read()
+    g = {"__name__": "__main__", "__file__": path}
+    exec(compile(src, path, "exec"), g)
+    sys.settrace(None)
+    print(json.dumps(hits))
+    """)
+
+
+def case_contexts():
+    """per_context=true: each context's hits per line equal sys.settrace's
+    line events while it was current, with frames and a generator that run
+    on across context changes; the whole run's hits and times are the
+    contexts' sums."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _, data, _ = run_lines(tmp, "lines:modules=__main__,html=false,per_context=true",
+                                     CONTEXTS)
+        p = subprocess.run([PYTHON, "-c", ORACLE_CONTEXTS, path], capture_output=True,
+                           text=True, check=True)
+        oracle = {name: {int(k): v for k, v in h.items()}
+                  for name, h in json.loads(p.stdout).items()}
+    got = {name: {int(n): v["hits"] for n, v in c["files"][path]["lines"].items()}
+           for name, c in data["contexts"].items()}
+    check(got == oracle, f"hits per context {got} != sys.settrace's {oracle}")
+    check(sorted(got) == ["", "a", "b", "c"], f"contexts: {sorted(got)}")
+    # main's loop line `x = 1` (line 27) once in each of its turns, two in "a"
+    check(got["a"][27] == 2 and got["b"][27] == 1 and got["c"][27] == 1,
+          f"main's loop across the changes: {[(k, v.get(27)) for k, v in got.items()]}")
+    # the generator, made in "", starts at its first next() in "a" and is
+    # resumed in each later turn and once more in "": one call, in "a"; its
+    # loop line in every context
+    gen = {name: c["files"][path]["functions"].get("gen") for name, c in data["contexts"].items()}
+    check({name: g["calls"] for name, g in gen.items() if g and g["calls"]} == {"a": 1}
+          and all(g and "13" in g["lines"] for g in gen.values()),
+          f"gen per context: {gen}")
+    for n, v in data["files"][path]["lines"].items():
+        parts = [c["files"][path]["lines"][n] for c in data["contexts"].values()
+                 if n in c["files"][path]["lines"]]
+        check(v["hits"] == sum(x["hits"] for x in parts)
+              and v["time_ns"] == sum(x["time_ns"] for x in parts),
+              f"line {n}: {v} is not the sum of {parts}")
+    print(f"PASS: {len(oracle)} contexts, each one's hits as sys.settrace's "
+          f"({', '.join('%r %d' % (n, sum(h.values())) for n, h in sorted(oracle.items()))})")
 
 
 def case_html():

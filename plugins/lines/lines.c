@@ -40,12 +40,14 @@ static const ptk_option_spec ln_options[] = {
                  "lines listed in the summary, by time (0: none)", NULL},
     [OPT_PER_THREAD] = {"per_thread", PTK_OPT_BOOL, "false",
                         "also give each thread's hits and time per line "
-                        "(lines.json's threads)",
+                        "(lines.json's threads; each function's threads in "
+                        "lines.txt and lines.html)",
                         NULL},
     [OPT_PER_CONTEXT] = {"per_context", PTK_OPT_BOOL, "false",
                          "also give each context's hits and time per line "
                          "(ptk_context_set(): per test phase under pytest -p "
-                         "pytracekit; lines.json's contexts)",
+                         "pytracekit; lines.json's contexts; each function's "
+                         "contexts in lines.txt and lines.html)",
                          NULL},
     [OPT_COUNT] = {NULL, 0, NULL, NULL, NULL},
 };

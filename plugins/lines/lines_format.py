@@ -13,6 +13,8 @@ makes lines.json's `contexts`, for `pytracekit combine`."""
 import os
 
 _UNIT = 1e-6  # the text and HTML reports' time unit: microseconds
+_PARTS = 10  # threads or contexts listed under a function, by time
+_LINE_PARTS = 3  # and named in a line's tooltip in lines.html
 
 
 def _text(s):
@@ -76,6 +78,10 @@ class _Func:
         self.lines = lines  # {line: (hits, time_ns)}
         self.time_ns = sum(t for _, t in lines.values())
         self.key = qualname
+        # per_thread / per_context: [(label, _Func of that thread or
+        # context)], by time, set by _attach_parts
+        self.parts = []
+        self.parts_of = ""  # "thread" or "context"
 
 
 def _merge(funcs):
@@ -169,6 +175,18 @@ def _text_report(funcs, sources, calls):
             per = _fmt_time(t / hits) if hits else ""
             pc = "%.1f" % (100.0 * t / f.time_ns) if f.time_ns else ""
             out.append(template % (n, hits, _fmt_time(t), per, pc, _text(text)))
+        if f.parts:
+            out.append("")
+            out.append("By %s:" % f.parts_of)
+            out.append("%12s %9s %9s %8s  %s" % ("Time", "Hits", "Calls", "% Time", f.parts_of))
+            for label, part in f.parts[:_PARTS]:
+                out.append("%12s %9d %9d %8s  %s" % (
+                    _fmt_time(part.time_ns), sum(h for h, _ in part.lines.values()), part.calls,
+                    "%.1f" % (100.0 * part.time_ns / f.time_ns) if f.time_ns else "",
+                    _text(label)))
+            if len(f.parts) > _PARTS:
+                out.append("%12s %9s %9s %8s  (%d more %ss)" % ("", "", "", "",
+                                                             len(f.parts) - _PARTS, f.parts_of))
         out.append("")
         out.append("")
     return "\n".join(out).encode("utf-8")
@@ -203,6 +221,40 @@ def _heat(t, tmax):
     return " style=\"background: rgb(255,%d,%d)\"" % (g, g)
 
 
+def _line_title(f, n):
+    """A line's tooltip in lines.html with per_thread / per_context: the
+    threads or contexts that took most of its time."""
+    parts = sorted(((part.lines[n][1], part.lines[n][0], label) for label, part in f.parts
+                    if n in part.lines), key=lambda p: (-p[0], -p[1], p[2]))
+    if not parts:
+        return ""
+    text = "; ".join("%s: %s \u00b5s, %d hit%s" % (_text(label), _fmt_time(t), h, "" if h == 1 else "s")
+                     for t, h, label in parts[:_LINE_PARTS])
+    if len(parts) > _LINE_PARTS:
+        text += "; %d more %ss" % (len(parts) - _LINE_PARTS, f.parts_of)
+    return " title=\"%s\"" % _h(text)
+
+
+def _parts_table(f):
+    """A function's threads or contexts by time, under its source in
+    lines.html."""
+    if not f.parts:
+        return ""
+    rows = ["<tr><td class=\"num\">%s</td><td class=\"num\">%d</td><td class=\"num\">%d</td>"
+            "<td class=\"num\">%s</td><td>%s</td></tr>"
+            % (_fmt_time(part.time_ns), sum(h for h, _ in part.lines.values()), part.calls,
+               "%.1f%%" % (100.0 * part.time_ns / f.time_ns) if f.time_ns else "",
+               _h(label))
+            for label, part in f.parts[:_PARTS]]
+    if len(f.parts) > _PARTS:
+        rows.append("<tr><td colspan=\"5\">%d more %ss</td></tr>"
+                    % (len(f.parts) - _PARTS, f.parts_of))
+    return ("\n<table class=\"index parts\"><thead><tr><th class=\"num\">Time (\u00b5s)</th>"
+            "<th class=\"num\">Hits</th><th class=\"num\">Calls</th><th class=\"num\">Share"
+            "</th><th>By %s</th></tr></thead>\n<tbody>\n%s\n</tbody></table>"
+            % (f.parts_of, "\n".join(rows)))
+
+
 def _html_report(funcs, sources, calls):
     total = sum(f.time_ns for f in funcs)
     rows = []
@@ -228,16 +280,17 @@ def _html_report(funcs, sources, calls):
             hits, t = f.lines.get(n, (0, 0))
             cls = " class=\"hottest\"" if tmax > 0 and t == tmax else ""
             pc = "%.1f" % (100.0 * t / f.time_ns) if f.time_ns and hits else ""
-            out.append("<p id=\"f%dl%d\"%s%s><span class=\"n\">%d</span>"
+            out.append("<p id=\"f%dl%d\"%s%s%s><span class=\"n\">%d</span>"
                        "<span class=\"hits\">%s</span><span class=\"time\">%s</span>"
                        "<span class=\"pc\">%s</span><span class=\"t\">%s</span></p>"
-                       % (i, n, cls, _heat(t, tmax), n, hits if hits else "",
-                          _fmt_time(t) if hits else "", pc, _h(text) or " "))
+                       % (i, n, cls, _heat(t, tmax), _line_title(f, n), n,
+                          hits if hits else "", _fmt_time(t) if hits else "", pc,
+                          _h(text) or " "))
         note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
         body.append("<h2 id=\"f%d\">%s</h2>\n<p>%s, line %d: %d calls, %s \u00b5s</p>\n%s"
-                    "<div class=\"source\">\n%s\n</div>"
+                    "<div class=\"source\">\n%s\n</div>%s"
                     % (i, _h(f.qualname), _h(f.file), f.first, f.calls,
-                       _fmt_time(f.time_ns), note, "\n".join(out)))
+                       _fmt_time(f.time_ns), note, "\n".join(out), _parts_table(f)))
     what = ("time of each line with the calls it makes" if calls else
             "time of each line without the calls it makes")
     page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -296,10 +349,34 @@ def contexts_json(funcs, names):
             for i in sorted(mine, key=lambda i: names[i])}
 
 
+def _attach_parts(merged, funcs, index, label_of, what):
+    """Gives each merged function its figures per thread or context (the
+    tuples' field `index`, named by label_of), hottest first."""
+    groups = {}
+    for t in funcs:
+        groups.setdefault(t[index] if len(t) > index else 0, []).append(t)
+    by_key = {(f.file, f.qualname, f.first): f for f in merged}
+    for g, ts in groups.items():
+        for part in _merge(ts):
+            f = by_key[(part.file, part.qualname, part.first)]
+            f.parts.append((label_of(g), part))
+            f.parts_of = what
+    for f in merged:
+        f.parts.sort(key=lambda p: (-p[1].time_ns, p[0]))
+
+
 def render(funcs, calls, top, html, threads=None, contexts=None):
     per_thread = _threads(funcs, threads) if threads is not None else None
     per_context = contexts_json(funcs, contexts) if contexts is not None else None
-    funcs = _merge(funcs)
+    merged = _merge(funcs)
+    # the text and HTML reports break each function down by context, or
+    # with per_thread only by thread
+    if contexts is not None:
+        _attach_parts(merged, funcs, 6, lambda i: contexts[i] or "(no context)", "context")
+    elif threads is not None:
+        _attach_parts(merged, funcs, 5, lambda i: "%s (thread %d)" % (
+            threads.get(i, (None, None))[1] or "?", i), "thread")
+    funcs = merged
     sources = {}
     for f in funcs:
         if f.file not in sources:

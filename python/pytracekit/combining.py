@@ -645,21 +645,25 @@ def merge_lines(datas, remap, html):
     if len(calls) > 1:
         raise CombineError("lines reports with calls=true and calls=false: a line's time "
                            "means different things in them")
-    funcs = []
-    for d in datas:
-        funcs += linesfmt.from_json(d, remap)
-    doc, text, page, _ = linesfmt.render(funcs, calls.pop(), 0, html)
     # per_context=true (pytest's xdist workers): each context's figures
-    # added up over the sets that have them
-    names, in_contexts = [], []
+    # added up by name over the sets that have them
+    names, in_contexts = {}, []
     for d in datas:
         for name, c in (d.get("contexts") or {}).items():
-            if name not in names:
-                names.append(name)
-            at = names.index(name)
+            at = names.setdefault(name, len(names))
             in_contexts += [t + (0, at) for t in linesfmt.from_json(c, remap)]
-    if names:
-        doc["contexts"] = linesfmt.contexts_json(in_contexts, names)
+    if names and all("contexts" in d for d in datas):
+        # the runs are their contexts' sums: made from those, the text and
+        # HTML reports break each function down by context too
+        doc, text, page, _ = linesfmt.render(in_contexts, calls.pop(), 0, html,
+                                             contexts=list(names))
+    else:
+        funcs = []
+        for d in datas:
+            funcs += linesfmt.from_json(d, remap)
+        doc, text, page, _ = linesfmt.render(funcs, calls.pop(), 0, html)
+        if names:
+            doc["contexts"] = linesfmt.contexts_json(in_contexts, list(names))
     doc["processes"] = len(datas)
     return doc, text, page
 

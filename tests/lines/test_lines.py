@@ -282,6 +282,25 @@ def hits_column(text):
     return out
 
 
+def parts_column(text):
+    """{(function, thread or context): (hits, calls)} of a lines.txt's
+    "By thread:" / "By context:" tables, read from their columns."""
+    out = {}
+    func = None
+    in_parts = False
+    for row in text.splitlines():
+        if row.startswith("Function: "):
+            func, in_parts = row[len("Function: "):].split(" at line ")[0], False
+        elif row in ("By thread:", "By context:"):
+            in_parts = True
+        elif in_parts and row.strip() and not row.strip().startswith("Time"):
+            t, hits, calls, pc, label = row.split(None, 4)
+            out[(func, label)] = (int(hits), int(calls))
+        elif not row.strip():
+            in_parts = False
+    return out
+
+
 def case_combine():
     """pytracekit combine of two runs with different inputs equals one run
     that does both: every line's hits and every function's calls, the text
@@ -414,8 +433,10 @@ def case_threads():
     """per_thread=true: each thread's hits per line equal sys.settrace's line
     events on that thread; the whole run's figures are the threads' sums."""
     with tempfile.TemporaryDirectory() as tmp:
-        path, _, data, _ = run_lines(tmp, "lines:modules=__main__,html=false,per_thread=true",
-                                     THREADS)
+        path, out, data, _ = run_lines(tmp, "lines:modules=__main__,html=false,per_thread=true",
+                                       THREADS)
+        with open(os.path.join(out, "lines.txt")) as f:
+            by_thread_txt = parts_column(f.read())
         p = subprocess.run([PYTHON, "-c", ORACLE_THREADS, path], capture_output=True,
                            text=True, check=True)
         oracle = {name: {int(k): v for k, v in h.items()}
@@ -455,6 +476,11 @@ def case_threads():
           and "fb" not in funcs["alpha"], f"functions per thread: {funcs}")
     calls = {name: t["files"][path]["functions"]["shared"]["calls"] for name, t in by_name.items()}
     check(calls == {"alpha": 5, "beta": 3, "MainThread": 1}, f"shared's calls per thread: {calls}")
+    # lines.txt breaks each function down by thread, as lines.json has it
+    want = {(q, "%s (thread %d)" % (t["name"], t["index"])):
+            (sum(v["hits"] for v in fn["lines"].values()), fn["calls"])
+            for t in threads for q, fn in t["files"].get(path, {"functions": {}})["functions"].items()}
+    check(by_thread_txt == want, f"lines.txt's threads {by_thread_txt} != lines.json's {want}")
     # the whole run is the sum of its threads, line by line
     whole = data["files"][path]["lines"]
     for n, v in whole.items():
@@ -534,8 +560,23 @@ def case_contexts():
     on across context changes; the whole run's hits and times are the
     contexts' sums."""
     with tempfile.TemporaryDirectory() as tmp:
-        path, _, data, _ = run_lines(tmp, "lines:modules=__main__,html=false,per_context=true",
-                                     CONTEXTS)
+        spec = "lines:modules=__main__,per_context=true"
+        path, tmp_out, data, _ = run_lines(tmp, spec, CONTEXTS)
+        # a second run, combined with the first
+        os.rename(tmp_out, os.path.join(tmp, "first"))
+        run_lines(tmp, spec + ",html=false", CONTEXTS)
+        tmp_out = os.path.join(tmp, "first")
+        with open(os.path.join(tmp_out, "lines.txt")) as f:
+            got_txt = parts_column(f.read())
+        with open(os.path.join(tmp_out, "lines.html")) as f:
+            page = f.read()
+        comb_dir = os.path.join(tmp, "comb")
+        p = run_cli(["combine", "-o", comb_dir, tmp_out, os.path.join(tmp, "out")], cwd=tmp)
+        check(p.returncode == 0, f"combine: {p.returncode} {p.stderr}")
+        with open(os.path.join(comb_dir, "lines.json")) as f:
+            comb = json.load(f)
+        with open(os.path.join(comb_dir, "lines.txt")) as f:
+            comb_txt = parts_column(f.read())
         p = subprocess.run([PYTHON, "-c", ORACLE_CONTEXTS, path], capture_output=True,
                            text=True, check=True)
         oracle = {name: {int(k): v for k, v in h.items()}
@@ -560,6 +601,36 @@ def case_contexts():
         check(v["hits"] == sum(x["hits"] for x in parts)
               and v["time_ns"] == sum(x["time_ns"] for x in parts),
               f"line {n}: {v} is not the sum of {parts}")
+    # lines.txt breaks each function down by context, as lines.json has it
+    want = {(q, name or "(no context)"): (sum(v["hits"] for v in fn["lines"].values()), fn["calls"])
+            for name, c in data["contexts"].items()
+            for q, fn in c["files"][path]["functions"].items()}
+    check(got_txt == want, f"lines.txt's contexts {got_txt} != lines.json's {want}")
+    # work(3) twice: `t = 0`, the loop's test 4 times, its body 3, `return`
+    check(got_txt[("work", "a")] == (2 * (1 + 4 + 3 + 1), 2),
+          f"work in a: {got_txt[('work', 'a')]}")
+    # lines.html: under each function its contexts by time, and on each
+    # line a tooltip naming the contexts that took its time
+    import html as _html
+    import re
+    work = page[page.index(">work</h2>"):]
+    table = work[work.index('<table class="index parts">'):work.index("</table>")]
+    rows = re.findall(r'<tr><td class="num">[^<]*</td><td class="num">(\d+)</td>'
+                      r'<td class="num">(\d+)</td><td class="num">[^<]*</td><td>([^<]*)</td></tr>',
+                      table)
+    check({(_html.unescape(label), int(h), int(c)) for h, c, label in rows}
+          == {(name, hits, calls) for (q, name), (hits, calls) in want.items() if q == "work"},
+          f"lines.html's contexts of work: {rows}")
+    tip = re.search(r'<p id="f\d+l18"[^>]* title="([^"]*)"', work)
+    check(tip is not None and all(n + ":" in _html.unescape(tip.group(1)) for n in "abc"),
+          f"line 18's tooltip: {tip and tip.group(1)}")
+    # two runs combined: each context's hits twice, by name, and its table
+    comb_hits = {name: {int(n): v["hits"] for n, v in c["files"][path]["lines"].items()}
+                 for name, c in comb["contexts"].items()}
+    check(comb_hits == {name: {n: 2 * h for n, h in hh.items()} for name, hh in oracle.items()},
+          f"combined contexts: {comb_hits}")
+    check(comb_txt.get(("work", "a")) == tuple(2 * x for x in got_txt[("work", "a")]),
+          f"combined lines.txt: {comb_txt.get(('work', 'a'))}")
     print(f"PASS: {len(oracle)} contexts, each one's hits as sys.settrace's "
           f"({', '.join('%r %d' % (n, sum(h.values())) for n, h in sorted(oracle.items()))})")
 

@@ -11,6 +11,7 @@ to the process's event hub when started and writes their reports when it is
 stopped. Reference: docs/python-api.md; under pytest: docs/pytest.md.
 PYTEST_DONT_REWRITE (`pytest -p pytracekit` has no assertions to rewrite)
 """
+import collections.abc
 import functools
 import json
 import os
@@ -215,12 +216,13 @@ class Session(_c.Session):
         return failed
 
     @property
-    def results(self) -> dict:
-        """What the last :meth:`report` wrote, as Python data: for each JSON
-        report it wrote, the file name without ``.json`` (the plugin's name
-        for the shipped plugins: ``counter``, ``timer``, ``coverage``,
-        ``reftrack``) mapped to the file's content, parsed. Raises
-        StateError before the first report."""
+    def results(self) -> "collections.abc.Mapping":
+        """What the last :meth:`report` wrote, as Python data: a read-only
+        mapping of each JSON report it wrote, the file name without
+        ``.json`` (the plugin's name for the shipped plugins: ``counter``,
+        ``timer``, ``coverage``, ``reftrack``) to the file's content as
+        :meth:`report` wrote it, parsed at its first use. Raises StateError
+        before the first report."""
         if self._results is None:
             raise StateError("no results before report() (or the end of a "
                              "with block)", _STATE)
@@ -260,14 +262,38 @@ def _snapshot(d):
     return out
 
 
+class _Results(collections.abc.Mapping):
+    """Session.results: the text of each JSON report, read when report()
+    wrote it and parsed at its first use (a per-test coverage.json is tens
+    of megabytes, and the pytest plugin never looks at it)."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._parsed = {}
+
+    def __getitem__(self, name):
+        if name not in self._parsed:
+            self._parsed[name] = json.loads(self._raw[name])
+        return self._parsed[name]
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self):
+        return len(self._raw)
+
+    def __repr__(self):
+        return f"<pytracekit results {sorted(self._raw)}>"
+
+
 def _read_results(d, before):
-    res = {}
+    raw = {}
     for name, sig in sorted(_snapshot(d).items()):
         # run.json is the run's identity, not a plugin's report
         if name.endswith(".json") and name != "run.json" and before.get(name) != sig:
-            with open(os.path.join(d, name), encoding="utf-8") as f:
-                res[name[:-5]] = json.load(f)
-    return res
+            with open(os.path.join(d, name), "rb") as f:
+                raw[name[:-5]] = f.read()
+    return _Results(raw)
 
 
 # ---- plugins -----------------------------------------------------------------

@@ -74,6 +74,8 @@ typedef struct ln_state {
     PyObject *ctx_names;
     PyObject *ctx_index;
     uint32_t cur_ctx;
+    int ctx_fresh; /* the current context is new: its records are all at
+                      the front of their code's chain */
     int ctx_seen;
     uint64_t ctx_id;
 } ln_state;

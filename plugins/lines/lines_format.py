@@ -20,6 +20,11 @@ _LINE_PARTS = 3  # and named in a line's tooltip in lines.html
 def _text(s):
     """`s` for a UTF-8 text report: a byte os.fsdecode turned into a lone
     surrogate is written \\xNN, as the other plugins' text reports do."""
+    try:
+        s.encode("utf-8")
+        return s  # no surrogate (nearly every line of every source)
+    except UnicodeEncodeError:
+        pass
     out = []
     for ch in s:
         o = ord(ch)
@@ -322,42 +327,46 @@ def _summary(funcs, top):
     return "\n".join(out) + "\n"
 
 
-def _threads(funcs, threads):
+def _threads(merged, threads):
     """lines.json's `threads`: per thread (by index) its identity and the
-    figures of its own frames, in the shape of the whole run's `files`."""
-    mine = {}
-    for t in funcs:
-        mine.setdefault(t[5] if len(t) > 5 else 0, []).append(t)
+    figures of its own frames (`merged`: _merged_by(funcs, 5)), in the shape
+    of the whole run's `files`."""
     out = []
-    for index in sorted(set(threads) | set(mine)):
+    for index in sorted(set(threads) | set(merged)):
         ident, name = threads.get(index, (None, None))
-        files = _json(_merge(mine.get(index, [])), True)["files"]
+        files = _json(merged.get(index, []), True)["files"]
         out.append({"index": index, "ident": ident,
                     "name": name, "files": files})
     return out
 
 
-def contexts_json(funcs, names):
-    """lines.json's `contexts`: {name: {"files": ...}}, per context the
-    figures of the lines that ran in it (a line's time goes with its hit),
-    in the shape of the whole run's `files`; "" is the time outside any
-    context. Contexts where no selected code ran are left out."""
-    mine = {}
-    for t in funcs:
-        mine.setdefault(t[6] if len(t) > 6 else 0, []).append(t)
-    return {names[i]: {"files": _json(_merge(mine[i]), True)["files"]}
-            for i in sorted(mine, key=lambda i: names[i])}
-
-
-def _attach_parts(merged, funcs, index, label_of, what):
-    """Gives each merged function its figures per thread or context (the
-    tuples' field `index`, named by label_of), hottest first."""
+def _merged_by(funcs, index):
+    """{group: its _Funcs}: the tuples grouped by their field `index` (the
+    thread's or the context's), each group merged."""
     groups = {}
     for t in funcs:
         groups.setdefault(t[index] if len(t) > index else 0, []).append(t)
+    return {g: _merge(ts) for g, ts in groups.items()}
+
+
+def contexts_json(funcs, names, merged=None):
+    """lines.json's `contexts`: {name: {"files": ...}}, per context the
+    figures of the lines that ran in it (a line's time goes with its hit),
+    in the shape of the whole run's `files`; "" is the time outside any
+    context. Contexts where no selected code ran are left out. `merged`:
+    _merged_by(funcs, 6) when the caller has it."""
+    if merged is None:
+        merged = _merged_by(funcs, 6)
+    return {names[i]: {"files": _json(merged[i], True)["files"]}
+            for i in sorted(merged, key=lambda i: names[i])}
+
+
+def _attach_parts(merged, groups, label_of, what):
+    """Gives each merged function its figures per thread or context
+    (`groups`, _merged_by's, named by label_of), hottest first."""
     by_key = {(f.file, f.qualname, f.first): f for f in merged}
-    for g, ts in groups.items():
-        for part in _merge(ts):
+    for g, parts in groups.items():
+        for part in parts:
             f = by_key[(part.file, part.qualname, part.first)]
             f.parts.append((label_of(g), part))
             f.parts_of = what
@@ -366,15 +375,17 @@ def _attach_parts(merged, funcs, index, label_of, what):
 
 
 def render(funcs, calls, top, html, threads=None, contexts=None):
-    per_thread = _threads(funcs, threads) if threads is not None else None
-    per_context = contexts_json(funcs, contexts) if contexts is not None else None
+    by_thread = _merged_by(funcs, 5) if threads is not None else None
+    per_thread = _threads(by_thread, threads) if threads is not None else None
+    by_context = _merged_by(funcs, 6) if contexts is not None else None
+    per_context = contexts_json(funcs, contexts, by_context) if contexts is not None else None
     merged = _merge(funcs)
     # the text and HTML reports break each function down by context, or
     # with per_thread only by thread
     if contexts is not None:
-        _attach_parts(merged, funcs, 6, lambda i: contexts[i] or "(no context)", "context")
+        _attach_parts(merged, by_context, lambda i: contexts[i] or "(no context)", "context")
     elif threads is not None:
-        _attach_parts(merged, funcs, 5, lambda i: "%s (thread %d)" % (
+        _attach_parts(merged, by_thread, lambda i: "%s (thread %d)" % (
             threads.get(i, (None, None))[1] or "?", i), "thread")
     funcs = merged
     sources = {}

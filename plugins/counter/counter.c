@@ -15,6 +15,7 @@
 #include <pytracekit/plugin.h>
 
 #include "../common/c_label.h"
+#include "../common/context_index.h"
 #include "../common/fs_name.h"
 #include "../common/grow.h"
 #include "../common/pair_map.h"
@@ -247,43 +248,27 @@ ctx_count_call(counter *c, size_t at)
 }
 
 /* per_context: the context is another than at the last event: find (or
- * make) the counts of its name. The traced program's exception is kept. */
+ * make) the counts of its name. */
 static int
 ctx_switch(counter *c, uint64_t id, const char *name)
 {
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    int rc = PTK_ENOMEM;
-    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
-                                         "surrogateescape");
-    if (key != NULL && c->ctx_index == NULL) {
-        c->ctx_index = PyDict_New();
+    if (PTK_KIT_RESERVE(c->ctxs, c->capctxs, c->nctxs + 1, 64) != 0) {
+        return PTK_ENOMEM;
     }
-    PyObject *at = key && c->ctx_index ? PyDict_GetItemWithError(c->ctx_index, key) : NULL;
-    if (at != NULL) {
-        c->cur_at = PyLong_AsSize_t(at);
-        rc = PTK_OK;
+    PyObject *key;
+    Py_ssize_t at = ptk_kit_context_index(&c->ctx_index, NULL, name, (Py_ssize_t)c->nctxs, &key);
+    if (at < 0) {
+        return PTK_ENOMEM;
     }
-    else if (key != NULL && c->ctx_index != NULL && !PyErr_Occurred() &&
-             PTK_KIT_RESERVE(c->ctxs, c->capctxs, c->nctxs + 1, 64) == 0) {
-        PyObject *n = PyLong_FromSize_t(c->nctxs);
-        if (n != NULL && PyDict_SetItem(c->ctx_index, key, n) == 0) {
-            ctx_counts *x = &c->ctxs[c->nctxs];
-            memset(x, 0, sizeof(*x));
-            x->name = Py_NewRef(key);
-            c->cur_at = c->nctxs++;
-            rc = PTK_OK;
-        }
-        Py_XDECREF(n);
+    if (key != NULL) {
+        ctx_counts *x = &c->ctxs[c->nctxs++];
+        memset(x, 0, sizeof(*x));
+        x->name = key;
     }
-    Py_XDECREF(key);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-    if (rc == PTK_OK) {
-        c->ctx_id = id;
-        c->ctx_seen = 1;
-    }
-    return rc;
+    c->cur_at = (size_t)at;
+    c->ctx_id = id;
+    c->ctx_seen = 1;
+    return PTK_OK;
 }
 
 static int

@@ -14,6 +14,7 @@
  */
 #include "cov_private.h"
 
+#include "../common/context_index.h"
 #include "../common/gone_box.h"
 
 /* ---- small tables ------------------------------------------------------ */
@@ -686,32 +687,14 @@ ctx_switch(cov_state *st)
 {
     uint64_t id;
     const char *name = st->host->context(&id);
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    int rc = -1;
-    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
-                                         "surrogateescape");
-    PyObject *idx = key ? PyDict_GetItemWithError(st->ctx_index, key) : NULL;
-    if (idx != NULL) {
-        st->ctx_cur = (int32_t)PyLong_AsLong(idx);
-        rc = 0;
+    Py_ssize_t at = ptk_kit_context_index(&st->ctx_index, st->ctx_names, name, 0, NULL);
+    if (at < 0) {
+        return -1;
     }
-    else if (key != NULL && !PyErr_Occurred()) {
-        PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(st->ctx_names));
-        if (n && PyDict_SetItem(st->ctx_index, key, n) == 0 && PyList_Append(st->ctx_names, key) == 0) {
-            st->ctx_cur = (int32_t)PyLong_AsLong(n);
-            rc = 0;
-        }
-        Py_XDECREF(n);
-    }
-    Py_XDECREF(key);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-    if (rc == 0) {
-        st->ctx_id = id;
-        st->ctx_seen = 1;
-    }
-    return rc;
+    st->ctx_cur = (int32_t)at;
+    st->ctx_id = id;
+    st->ctx_seen = 1;
+    return 0;
 }
 
 int

@@ -16,6 +16,8 @@
  */
 #include "lines.h"
 
+#include "../common/context_index.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,40 +108,20 @@ ln_func_get(ln_state *st, PyCodeObject *code, const ptk_event *ev)
 }
 
 /* per_context: the context changed since the last event (or this is the
- * first): the index of its name, made if new. The traced program's
- * exception is kept. */
+ * first): the index of its name, made if new. */
 static __attribute__((noinline)) int
 ln_ctx_switch(ln_state *st, uint64_t id, const char *name)
 {
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    int rc = PTK_ENOMEM;
-    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
-                                         "surrogateescape");
-    PyObject *at = key != NULL ? PyDict_GetItemWithError(st->ctx_index, key) : NULL;
-    if (at != NULL) {
-        st->cur_ctx = (uint32_t)PyLong_AsUnsignedLong(at);
-        st->ctx_fresh = 0;
-        rc = PTK_OK;
+    Py_ssize_t n = PyList_GET_SIZE(st->ctx_names);
+    Py_ssize_t at = ptk_kit_context_index(&st->ctx_index, st->ctx_names, name, 0, NULL);
+    if (at < 0) {
+        return PTK_ENOMEM;
     }
-    else if (key != NULL && !PyErr_Occurred()) {
-        PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(st->ctx_names));
-        if (n != NULL && PyDict_SetItem(st->ctx_index, key, n) == 0 &&
-            PyList_Append(st->ctx_names, key) == 0) {
-            st->cur_ctx = (uint32_t)(PyList_GET_SIZE(st->ctx_names) - 1);
-            st->ctx_fresh = 1;
-            rc = PTK_OK;
-        }
-        Py_XDECREF(n);
-    }
-    Py_XDECREF(key);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-    if (rc == PTK_OK) {
-        st->ctx_id = id;
-        st->ctx_seen = 1;
-    }
-    return rc;
+    st->cur_ctx = (uint32_t)at;
+    st->ctx_fresh = at >= n;
+    st->ctx_id = id;
+    st->ctx_seen = 1;
+    return PTK_OK;
 }
 
 /* The entry of @p line in @p fn, made if new; NULL when out of memory. */
@@ -472,11 +454,8 @@ ln_init(const ptk_init_args *args, void **state, unsigned int *events)
             return PTK_EOPTTYPE;
         }
         st->ctx_names = PyList_New(0);
-        st->ctx_index = PyDict_New();
-        if (st->ctx_names == NULL || st->ctx_index == NULL) {
+        if (st->ctx_names == NULL) {
             PyErr_Clear();
-            Py_XDECREF(st->ctx_names);
-            Py_XDECREF(st->ctx_index);
             free(st);
             snprintf(args->errbuf, args->errbuf_size, "out of memory");
             return PTK_ENOMEM;

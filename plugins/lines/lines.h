@@ -69,8 +69,8 @@ typedef struct ln_state {
     uint64_t line_events;
     /* per_context: the context names in order of first sight (a list of
      * str; contexts of one name are one), their indexes by name (a dict),
-     * the current one's index and the host's id of the context it was
-     * found for */
+     * (made at the first context), the current one's index and the host's
+     * id of the context it was found for */
     PyObject *ctx_names;
     PyObject *ctx_index;
     uint32_t cur_ctx;

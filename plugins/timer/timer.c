@@ -11,6 +11,7 @@
  */
 #include "timer.h"
 #include "../common/c_label.h"
+#include "../common/context_index.h"
 #include "../common/gone_box.h"
 
 #include <stdlib.h>
@@ -969,35 +970,26 @@ tm_cset_current(tm_state *st)
     if (st->cs_seen && id == st->cs_id) {
         return st->cur_cs;
     }
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
+    if (PTK_KIT_RESERVE(st->csets, st->capcsets, st->ncsets + 1, 64) != 0) {
+        return NULL;
+    }
+    tm_cset *fresh = calloc(1, sizeof(*fresh));
+    if (fresh == NULL) {
+        return NULL;
+    }
+    PyObject *key;
+    Py_ssize_t at = ptk_kit_context_index(&st->cset_index, NULL, name, (Py_ssize_t)st->ncsets,
+                                          &key);
     tm_cset *cs = NULL;
-    PyObject *key = PyUnicode_DecodeUTF8(name ? name : "", (Py_ssize_t)(name ? strlen(name) : 0),
-                                         "surrogateescape");
-    if (key != NULL && st->cset_index == NULL) {
-        st->cset_index = PyDict_New();
+    if (key != NULL) {
+        fresh->name = key;
+        cs = st->csets[st->ncsets++] = fresh;
+        fresh = NULL;
     }
-    PyObject *at = key && st->cset_index ? PyDict_GetItemWithError(st->cset_index, key) : NULL;
-    if (at != NULL) {
-        cs = st->csets[PyLong_AsSize_t(at)];
+    else if (at >= 0) {
+        cs = st->csets[at];
     }
-    else if (key != NULL && st->cset_index != NULL && !PyErr_Occurred() &&
-             PTK_KIT_RESERVE(st->csets, st->capcsets, st->ncsets + 1, 64) == 0 &&
-             (cs = calloc(1, sizeof(*cs))) != NULL) {
-        PyObject *n = PyLong_FromSize_t(st->ncsets);
-        if (n != NULL && PyDict_SetItem(st->cset_index, key, n) == 0) {
-            cs->name = Py_NewRef(key);
-            st->csets[st->ncsets++] = cs;
-        }
-        else {
-            free(cs);
-            cs = NULL;
-        }
-        Py_XDECREF(n);
-    }
-    Py_XDECREF(key);
-    PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
+    free(fresh);
     if (cs != NULL) {
         st->cur_cs = cs;
         st->cs_id = id;

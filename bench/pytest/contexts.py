@@ -25,19 +25,11 @@ coverage.py) against coverage.py's .coverage, pytest-cov's "|run" read as
 """
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 
-
-def cpu_of(cmd, env, cwd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode not in (0, 1):
-        sys.exit(f"{cmd} exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+from suite import best_cpu, environments
 
 
 def contexts_of(python, data_file, cwd, pkg):
@@ -78,12 +70,7 @@ def main(argv):
     rounds = int(argv[4]) if len(argv) > 4 else 1
     pkg = os.path.abspath(pkg)
     work = tempfile.mkdtemp(prefix="ptk-bench-ctx-")
-    # one hash seed for every run: networkx iterates sets of nodes, and which
-    # branch a test takes may change with the seed (so would its lines)
-    base = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
-    base.pop("PYTEST_ADDOPTS", None)
-    plain = dict(base, PYTHONPATH=pkg)
-    ours = dict(base, PYTHONPATH=os.path.join(os.path.abspath(build), "python") + ":" + pkg)
+    plain, ours = environments(build, pkg)
     pytest = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
     include = f"coverage:include={pkg}/*"
     variants = {
@@ -102,11 +89,7 @@ def main(argv):
                                  "--cov-report=term", tests],
                        dict(plain, COVERAGE_CORE="ctrace")),
     }
-    cpu = {k: [] for k in variants}
-    for _ in range(rounds):
-        for name, (cmd, env) in variants.items():
-            cpu[name].append(cpu_of(cmd, env, work))
-    best = {k: min(v) for k, v in cpu.items()}
+    best = best_cpu(variants, rounds, work)
     ver = subprocess.run([python, "-c", "import sys, coverage, pytest; print(sys.version.split()[0],"
                           " coverage.__version__, pytest.__version__)"],
                          capture_output=True, text=True).stdout.split()

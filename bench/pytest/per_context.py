@@ -1,6 +1,6 @@
 """Per-test profiles on a real test suite: what `per_context=true` costs the
-counter and the timer, beside cProfile, and whether each test's calls add up
-to the whole run's.
+counter, the timer and the lines plugin, beside cProfile, and whether each
+test's figures add up to the whole run's.
 
     python3 bench/pytest/per_context.py PYTHON BUILD_DIR PACKAGE_DIR TESTS [ROUNDS]
 
@@ -15,12 +15,16 @@ interleaved), whole-process CPU (user + system):
     timer_ctx         ... timer:per_context=true          (a profile per test phase)
     counter           -p pytracekit --ptk counter
     counter_ctx       ... counter:per_context=true
+    lines             -p pytracekit --ptk lines:modules=M,html=false (M: the package
+                      TESTS is in, networkx.classes for networkx/classes/tests)
+    lines_ctx         ... lines:modules=M,html=false,per_context=true
 
 Then, from the last round's reports:
   - timer_ctx: per function, the calls of every context's pstats add up to
     the run's timer.pstats, and the contexts' "calls" to the run's;
   - counter_ctx: per function and per event kind, the contexts add up to the
     run's figures;
+  - lines_ctx: per line, the contexts' hits and time add up to the run's;
   - the timer's whole-run calls per function against cProfile's (the same
     hash seed; a suite whose tests take different paths from run to run
     shows those functions, which are printed).
@@ -28,19 +32,11 @@ Then, from the last round's reports:
 import json
 import marshal
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 
-
-def cpu_of(cmd, env, cwd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode not in (0, 1):
-        sys.exit(f"{cmd} exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+from suite import best_cpu, environments
 
 
 def report(out, plugin):
@@ -75,13 +71,38 @@ def check_counter(out):
             total[key(f)] = total.get(key(f), 0) + f["calls"]
         for e, n in rec["events"].items():
             events[e] = events.get(e, 0) + n
-    whole = {key(f): f["calls"] for f in r["functions"]}
+    # two C functions can have one name (3.14's Generic.__init_subclass__
+    # and object's are both "<method '__init_subclass__' of 'object'
+    # objects>", as cProfile names them): their rows are added up here
+    whole, rows = {}, {}
+    for f in r["functions"]:
+        whole[key(f)] = whole.get(key(f), 0) + f["calls"]
+        rows[key(f)] = rows.get(key(f), 0) + 1
     diff = [k for k in set(total) | set(whole) if total.get(k) != whole.get(k)]
-    print(f"counter_ctx: {len(r['contexts'])} contexts, {len(whole)} functions, "
+    same = sum(1 for n in rows.values() if n > 1)
+    print(f"counter_ctx: {len(r['contexts'])} contexts, {len(r['functions'])} functions "
+          f"({same} names on more than one), "
           f"{sum(r['events'].values())} events; functions that do not add up: {len(diff)}; "
           f"event kinds that do not add up: "
           f"{sum(1 for e in set(events) | set(r['events']) if events.get(e) != r['events'].get(e))}")
     return not diff and events == r["events"]
+
+
+def check_lines(out):
+    r = report(out, "lines")
+    total = {}
+    for c in r["contexts"].values():
+        for path, rec in c["files"].items():
+            for n, v in rec["lines"].items():
+                h, t = total.get((path, n), (0, 0))
+                total[(path, n)] = (h + v["hits"], t + v["time_ns"])
+    whole = {(path, n): (v["hits"], v["time_ns"])
+             for path, rec in r["files"].items() for n, v in rec["lines"].items()}
+    diff = [k for k in set(total) | set(whole) if total.get(k) != whole.get(k)]
+    print(f"lines_ctx: {len(r['contexts'])} contexts, {len(whole)} lines, "
+          f"{sum(h for h, _ in whole.values())} hits; lines whose contexts do not add up "
+          f"to the run's (hits and time): {len(diff)}")
+    return not diff
 
 
 def calls_of(pstats_file):
@@ -95,12 +116,12 @@ def main(argv):
     rounds = int(argv[4]) if len(argv) > 4 else 1
     pkg = os.path.abspath(pkg)
     work = tempfile.mkdtemp(prefix="ptk-bench-perctx-")
-    base = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
-    base.pop("PYTEST_ADDOPTS", None)
-    plain = dict(base, PYTHONPATH=pkg)
-    ours = dict(base, PYTHONPATH=os.path.join(os.path.abspath(build), "python") + ":" + pkg)
+    plain, ours = environments(build, pkg)
     pytest = ["-m", "pytest", "-p", "no:cacheprovider", "-q"]
     cprof = os.path.join(work, "cprofile.pstats")
+    # the package the tests are in: networkx/classes/tests -> networkx.classes
+    rel = os.path.relpath(os.path.abspath(tests), pkg).split(os.sep)
+    module = ".".join(rel[:-1] if rel[-1] == "tests" else rel)
 
     def ptk(spec, out):
         return ([python] + pytest + ["-p", "pytracekit", "--ptk", spec, "--ptk-output", out,
@@ -113,12 +134,10 @@ def main(argv):
         "timer_ctx": ptk("timer:per_context=true", "timer_ctx"),
         "counter": ptk("counter", "counter"),
         "counter_ctx": ptk("counter:per_context=true", "counter_ctx"),
+        "lines": ptk(f"lines:modules={module},html=false", "lines"),
+        "lines_ctx": ptk(f"lines:modules={module},html=false,per_context=true", "lines_ctx"),
     }
-    cpu = {k: [] for k in variants}
-    for _ in range(rounds):
-        for name, (cmd, env) in variants.items():
-            cpu[name].append(cpu_of(cmd, env, work))
-    best = {k: min(v) for k, v in cpu.items()}
+    best = best_cpu(variants, rounds, work)
     ver = subprocess.run([python, "-c", "import sys, pytest; print(sys.version.split()[0], "
                           "pytest.__version__)"], capture_output=True, text=True).stdout.split()
     print(f"Python {ver[0]}, pytest {ver[1]}; {tests}; CPU s (best of {rounds})")
@@ -129,6 +148,7 @@ def main(argv):
               f"{best[k] / best['cprofile']:.2f} |")
     ok = check_timer(os.path.join(work, "timer_ctx"))
     ok = check_counter(os.path.join(work, "counter_ctx")) and ok
+    ok = check_lines(os.path.join(work, "lines_ctx")) and ok
     # the same program under both; the tools' own start-up differs, so only
     # the functions of the package under test are compared
     mine = calls_of(os.path.join(work, "timer", "timer.pstats"))

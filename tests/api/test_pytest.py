@@ -506,6 +506,19 @@ class CoverageContexts(Case):
         self.assertEqual(len(self.report("out", "coverage")["files"][self.mod]["contexts"]["2"]), 6)
 
 
+# The oracles' hook wrappers: phase(item, name) around each phase of each
+# test, named as the plugin names them (inside their `if os.environ.get(...)`).
+PHASE_HOOKS = ("    @pytest.hookimpl(hookwrapper=True)\n"
+               "    def pytest_runtest_setup(item):\n"
+               "        yield from phase(item, 'setup')\n"
+               "    @pytest.hookimpl(hookwrapper=True)\n"
+               "    def pytest_runtest_call(item):\n"
+               "        yield from phase(item, 'call')\n"
+               "    @pytest.hookimpl(hookwrapper=True)\n"
+               "    def pytest_runtest_teardown(item):\n"
+               "        yield from phase(item, 'teardown')\n")
+
+
 # The oracle of per-test figures: a pytest run without pytracekit, where a
 # conftest.py counts calls with sys.setprofile, per phase of each test (its
 # own hook wrappers name the phase as the plugin does), and "" elsewhere.
@@ -524,15 +537,7 @@ ORACLE_CONFTEST = ("import os, sys, collections, pytest\n"
                    "        CUR[0] = ''\n"
                    "if os.environ.get('ORACLE'):\n"
                    "    sys.setprofile(prof)\n"
-                   "    @pytest.hookimpl(hookwrapper=True)\n"
-                   "    def pytest_runtest_setup(item):\n"
-                   "        yield from phase(item, 'setup')\n"
-                   "    @pytest.hookimpl(hookwrapper=True)\n"
-                   "    def pytest_runtest_call(item):\n"
-                   "        yield from phase(item, 'call')\n"
-                   "    @pytest.hookimpl(hookwrapper=True)\n"
-                   "    def pytest_runtest_teardown(item):\n"
-                   "        yield from phase(item, 'teardown')\n"
+                   + PHASE_HOOKS +
                    "    def pytest_unconfigure(config):\n"
                    "        sys.setprofile(None)\n"
                    "        import json\n"
@@ -554,15 +559,7 @@ CPROFILE_CONFTEST = ("import os, cProfile, pstats, marshal, pytest\n"
                      "        p.disable()\n"
                      "        SEEN[item.nodeid + '|' + name] = pstats.Stats(p).stats\n"
                      "if os.environ.get('ORACLE'):\n"
-                     "    @pytest.hookimpl(hookwrapper=True)\n"
-                     "    def pytest_runtest_setup(item):\n"
-                     "        yield from phase(item, 'setup')\n"
-                     "    @pytest.hookimpl(hookwrapper=True)\n"
-                     "    def pytest_runtest_call(item):\n"
-                     "        yield from phase(item, 'call')\n"
-                     "    @pytest.hookimpl(hookwrapper=True)\n"
-                     "    def pytest_runtest_teardown(item):\n"
-                     "        yield from phase(item, 'teardown')\n"
+                     + PHASE_HOOKS +
                      "    def pytest_unconfigure(config):\n"
                      "        with open(os.environ['ORACLE'], 'wb') as f:\n"
                      "            marshal.dump(SEEN, f)\n")
@@ -591,15 +588,7 @@ LINES_CONFTEST = ("import os, sys, collections, pytest\n"
                   "        CUR[0] = ''\n"
                   "if os.environ.get('ORACLE'):\n"
                   "    sys.settrace(trace)\n"
-                  "    @pytest.hookimpl(hookwrapper=True)\n"
-                  "    def pytest_runtest_setup(item):\n"
-                  "        yield from phase(item, 'setup')\n"
-                  "    @pytest.hookimpl(hookwrapper=True)\n"
-                  "    def pytest_runtest_call(item):\n"
-                  "        yield from phase(item, 'call')\n"
-                  "    @pytest.hookimpl(hookwrapper=True)\n"
-                  "    def pytest_runtest_teardown(item):\n"
-                  "        yield from phase(item, 'teardown')\n"
+                  + PHASE_HOOKS +
                   "    def pytest_unconfigure(config):\n"
                   "        sys.settrace(None)\n"
                   "        import json\n"

@@ -58,15 +58,25 @@ PROG = textwrap.dedent("""\
     main()
     """)
 
+# sys.settrace's line events of the program's file: {line: hits}, or with
+# "thread" / "context" {thread's name or context: {line: hits}} (a program
+# with contexts mirrors the current one in its global CUR)
 ORACLE = textwrap.dedent("""\
     import json, sys, threading
-    path = sys.argv[1]
+    path, by = sys.argv[1], sys.argv[2]
     hits = {}
+    def group(frame):
+        if by == "thread":
+            return threading.current_thread().name
+        if by == "context":
+            return frame.f_globals.get("CUR", [""])[0]
+        return ""
     def tracer(frame, event, arg):
         if frame.f_code.co_filename != path:
             return None
         if event == "line":
-            hits[frame.f_lineno] = hits.get(frame.f_lineno, 0) + 1
+            mine = hits.setdefault(group(frame), {})
+            mine[frame.f_lineno] = mine.get(frame.f_lineno, 0) + 1
         return tracer
     threading.settrace(tracer)
     sys.settrace(tracer)
@@ -75,7 +85,7 @@ ORACLE = textwrap.dedent("""\
     exec(compile(src, path, "exec"), g)
     sys.settrace(None)
     threading.settrace(None)
-    print(json.dumps(hits))
+    print(json.dumps(hits if by != "none" else hits.get("", {})))
     """)
 
 
@@ -93,10 +103,15 @@ def run_lines(tmp, spec, prog=PROG):
         return path, out, json.load(f), p.stderr
 
 
-def settrace_hits(path):
-    p = subprocess.run([PYTHON, "-c", ORACLE, path], capture_output=True, text=True,
+def settrace_hits(path, by="none"):
+    """ORACLE's hits: {line: hits}, or by "thread" / "context" {group:
+    {line: hits}}."""
+    p = subprocess.run([PYTHON, "-c", ORACLE, path, by], capture_output=True, text=True,
                        check=True)
-    return {int(k): v for k, v in json.loads(p.stdout).items()}
+    data = json.loads(p.stdout)
+    if by == "none":
+        return {int(k): v for k, v in data.items()}
+    return {g: {int(k): v for k, v in h.items()} for g, h in data.items()}
 
 
 def case_settrace():
@@ -368,7 +383,6 @@ def case_combine():
           f"time added exactly")
 
 
-
 THREADS = textwrap.dedent("""\
     import threading
 
@@ -407,28 +421,6 @@ THREADS = textwrap.dedent("""\
     shared(0)
     """)
 
-ORACLE_THREADS = textwrap.dedent("""\
-    import json, sys, threading
-    path = sys.argv[1]
-    hits = {}
-    def tracer(frame, event, arg):
-        if frame.f_code.co_filename != path:
-            return None
-        if event == "line":
-            mine = hits.setdefault(threading.current_thread().name, {})
-            mine[frame.f_lineno] = mine.get(frame.f_lineno, 0) + 1
-        return tracer
-    threading.settrace(tracer)
-    sys.settrace(tracer)
-    src = open(path).read()
-    g = {"__name__": "__main__", "__file__": path}
-    exec(compile(src, path, "exec"), g)
-    sys.settrace(None)
-    threading.settrace(None)
-    print(json.dumps(hits))
-    """)
-
-
 def case_threads():
     """per_thread=true: each thread's hits per line equal sys.settrace's line
     events on that thread; the whole run's figures are the threads' sums."""
@@ -437,10 +429,7 @@ def case_threads():
                                        THREADS)
         with open(os.path.join(out, "lines.txt")) as f:
             by_thread_txt = parts_column(f.read())
-        p = subprocess.run([PYTHON, "-c", ORACLE_THREADS, path], capture_output=True,
-                           text=True, check=True)
-        oracle = {name: {int(k): v for k, v in h.items()}
-                  for name, h in json.loads(p.stdout).items()}
+        oracle = settrace_hits(path, "thread")
         # combine adds up the whole run's figures and says it leaves the threads out
         out = os.path.join(tmp, "out")
         p = run_cli(["combine", "-o", os.path.join(tmp, "comb"), out], cwd=tmp)
@@ -493,7 +482,6 @@ def case_threads():
           f"({', '.join('%s %d' % (n, sum(h.values())) for n, h in sorted(oracle.items()))})")
 
 
-
 # Contexts set by the program itself (what the pytest plugin does at each
 # test phase): a frame that runs on across a change (main's loop), a
 # generator made in one context and resumed in others, and "" before the
@@ -533,27 +521,6 @@ CONTEXTS = textwrap.dedent("""\
     main()
     """)
 
-# sys.settrace's line events per context (the program's CUR at each event)
-ORACLE_CONTEXTS = textwrap.dedent("""\
-    import json, sys
-    path = sys.argv[1]
-    hits = {}
-    def tracer(frame, event, arg):
-        if frame.f_code.co_filename != path:
-            return None
-        if event == "line":
-            per = hits.setdefault(frame.f_globals.get("CUR", [""])[0], {})
-            per[frame.f_lineno] = per.get(frame.f_lineno, 0) + 1
-        return tracer
-    sys.settrace(tracer)
-    src = open(path).read()
-    g = {"__name__": "__main__", "__file__": path}
-    exec(compile(src, path, "exec"), g)
-    sys.settrace(None)
-    print(json.dumps(hits))
-    """)
-
-
 def case_contexts():
     """per_context=true: each context's hits per line equal sys.settrace's
     line events while it was current, with frames and a generator that run
@@ -577,10 +544,7 @@ def case_contexts():
             comb = json.load(f)
         with open(os.path.join(comb_dir, "lines.txt")) as f:
             comb_txt = parts_column(f.read())
-        p = subprocess.run([PYTHON, "-c", ORACLE_CONTEXTS, path], capture_output=True,
-                           text=True, check=True)
-        oracle = {name: {int(k): v for k, v in h.items()}
-                  for name, h in json.loads(p.stdout).items()}
+        oracle = settrace_hits(path, "context")
     got = {name: {int(n): v["hits"] for n, v in c["files"][path]["lines"].items()}
            for name, c in data["contexts"].items()}
     check(got == oracle, f"hits per context {got} != sys.settrace's {oracle}")

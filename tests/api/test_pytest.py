@@ -519,31 +519,42 @@ PHASE_HOOKS = ("    @pytest.hookimpl(hookwrapper=True)\n"
                "        yield from phase(item, 'teardown')\n")
 
 
+def counting_conftest(counter, hook):
+    """An oracle's conftest.py: `counter` (its functions) counts into
+    SEEN[CUR[0]][key], CUR[0] being the phase of the test that runs (and ""
+    elsewhere); `hook` is the sys function that installs it (setprofile,
+    settrace), given `counter`'s first function. SEEN goes to $ORACLE as
+    JSON, {context: [[a, b, count] for each key (a, b)]}."""
+    first = counter.split("def ", 1)[1].split("(", 1)[0]
+    return ("import os, sys, collections, pytest\n"
+            "CUR = ['']\n"
+            "SEEN = collections.defaultdict(collections.Counter)\n"
+            + counter +
+            "def phase(item, name):\n"
+            "    CUR[0] = item.nodeid + '|' + name\n"
+            "    try:\n"
+            "        yield\n"
+            "    finally:\n"
+            "        CUR[0] = ''\n"
+            "if os.environ.get('ORACLE'):\n"
+            f"    sys.{hook}({first})\n"
+            + PHASE_HOOKS +
+            "    def pytest_unconfigure(config):\n"
+            f"        sys.{hook}(None)\n"
+            "        import json\n"
+            "        with open(os.environ['ORACLE'], 'w') as f:\n"
+            "            json.dump({k: [[a, b, n] for (a, b), n in v.items()]\n"
+            "                       for k, v in SEEN.items()}, f)\n")
+
+
 # The oracle of per-test figures: a pytest run without pytracekit, where a
 # conftest.py counts calls with sys.setprofile, per phase of each test (its
 # own hook wrappers name the phase as the plugin does), and "" elsewhere.
-ORACLE_CONFTEST = ("import os, sys, collections, pytest\n"
-                   "CUR = ['']\n"
-                   "SEEN = collections.defaultdict(collections.Counter)\n"
-                   "def prof(frame, event, arg):\n"
-                   "    if event == 'call':\n"
-                   "        c = frame.f_code\n"
-                   "        SEEN[CUR[0]][(c.co_filename, c.co_qualname)] += 1\n"
-                   "def phase(item, name):\n"
-                   "    CUR[0] = item.nodeid + '|' + name\n"
-                   "    try:\n"
-                   "        yield\n"
-                   "    finally:\n"
-                   "        CUR[0] = ''\n"
-                   "if os.environ.get('ORACLE'):\n"
-                   "    sys.setprofile(prof)\n"
-                   + PHASE_HOOKS +
-                   "    def pytest_unconfigure(config):\n"
-                   "        sys.setprofile(None)\n"
-                   "        import json\n"
-                   "        with open(os.environ['ORACLE'], 'w') as f:\n"
-                   "            json.dump({k: [[a, b, n] for (a, b), n in v.items()]\n"
-                   "                       for k, v in SEEN.items()}, f)\n")
+ORACLE_CONFTEST = counting_conftest("def prof(frame, event, arg):\n"
+                                    "    if event == 'call':\n"
+                                    "        c = frame.f_code\n"
+                                    "        SEEN[CUR[0]][(c.co_filename, c.co_qualname)] += 1\n",
+                                    "setprofile")
 
 
 # The oracle of per-test profiles: cProfile enabled for each phase of each
@@ -568,33 +579,17 @@ CPROFILE_CONFTEST = ("import os, cProfile, pstats, marshal, pytest\n"
 # The oracle of per-test line hits: sys.settrace's line events of mod.py's
 # and test_mod.py's frames, per phase of each test (named as the plugin
 # names them), and "" elsewhere.
-LINES_CONFTEST = ("import os, sys, collections, pytest\n"
-                  "CUR = ['']\n"
-                  "SEEN = collections.defaultdict(collections.Counter)\n"
-                  "def local(frame, event, arg):\n"
-                  "    if event == 'line':\n"
-                  "        c = frame.f_code\n"
-                  "        SEEN[CUR[0]][(os.path.basename(c.co_filename), frame.f_lineno)] += 1\n"
-                  "    return local\n"
-                  "def trace(frame, event, arg):\n"
-                  "    if os.path.basename(frame.f_code.co_filename) in ('mod.py', 'test_mod.py'):\n"
-                  "        return local(frame, event, arg)\n"
-                  "    return None\n"
-                  "def phase(item, name):\n"
-                  "    CUR[0] = item.nodeid + '|' + name\n"
-                  "    try:\n"
-                  "        yield\n"
-                  "    finally:\n"
-                  "        CUR[0] = ''\n"
-                  "if os.environ.get('ORACLE'):\n"
-                  "    sys.settrace(trace)\n"
-                  + PHASE_HOOKS +
-                  "    def pytest_unconfigure(config):\n"
-                  "        sys.settrace(None)\n"
-                  "        import json\n"
-                  "        with open(os.environ['ORACLE'], 'w') as f:\n"
-                  "            json.dump({k: [[a, b, n] for (a, b), n in v.items()]\n"
-                  "                       for k, v in SEEN.items()}, f)\n")
+LINES_CONFTEST = counting_conftest(
+    "def trace(frame, event, arg):\n"
+    "    if os.path.basename(frame.f_code.co_filename) in ('mod.py', 'test_mod.py'):\n"
+    "        return local(frame, event, arg)\n"
+    "    return None\n"
+    "def local(frame, event, arg):\n"
+    "    if event == 'line':\n"
+    "        c = frame.f_code\n"
+    "        SEEN[CUR[0]][(os.path.basename(c.co_filename), frame.f_lineno)] += 1\n"
+    "    return local\n",
+    "settrace")
 
 class PerContext(Case):
     """counter:per_context=true and timer:per_context=true against calls

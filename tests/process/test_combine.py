@@ -294,6 +294,18 @@ def case_errors(tmp):
                                                 "(see pytracekit report --help)\n")):
         p = run_cli(args, cwd=tmp)
         check((p.returncode, p.stderr) == (2, line), f"{args}: {p.returncode} {p.stderr!r}")
+    # a lines.json whose per-context figures are malformed: named where
+    badlines = os.path.join(tmp, "badlines")
+    os.makedirs(badlines)
+    fn = {"line": 1, "calls": 1, "time_ns": 1, "lines": {"x": {"hits": 1, "time_ns": 1}}}
+    with open(os.path.join(badlines, "lines.json"), "w") as f:
+        json.dump({"calls": True, "files": {},
+                   "contexts": {"t|call": {"files": {"/a.py": {"lines": {},
+                                                               "functions": {"f": fn}}}}}}, f)
+    p = run_cli(["combine", "-o", comb, badlines], cwd=tmp)
+    check(p.returncode == 2 and "contexts['t|call'].files['/a.py'].functions['f'].lines['x']"
+          in p.stderr and "a line number" in p.stderr and not os.path.exists(comb),
+          f"malformed contexts: {p.returncode} {p.stderr!r}")
     empty = os.path.join(tmp, "empty")
     os.makedirs(empty)
     p = run_cli(["combine", "-o", comb, empty], cwd=tmp)

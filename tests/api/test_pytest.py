@@ -768,6 +768,7 @@ class PerContext(Case):
                     "-q")
         self.assertNotIn("contexts", self.report("plain", "lines"))
 
+
 class Timeline(Case):
     """The timeline's contexts track: one span per test phase."""
 
@@ -780,7 +781,11 @@ class Timeline(Case):
                    "    PHASES.append(report.nodeid + '|' + report.when)\n"
                    "def pytest_sessionfinish(session):\n"
                    "    open('phases.txt', 'w').write('\\n'.join(PHASES))\n")
-        self.pytest("-p", "pytracekit", "--ptk", "timeline:format=json,min_duration=0",
+        # buffers that hold the whole run: on a loaded machine the writer
+        # thread can fall behind the default 2 x 4 MiB, and the spans that
+        # find both full are dropped (and counted), a context's among them
+        self.pytest("-p", "pytracekit", "--ptk",
+                    "timeline:format=json,min_duration=0,builtins=false,buffer_kb=65536",
                     "--ptk-output", "out", "-q")
         with open(os.path.join(self.dir, "phases.txt")) as f:
             phases = f.read().split("\n")

@@ -226,14 +226,25 @@ def _heat(t, tmax):
     return " style=\"background: rgb(255,%d,%d)\"" % (g, g)
 
 
-def _line_title(f, n):
+def _parts_by_line(f):
+    """{line: [(time_ns, hits, label)]} of a function's threads or contexts:
+    one pass over them, not one per line (thousands of contexts)."""
+    by_line = {}
+    for label, part in f.parts:
+        for n, (h, t) in part.lines.items():
+            by_line.setdefault(n, []).append((t, h, label))
+    return by_line
+
+
+def _line_title(f, parts):
     """A line's tooltip in lines.html with per_thread / per_context: the
-    threads or contexts that took most of its time."""
-    parts = sorted(((part.lines[n][1], part.lines[n][0], label) for label, part in f.parts
-                    if n in part.lines), key=lambda p: (-p[0], -p[1], p[2]))
+    threads or contexts that took most of its time (`parts`: the line's
+    entry of _parts_by_line)."""
     if not parts:
         return ""
-    text = "; ".join("%s: %s \u00b5s, %d hit%s" % (_text(label), _fmt_time(t), h, "" if h == 1 else "s")
+    parts = sorted(parts, key=lambda p: (-p[0], -p[1], p[2]))
+    text = "; ".join("%s: %s \u00b5s, %d hit%s" % (_text(label), _fmt_time(t), h,
+                                                   "" if h == 1 else "s")
                      for t, h, label in parts[:_LINE_PARTS])
     if len(parts) > _LINE_PARTS:
         text += "; %d more %ss" % (len(parts) - _LINE_PARTS, f.parts_of)
@@ -277,6 +288,7 @@ def _html_report(funcs, sources, calls):
         src = sources.get(f.file)
         last = _last_line(src, f.first, f.lines)
         tmax = max([t for _, t in f.lines.values()] + [0])
+        by_line = _parts_by_line(f)
         out = ["<p class=\"head\"><span class=\"n\">Line</span><span class=\"hits\">Hits"
                "</span><span class=\"time\">Time (\u00b5s)</span><span class=\"pc\">% Time"
                "</span><span class=\"t\">Line Contents</span></p>"]
@@ -288,7 +300,7 @@ def _html_report(funcs, sources, calls):
             out.append("<p id=\"f%dl%d\"%s%s%s><span class=\"n\">%d</span>"
                        "<span class=\"hits\">%s</span><span class=\"time\">%s</span>"
                        "<span class=\"pc\">%s</span><span class=\"t\">%s</span></p>"
-                       % (i, n, cls, _heat(t, tmax), _line_title(f, n), n,
+                       % (i, n, cls, _heat(t, tmax), _line_title(f, by_line.get(n)), n,
                           hits if hits else "", _fmt_time(t) if hits else "", pc,
                           _h(text) or " "))
         note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"

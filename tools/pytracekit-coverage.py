@@ -21,6 +21,7 @@ Only the standard library is used.
 """
 
 import contextlib
+import itertools
 import json
 import os
 import sys
@@ -113,6 +114,31 @@ def load(path, completed=True):
         raise DataError("%s: not JSON (%s)" % (path, e))
     data = _check(data, path)
     return complete(data, path) if completed else data
+
+
+def is_deferred(path):
+    """Whether coverage.json `path` (or DIR/coverage.json) holds a run's data
+    whose reports were deferred (reports=false), read from its "meta",
+    which both writers put first: only the file's head is parsed, not the
+    whole file (tens of MB with per-test contexts). Raises DataError."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "coverage.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise DataError("%s: %s" % (path, e.strerror or e))
+    except ValueError as e:
+        raise DataError("%s: not JSON (%s)" % (path, e))
+    prefix = '{"meta":'
+    if head.startswith(prefix):
+        try:
+            meta, _ = json.JSONDecoder().raw_decode(head, len(prefix))
+            if isinstance(meta, dict):
+                return bool(meta.get("deferred"))
+        except ValueError:
+            pass  # (a meta longer than the head: the whole file, below)
+    return bool(load(path, completed=False)["meta"].get("deferred"))
 
 
 def with_children(inputs):
@@ -472,78 +498,75 @@ class SourceModel:
     def __init__(self, text, exclude=None, partial=None, path=None):
         import tokenize
         exclude = EXCLUDE if exclude is None else exclude
-        partial = PARTIAL if partial is None else partial
+        self._text = text
+        self._partial = PARTIAL if partial is None else partial
         matched = _lines_matching(text, exclude)
-        self.no_branch = _lines_matching(text, partial)
         self.matched = matched
-        self.first = {}          # physical line -> first line of its statement
+        # physical line -> first line of its statement, for the lines of
+        # statements that span several (stmt() maps any other to itself)
+        self.first = {}
         self.docstrings = set()
         self.excluded = set()
-        # Lines that can branch in coverage.py's model: the header of an
-        # if/elif, while, for and each case of a match. A jump elsewhere
-        # (an except clause's match, a boolean operator, a conditional
-        # expression, a comprehension) is no branch there.
-        import ast
-        self.branch_lines = set()
-        tree = ast.parse(text)  # (parsed once: a report reads every file)
-        # (branch_lines are filled by _oneliners, which visits every
-        # statement: an ast.walk over every expression node too cost as
-        # much as the rest of the model on test_difflib)
-        # A class or def with its body on its own line has two ways out of
-        # that line in coverage.py's model: the end of the body (-line) and
-        # what follows the definition. {line: (next, is_class, first line
-        # of its code object)}
-        self.oneliners = {}
-        self.allowed = {}
-        # Logical lines: [first, last] and their tokens, each a tuple
-        # (type, string, start, end, line) as tokenize's TokenInfo is.
+        # What only branch coverage reads (the partial patterns' lines, the
+        # branch lines, the ways out of one-line definitions) needs the
+        # syntax tree: built at the first read (_branch_model), so line
+        # coverage parses no file (ast.parse and the walk over its
+        # statements were half of the model on networkx's 292 files).
+        self._branch = None
+        # One pass over the tokens (each a tuple (type, string, start, end,
+        # line) as tokenize's TokenInfo is), a logical line at a time: its
+        # first token, its last but NEWLINE, whether all of them are
+        # strings. No list of a line's tokens is made: appending each token
+        # to one was a sixth of the model.
         NEWLINE, STRING, OP = tokenize.NEWLINE, tokenize.STRING, tokenize.OP
         INDENT, DEDENT = tokenize.INDENT, tokenize.DEDENT
         skip = {tokenize.NL, tokenize.COMMENT, INDENT, DEDENT, tokenize.ENDMARKER}
-        logical = []
-        cur = []
-        for tok in _tokens(text):
-            t = tok[0]
-            if t in skip:
-                if t == INDENT or t == DEDENT:
-                    logical.append(("indent" if t == INDENT else "dedent",))
-                continue
-            cur.append(tok)
-            if t == NEWLINE:
-                logical.append(("line", cur))
-                cur = []
-        if cur:
-            logical.append(("line", cur))
+        first, docstrings, excluded = self.first, self.docstrings, self.excluded
         depth = 0
         block_start = True  # the next logical line opens a body (docstring place)
         skip_depth = None   # excluding a block deeper than this
         pending_decorated = False
-        for item in logical:
-            if item[0] == "indent":
-                depth += 1
-                continue
-            if item[0] == "dedent":
-                depth -= 1
-                if skip_depth is not None and depth <= skip_depth:
-                    skip_depth = None
-                continue
-            tl = item[1]
-            a = tl[0][2][0]
-            b = max(t[3][0] for t in tl)
-            for n in range(a, b + 1):
-                self.first[n] = a
-            real = [t for t in tl if t[0] != NEWLINE]
-            if block_start and real and all(t[0] == STRING for t in real):
-                self.docstrings.update(range(a, b + 1))
-            opens = len(real) > 0 and real[-1][0] == OP and real[-1][1] == ":"
+        head = last = None  # the line's first token; its last but NEWLINE
+        strings = True
+        for tok in itertools.chain(_tokens(text), (None,)):
+            if tok is not None:
+                t = tok[0]
+                if t in skip:
+                    if t == INDENT:
+                        depth += 1
+                    elif t == DEDENT:
+                        depth -= 1
+                        if skip_depth is not None and depth <= skip_depth:
+                            skip_depth = None
+                    continue
+                if head is None:
+                    head, last, strings = tok, None, True
+                if t != NEWLINE:
+                    last = tok
+                    strings = strings and t == STRING
+                    continue
+                end = tok
+            elif head is None:
+                break
+            else:
+                end = last  # (the text's last line, without a NEWLINE)
+            # a logical line: [a, b]
+            a = head[2][0]
+            b = end[3][0]
+            if b > a:
+                for n in range(a, b + 1):
+                    first[n] = a
+            if block_start and last is not None and strings:
+                docstrings.update(range(a, b + 1))
+            opens = last is not None and last[0] == OP and last[1] == ":"
             block_start = opens
+            is_decorator = head[0] == OP and head[1] == "@"
+            head = None
             if skip_depth is not None and depth > skip_depth:
-                self.excluded.update(range(a, b + 1))
+                excluded.update(range(a, b + 1))
                 continue
-            is_decorator = real and real[0][0] == OP and real[0][1] == "@"
-            hit = any(n in matched for n in range(a, b + 1))
-            if hit or pending_decorated:
-                self.excluded.update(range(a, b + 1))
+            if pending_decorated or (matched and any(n in matched for n in range(a, b + 1))):
+                excluded.update(range(a, b + 1))
                 if is_decorator:
                     pending_decorated = True
                     continue
@@ -552,16 +575,60 @@ class SourceModel:
                     skip_depth = depth
                 # (`if x: y` on one line, its body on the same line: only
                 # that line)
-        # a pragma on any line of a statement is the statement's (coverage.py
-        # maps what the partial patterns match through its multi-line map)
-        self.no_branch = {self.first.get(n, n) for n in self.no_branch}
-        self._oneliners(tree, -1, ())
         # 3.14+: coverage.py 7.16's rules there (see SYSMON_RULES)
         self.annotate_only = set()
         self._codes = []
         self._trail_more = None if SYSMON_RULES else {}
         if SYSMON_RULES:
             self._annotations(text, path)
+
+    def _branch_model(self):
+        """The branch part of the model, built once; its no_branch."""
+        if self._branch is None:
+            import ast
+            # a pragma on any line of a statement is the statement's
+            # (coverage.py maps what the partial patterns match through its
+            # multi-line map)
+            no_branch = {self.first.get(n, n)
+                         for n in _lines_matching(self._text, self._partial)}
+            # Lines that can branch in coverage.py's model: the header of an
+            # if/elif, while, for and each case of a match. A jump elsewhere
+            # (an except clause's match, a boolean operator, a conditional
+            # expression, a comprehension) is no branch there. Filled by
+            # _oneliners, which visits every statement (an ast.walk over
+            # every expression node too cost as much as the rest of the
+            # model on test_difflib).
+            self._branch_lines = set()
+            # A class or def with its body on its own line has two ways out
+            # of that line in coverage.py's model: the end of the body
+            # (-line) and what follows the definition. {line: (next,
+            # is_class, first line of its code object)}
+            self._oneliner_exits = {}
+            # {branch line: (its body's first line, where else it goes)}
+            self._allowed = {}
+            self._oneliners(ast.parse(self._text), -1, ())
+            self._branch = no_branch
+        return self._branch
+
+    @property
+    def no_branch(self):
+        """The statements a partial pattern (`# pragma: no branch`) marks."""
+        return self._branch_model()
+
+    @property
+    def branch_lines(self):
+        self._branch_model()
+        return self._branch_lines
+
+    @property
+    def allowed(self):
+        self._branch_model()
+        return self._allowed
+
+    @property
+    def oneliners(self):
+        self._branch_model()
+        return self._oneliner_exits
 
     def _annotations(self, text, path):
         """The code the running interpreter compiles of the text (kept for
@@ -685,9 +752,9 @@ class SourceModel:
                                           getattr(ast, "match_case", ast.stmt))):
                     continue
                 if isinstance(child, (ast.If, ast.While, ast.For, ast.AsyncFor)):
-                    self.branch_lines.add(child.lineno)
+                    self._branch_lines.add(child.lineno)
                 elif isinstance(child, getattr(ast, "match_case", ())):
-                    self.branch_lines.add(child.pattern.lineno)
+                    self._branch_lines.add(child.pattern.lineno)
                 rest = block[i + 1:] if field != "handlers" and field != "cases" else []
                 chain = ((rest, node if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
                           and field == "body" else None),)
@@ -714,13 +781,13 @@ class SourceModel:
                     # where the branch can go: into the body, or into the
                     # else clause, or past the statement (a body on the
                     # header's line goes where that statement goes)
-                    self.allowed[child.lineno] = (
+                    self._allowed[child.lineno] = (
                         _start(child.body[0]),
                         _start(child.orelse[0]) if child.orelse else nxt)
                 if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                     if child.body and child.body[0].lineno == child.lineno:
                         first = min([child.lineno] + [d.lineno for d in child.decorator_list])
-                        self.oneliners[child.lineno] = (nxt, isinstance(child, ast.ClassDef),
+                        self._oneliner_exits[child.lineno] = (nxt, isinstance(child, ast.ClassDef),
                                                         first)
                     self._oneliners(child, -child.lineno, ())
                 else:

@@ -271,9 +271,9 @@ class Run:
             return ""
         from . import _coverage_format as covfmt
         try:
+            if not covfmt.is_deferred(path):
+                return ""  # (without parsing the file: 0.3 s with contexts)
             data = covfmt.load(path, completed=False)
-            if not data["meta"].get("deferred"):
-                return ""
             return covfmt.summary_short(covfmt.complete(data, path))
         except covfmt.DataError as e:
             self.failed += 1

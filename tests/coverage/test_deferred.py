@@ -26,6 +26,7 @@ bad-options  reports=maybe and reports=false with html=true are refused
 import json
 import os
 import re
+import shutil
 import sys
 import time
 
@@ -175,6 +176,23 @@ def case_same():
                     u.fail("%s: %s: source stamp %r" % (opts, path, rec.get("source")))
             if os.path.join(src, "never.py") not in raw["files"]:
                 u.fail("%s: source='s unexecuted file is not in the deferred data" % opts)
+        # is_deferred (what pytest's summary asks) reads the file's head:
+        # also when "meta" is not first, or longer than the head read
+        for d in ["def", "imm"]:
+            d = os.path.join(wd, d)
+            if m.is_deferred(d) != d.endswith("def"):
+                u.fail("%s: is_deferred(%s) is %s" % (opts, d, m.is_deferred(d)))
+        raw = json.loads(read(os.path.join(wd, "def", "coverage.json")))
+        for what, doc in (("meta last", {"files": raw["files"], "meta": raw["meta"]}),
+                          ("a long meta", {"meta": dict(raw["meta"], pad="x" * 100000),
+                                           "files": raw["files"]})):
+            d = os.path.join(wd, "odd")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "coverage.json"), "w") as f:
+                json.dump(doc, f)
+            if m.is_deferred(d) is not True:
+                u.fail("%s: is_deferred with %s: %s" % (opts, what, m.is_deferred(d)))
+            shutil.rmtree(d)
         # a reader that knows nothing of deferred data (version 1 only)
         # refuses it: the same data without its mark, read by this one
         raw = json.loads(read(os.path.join(wd, "def", "coverage.json")))

@@ -1952,12 +1952,15 @@ def _add_by_context(cd, by_context, add):
             add(by_context[name])
 
 
-def write_coveragepy(data, path):
+def write_coveragepy(data, path, by_context=None):
     """Writes `data` as coverage.py's data file `path` (.coverage) through
     coverage.py's own API (coverage.CoverageData), so that `coverage report`,
     `coverage html`, `coverage combine` and the tools built on them read it:
     the executed lines, or in branch mode the arcs (coverage.py's
-    convention: -N enters or leaves the code object starting at line N)."""
+    convention: -N enters or leaves the code object starting at line N).
+    by_context, when given (the plugin, with contexts and without branch
+    data), is what the data's contexts give per context: {context name:
+    {file: [lines]}}."""
     import coverage
     import tempfile
     # in a new directory of its own: coverage.py opens the file by name
@@ -1986,12 +1989,13 @@ def write_coveragepy(data, path):
             have |= {(int(n), int(n)) for n, c in rec.get("hits", []) if c and int(n) not in ends}
             arcs[f] = sorted(have)
         cd.add_arcs(arcs)
-    elif any("contexts" in rec for rec in data["files"].values()):
+    elif by_context or any("contexts" in rec for rec in data["files"].values()):
         # contexts=true: each context's lines under its name, as
         # coverage.py's dynamic contexts (`coverage report --contexts`,
         # `coverage html --show-contexts`)
-        by_context = _by_context(data["files"], lambda rec: (
-            (int(n), names) for n, names in rec.get("contexts", {}).items()))
+        if not by_context:
+            by_context = _by_context(data["files"], lambda rec: (
+                (int(n), names) for n, names in rec.get("contexts", {}).items()))
         _add_by_context(cd, by_context, cd.add_lines)
     else:
         cd.add_lines({f: [int(n) for n, c in rec.get("hits", [])]

@@ -14,7 +14,9 @@ contexts        contexts=true's data (lines per context) written as .coverage
                 reads back through coverage.py's CoverageData line for line
                 and context for context, written in one connection to the
                 database (coverage.py opens one per add_lines otherwise:
-                0.8 s of the report for networkx's 3,321 test contexts)
+                0.8 s of the report for networkx's 3,321 test contexts);
+                and the plugin's own .coverage of a run with contexts
+                (immediate and deferred) holds coverage.json's contexts
 arc_contexts    contexts=true with branch=true (arcs per context), merged from
                 two halves by pytracekit-coverage's merge, written as .coverage:
                 reads back through CoverageData arc for arc per context, in
@@ -176,6 +178,41 @@ def case_contexts():
     if len(connects) > 5:
         u.fail("the data file was opened %d times for 300 contexts" % len(connects))
     print("ok: 300 contexts read back, %d connections" % len(connects))
+    # The plugin's own .coverage (its contexts given per context by the C
+    # side, not pivoted from coverage.json): each context's lines equal
+    # coverage.json's, in an immediate and a deferred run. The program
+    # enters a context twice, and runs lines outside any.
+    prog = os.path.join(wd, "prog.py")
+    with open(prog, "w") as f:
+        f.write("from pytracekit import set_context\n"
+                "def f(n):\n"
+                "    if n % 2:\n"
+                "        return n * 3\n"
+                "    return n - 1\n"
+                "for name in ['a|call', 'b|setup', 'a|call', 'c']:\n"
+                "    set_context(name)\n"
+                "    f(len(name))\n"
+                "    if name == 'c':\n"
+                "        f(0)\n"
+                "set_context(None)\n"
+                "x = f(7)\n")
+    for extra in ("", ",reports=false"):
+        out = "ctx" + extra.replace(",reports=false", "-deferred")
+        p, data = u.run_ptk(wd, [prog], spec="coverage:contexts=true,coveragepy=yes" + extra,
+                            outdir=out)
+        want = {(f, int(n)): set(names) for f, rec in data["files"].items()
+                for n, names in rec.get("contexts", {}).items()}
+        if {c for names in want.values() for c in names} != {"", "a|call", "b|setup", "c"}:
+            u.fail("%s: coverage.json's contexts: %s" % (out, sorted(want.items())))
+        cd = coverage.CoverageData(os.path.join(wd, out, ".coverage"))
+        cd.read()
+        got = {(f, n): set(c) for f in cd.measured_files()
+               for n, c in cd.contexts_by_lineno(f).items()}
+        if got != want:
+            u.fail("%s: .coverage's contexts differ from coverage.json's:\n%s\n%s"
+                   % (out, sorted(got.items()), sorted(want.items())))
+        print("ok: %s: .coverage's %d (line, context) pairs equal coverage.json's"
+              % (out, sum(len(v) for v in want.values())))
 
 
 def case_arc_contexts():

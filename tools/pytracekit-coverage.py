@@ -99,12 +99,16 @@ def _check(data, where):
     return data
 
 
+def _data_path(path):
+    """coverage.json `path`, or DIR/coverage.json when `path` is a directory."""
+    return os.path.join(path, "coverage.json") if os.path.isdir(path) else path
+
+
 def load(path, completed=True):
     """The data of coverage.json `path` (or of DIR/coverage.json); deferred
     data completed from its sources (complete()) unless `completed` is
     false. Raises DataError."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "coverage.json")
+    path = _data_path(path)
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -121,8 +125,7 @@ def is_deferred(path):
     whose reports were deferred (reports=false), read from its "meta",
     which both writers put first: only the file's head is parsed, not the
     whole file (tens of MB with per-test contexts). Raises DataError."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "coverage.json")
+    path = _data_path(path)
     try:
         with open(path, encoding="utf-8") as f:
             head = f.read(1 << 16)
@@ -787,8 +790,8 @@ class SourceModel:
                 if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                     if child.body and child.body[0].lineno == child.lineno:
                         first = min([child.lineno] + [d.lineno for d in child.decorator_list])
-                        self._oneliner_exits[child.lineno] = (nxt, isinstance(child, ast.ClassDef),
-                                                        first)
+                        self._oneliner_exits[child.lineno] = (
+                            nxt, isinstance(child, ast.ClassDef), first)
                     self._oneliners(child, -child.lineno, ())
                 else:
                     self._oneliners(child, exit_line, chain)

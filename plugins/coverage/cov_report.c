@@ -388,6 +388,15 @@ fail:
     return NULL;
 }
 
+/* Whether the data has file @p f: a file whose source does not compile is
+ * left out when it never ran (a deferred run analyses no file: completing
+ * its data decides). */
+static int
+file_reported(const cov_state *st, const cov_file *f)
+{
+    return !(f->unparsed && !f->seen && !st->deferred);
+}
+
 static PyObject *
 build_data(const cov_state *st)
 {
@@ -396,7 +405,7 @@ build_data(const cov_state *st)
         return NULL;
     }
     for (size_t i = 0; i < st->nfiles; i++) {
-        if (st->files[i]->unparsed && !st->files[i]->seen && !st->deferred) {
+        if (!file_reported(st, st->files[i])) {
             continue;
         }
         PyObject *rec = file_data(st, st->files[i]);
@@ -463,7 +472,7 @@ contexts_by_name(const cov_state *st)
     PyObject *all = PyDict_New();
     for (size_t i = 0; all && i < st->nfiles; i++) {
         const cov_file *f = st->files[i];
-        if (f->nfctx == 0 || (f->unparsed && !f->seen && !st->deferred)) {
+        if (f->nfctx == 0 || !file_reported(st, f)) {
             continue;
         }
         PyObject *path = ptk_kit_name_str(f->path);

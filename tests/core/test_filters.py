@@ -5,8 +5,6 @@ sys.setprofile / sys.settrace; on the corpus and on a stdlib unittest suite,
 each condition alone and combined, several instances and sessions at once,
 and every malformed filter refused with its message and exit status 2."""
 import collections
-import fcntl
-import hashlib
 import json
 import os
 import subprocess
@@ -16,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 from ptk_testlib import (MONITORING, PLAIN_ENV, PYTHON, run_cli, run_python,  # noqa: E402
-                         test_plugin)
+                         shared, source_digest, test_plugin)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "filtercorpus")
@@ -50,35 +48,25 @@ def oracle_key(spec, program):
     """What the oracle's rows depend on: the filter, the program, the
     interpreter, and the oracle's and the corpus's sources (not the backend:
     the oracle loads none of our code)."""
-    h = hashlib.sha256(json.dumps([spec, program, os.path.realpath(PYTHON),
-                                   os.stat(PYTHON).st_mtime]).encode())
+    corpus = []
     for root, dirs, files in sorted(os.walk(CORPUS)):
         dirs.sort()
-        for name in sorted(files):
-            if name.endswith(".py"):
-                with open(os.path.join(root, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read())
-    return h.hexdigest()[:32]
+        corpus += [os.path.join(root, n) for n in sorted(files) if n.endswith(".py")]
+    return ["filters", spec, program, os.path.realpath(PYTHON), os.stat(PYTHON).st_mtime,
+            source_digest(*corpus)]
 
 
 def oracle(spec, program):
     """The oracle's Counter; its run is shared by a test's two copies (the
-    legacy and @monitoring run of one case ask for the same rows): the first
-    to ask runs it, under a lock the other waits on, into the test
-    directory."""
-    cache = os.path.join(os.getcwd(), "filters-oracle")
-    os.makedirs(cache, exist_ok=True)
-    out = os.path.join(cache, oracle_key(spec, program) + ".json")
-    with open(out + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(out):
-            tmp = out + ".tmp"
-            p = subprocess.run([PYTHON, ORACLE, tmp, spec] + program, cwd=CORPUS,
-                               capture_output=True, text=True, timeout=300, env=PLAIN_ENV)
-            if p.returncode != 0 or not os.path.exists(tmp):
-                raise AssertionError("oracle failed:\n" + p.stdout + p.stderr)
-            os.replace(tmp, out)
-    with open(out) as f:
+    legacy and @monitoring run of one case ask for the same rows)."""
+    def make(d):
+        p = subprocess.run([PYTHON, ORACLE, os.path.join(d, "rows.json"), spec] + program,
+                           cwd=CORPUS, capture_output=True, text=True, timeout=300,
+                           env=PLAIN_ENV)
+        if p.returncode != 0 or not os.path.exists(os.path.join(d, "rows.json")):
+            raise AssertionError("oracle failed:\n" + p.stdout + p.stderr)
+    with open(os.path.join(shared("filters-oracle", oracle_key(spec, program), make),
+                           "rows.json")) as f:
         return counted(json.load(f))
 
 

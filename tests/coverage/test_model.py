@@ -205,23 +205,42 @@ def ours(wd, argv, include, branch):
 
 
 def theirs(wd, argv, include, branch, own_config=False):
-    if own_config:  # coverage.py finds the project's file itself
-        opts = ["--include=" + ",".join(include)]
+    """coverage.py's figures per file, and the directory of its data file
+    (.coverage-oracle) and rcfile (coveragerc)."""
+    def make(d):
+        if own_config:  # coverage.py finds the project's file itself
+            opts = ["--include=" + ",".join(include)]
+        else:
+            rc = os.path.join(d, "coveragerc")
+            with open(rc, "w") as f:
+                f.write("[run]\ninclude =\n%s\n[report]\nexclude_lines =\n%s\n"
+                        % ("".join("    %s\n" % i for i in include),
+                           "".join("    %s\n" % e for e in EXCLUDE)))
+            opts = ["--rcfile=" + rc]
+        datafile = os.path.join(d, ".coverage-oracle")
+        cmd = [covpy_python(), "-m", "coverage", "run"] + opts + ["--data-file=" + datafile]
+        if branch:
+            cmd.append("--branch")
+        u.run(cmd + argv, wd, expect=None, env_extra={"COVERAGE_RCFILE": ""})
+        u.run([covpy_python(), "-m", "coverage", "json"] + opts + [
+            "--data-file=" + datafile, "-o", os.path.join(d, "covpy.json")], wd,
+            env_extra={"COVERAGE_RCFILE": ""})
+    if any(include_path.startswith(wd) for include_path in include):
+        # the program is the test's own copy: nothing to share
+        d = os.path.join(wd, "covpy")
+        os.makedirs(d)
+        make(d)
     else:
-        rc = os.path.join(wd, "coveragerc")
-        with open(rc, "w") as f:
-            f.write("[run]\ninclude =\n%s\n[report]\nexclude_lines =\n%s\n"
-                    % ("".join("    %s\n" % i for i in include),
-                       "".join("    %s\n" % e for e in EXCLUDE)))
-        opts = ["--rcfile=" + rc]
-    datafile = os.path.join(wd, ".coverage-oracle")
-    cmd = [covpy_python(), "-m", "coverage", "run"] + opts + ["--data-file=" + datafile]
-    if branch:
-        cmd.append("--branch")
-    u.run(cmd + argv, wd, expect=None, env_extra={"COVERAGE_RCFILE": ""})
-    u.run([covpy_python(), "-m", "coverage", "json"] + opts + ["--data-file=" + datafile,
-           "-o", os.path.join(wd, "covpy.json")], wd, env_extra={"COVERAGE_RCFILE": ""})
-    with open(os.path.join(wd, "covpy.json")) as f:
+        # a suite outside the test's directory (CPython's, networkx's): the
+        # same run for the test's two copies, made once (ptk_testlib.shared)
+        # (the driver of a suite is written from this script: its source is
+        # in the key)
+        exe = os.path.realpath(covpy_python())
+        d = u.shared("model-oracle", [
+            "model", [a for a in argv if not a.startswith(wd)], include, branch, EXCLUDE,
+            exe, os.stat(exe).st_mtime, coveragepy_available()[1],
+            u.source_digest(os.path.abspath(__file__))], make)
+    with open(os.path.join(d, "covpy.json")) as f:
         data = json.load(f)["files"]
     res = {}
     for f, rec in data.items():
@@ -232,7 +251,7 @@ def theirs(wd, argv, include, branch, own_config=False):
         if branch:
             r["branches"] = s["num_branches"]
             r["partial"] = s["num_partial_branches"]
-    return res
+    return res, d
 
 
 # Cases whose branch figures differ from coverage.py 7.16's on 3.14+, by
@@ -269,7 +288,7 @@ def main():
     wd = u.workdir("model-%s-%s" % (kind, name.replace("/", "_")))
     argv, include = setup(kind, name, wd)
     a = ours(wd, argv, include, branch)
-    b = theirs(wd, argv, include, branch, own_config=kind == "config")
+    b, oracle_dir = theirs(wd, argv, include, branch, own_config=kind == "config")
     equal, differ, early = 0, [], []
     for f in sorted(set(a) | set(b)):
         if f not in a or f not in b:
@@ -301,18 +320,18 @@ def main():
     if differ:
         u.fail("%d of %d files differ from coverage.py" % (len(differ), equal + len(differ)))
     if kind == "cpython":
-        tables(wd, early)
+        tables(wd, oracle_dir, early)
     print("ok")
 
 
-def tables(wd, early):
+def tables(wd, oracle_dir, early):
     """`pytracekit report -m` against `coverage report -m` over the same runs,
     line for line. A file coverage.py imported before measuring is left out
     of both (its import-time lines are missed only there)."""
     omit = ["--omit=" + ",".join(early)] if early else []
-    rc = "--rcfile=" + os.path.join(wd, "coveragerc")
+    rc = "--rcfile=" + os.path.join(oracle_dir, "coveragerc")
     t = u.run([covpy_python(), "-m", "coverage", "report", "-m", rc,
-               "--data-file=" + os.path.join(wd, ".coverage-oracle")] + omit, wd,
+               "--data-file=" + os.path.join(oracle_dir, ".coverage-oracle")] + omit, wd,
               env_extra={"COVERAGE_RCFILE": ""})
     o = u.run([u.env("PTK_CLI"), "report", "-m", rc, os.path.join(wd, "ptk-out")] + omit, wd,
               env_extra={"COVERAGE_RCFILE": ""})

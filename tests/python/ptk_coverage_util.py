@@ -7,7 +7,8 @@ import subprocess
 import sys
 import tempfile
 
-from ptk_testlib import BACKEND, FRAME_HOOK, MONITORING, fail, skip  # noqa: F401,E402
+from ptk_testlib import (BACKEND, FRAME_HOOK, MONITORING, fail, shared, skip,  # noqa: F401,E402
+                         source_digest)
 # (a PLAIN_DRIVER script: the command gets PYTHONMALLOC=malloc back; the
 # oracles, the settrace collector and coverage.py, run as the script started)
 from ptk_sanitize import ORACLE_ENV  # noqa: E402

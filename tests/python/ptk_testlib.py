@@ -1,6 +1,9 @@
 """Shared helpers of pytracekit's Python-driven tests."""
+import fcntl
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +50,42 @@ def fail(msg):
 def check(cond, msg):
     if not cond:
         fail(msg)
+
+
+def shared(area, key, make):
+    """The directory of a result that several tests make alike, made once:
+    an oracle's run that depends on neither backend, which a test's two
+    copies (NAME and NAME@monitoring) both ask for. The first to ask runs
+    make(directory), under a lock the others wait on; the directory is
+    AREA/HASH under the test's working directory, HASH that of key (JSON:
+    everything the result depends on, the sources of the scripts that make
+    it included). A make that raises leaves nothing behind."""
+    cache = os.path.join(os.getcwd(), area)
+    os.makedirs(cache, exist_ok=True)
+    out = os.path.join(cache, hashlib.sha256(
+        json.dumps(key, sort_keys=True).encode()).hexdigest()[:32])
+    with open(out + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.isdir(out):
+            tmp = out + ".tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.makedirs(tmp)
+            try:
+                make(tmp)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            os.replace(tmp, out)
+    return out
+
+
+def source_digest(*paths):
+    """A digest of files' bytes (for a key of shared())."""
+    h = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read())
+    return h.hexdigest()
 
 
 def test_plugin(name):

@@ -6,7 +6,7 @@ per context against coverage.py's.
 PYTHON must have pytest, pytest-cov and coverage.py; BUILD_DIR is a build
 of this tree for it (a Release build for the figures); PACKAGE_DIR holds the
 package under test (networkx/) and goes on PYTHONPATH; TESTS is what pytest
-runs (a tests directory of it). Six variants, each ROUNDS times (default
+runs (a tests directory of it). Seven variants, each ROUNDS times (default
 1, the rounds interleaved), whole-process CPU (user + system, of pytest and
 its children):
 
@@ -15,6 +15,8 @@ its children):
     contexts   ... ,contexts=true,coveragepy=yes   (each test's setup/call/teardown)
     deferred   ... ,contexts=true,coveragepy=yes,reports=false  (the data only; the
                summary's table is built from it at the end of the session)
+    data       ... ,reports=false, and --ptk-summary no: the data only, no table
+               (what covpy does)
     covpy      pytest-cov --cov-context=test on coverage.py's C tracer
                (COVERAGE_CORE=ctrace), --cov-report= (the data only)
     covpy_term the same with pytest-cov's default report, the terminal table
@@ -83,6 +85,9 @@ def main(argv):
         "deferred": (pytest + ["-p", "pytracekit", "--ptk",
                                include + ",contexts=true,coveragepy=yes,reports=false",
                                "--ptk-output", "dfr", tests], ours),
+        "data": (pytest + ["-p", "pytracekit", "--ptk",
+                           include + ",contexts=true,coveragepy=yes,reports=false",
+                           "--ptk-summary", "no", "--ptk-output", "data", tests], ours),
         "covpy": (pytest + ["-p", "no:pytracekit", "--cov=" + pkg, "--cov-context=test",
                             "--cov-report=", tests], dict(plain, COVERAGE_CORE="ctrace")),
         "covpy_term": (pytest + ["-p", "no:pytracekit", "--cov=" + pkg, "--cov-context=test",
@@ -105,9 +110,10 @@ def main(argv):
         got_json = norm(json.load(f)["files"], pkg)
     got_db = contexts_of(python, os.path.join(work, "ctx", ".coverage"), work, pkg)
     got_dfr = contexts_of(python, os.path.join(work, "dfr", ".coverage"), work, pkg)
+    got_data = contexts_of(python, os.path.join(work, "data", ".coverage"), work, pkg)
     ncontexts = len({c for f in want.values() for cs in f.values() for c in cs})
     for what, got in (("coverage.json", got_json), (".coverage", got_db),
-                      ("deferred .coverage", got_dfr)):
+                      ("deferred .coverage", got_dfr), ("data-only .coverage", got_data)):
         lines, pairs, diff = compare(got, want)
         print(f"{what}: {ncontexts} contexts, {lines} lines, {pairs} (line, context) "
               f"pairs of coverage.py's; lines whose contexts differ: {len(diff)}")

@@ -40,7 +40,7 @@ SETTINGS = [
 
 
 # Every ini key of the plugin (its [tool.pytracekit] keys without ptk_)
-INI_KEYS = (["ptk_plugins", "ptk_plugin_path", "ptk_fail_under", "ptk_slowest"] +
+INI_KEYS = (["ptk_plugins", "ptk_plugin_path", "ptk_fail_under", "ptk_slowest", "ptk_summary"] +
             [ini for _, _, ini, _ in SETTINGS] + [f[2] for f in FILTER_OPTIONS])
 
 
@@ -62,6 +62,13 @@ def pytest_addoption(parser):
                      "their top functions, when the timer runs with per_context=true "
                      "(default 5; 0: none)")
     parser.addini("ptk_slowest", "pytracekit: slowest test phases in the summary",
+                  default=None)
+    g.addoption("--ptk-summary", dest="ptk_summary", default=None, metavar="yes|no",
+                help="pytracekit: no: the summary shows no plugin's table (as "
+                     "pytest-cov's --cov-report=), and a run with reports=false "
+                     "builds none: the data only, reported later by `pytracekit "
+                     "report` (default yes; fail-under is judged either way)")
+    parser.addini("ptk_summary", "pytracekit: yes or no: the plugins' tables in the summary",
                   default=None)
     g.addoption("--ptk-fail-under", dest="ptk_fail_under", default=None, metavar="PERCENT",
                 help="pytracekit: fail the run when the total coverage is below this "
@@ -185,6 +192,16 @@ def slowest_count(config):
     return n
 
 
+def summary_wanted(config):
+    """--ptk-summary / ptk_summary (default yes)."""
+    v = (setting(config, "ptk_summary") or ["yes"])[-1].strip().lower()
+    if v in ("yes", "true", "1", "on"):
+        return True
+    if v in ("no", "false", "0", "off"):
+        return False
+    raise pytest.UsageError(f"pytracekit: --ptk-summary: yes or no, not {v!r}")
+
+
 def context_tops(dirs):
     """{context name: its top functions} from the timer.json of each of
     @p dirs that has per-context figures (per_context=true)."""
@@ -234,6 +251,7 @@ class Run:
         self.coverage_fail = None  # the fail-under message, when it fails
         self.durations = {}      # (nodeid, when) -> seconds, as pytest reports
         self.slowest = slowest_count(config)
+        self.summary = summary_wanted(config)
 
     def finish(self):
         if self.reported:
@@ -259,7 +277,12 @@ class Run:
             self.summaries = keep.read().decode("utf-8", "replace")
             keep.close()
         self.failed = self.session.failures - before
-        self.summaries += self.deferred_summary()
+        if self.summary:
+            self.summaries += self.deferred_summary()
+        elif not self.failed:
+            # the tables are not shown (what the plugins printed is kept
+            # when a report failed: its error is in it)
+            self.summaries = ""
         self.check_fail_under()
 
     def deferred_summary(self):
@@ -383,6 +406,7 @@ class Controller:
         self.summaries = ""  # the combination's coverage table
         self.durations = {}  # (nodeid, when) -> seconds, as the workers report
         self.slowest = slowest_count(config)
+        self.summary = summary_wanted(config)
 
     def pytest_runtest_logreport(self, report):
         self.durations[(report.nodeid, report.when)] = report.duration
@@ -414,6 +438,10 @@ class Controller:
         except CombineError as e:
             self.error = str(e)
         self.summaries = text.getvalue()
+        if not self.summary:
+            # the table is not shown; what combine says it left out is
+            self.summaries = "".join(line for line in self.summaries.splitlines(True)
+                                     if line.startswith("pytracekit combine: "))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):

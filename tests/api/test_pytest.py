@@ -1054,6 +1054,53 @@ class Summary(Case):
         self.assertRegex("\n".join(tables[0]), r"\nmod\.py +6 +1 +83\.3%")
         self.assertEqual(tables[0], tables[1])
 
+    def test_no_summary_is_the_data_only(self):
+        # --ptk-summary no (ini ptk_summary): no plugin's table in the
+        # summary; with reports=false the data only, no table built: a
+        # conftest makes completing the data fail, which the run with the
+        # summary does and the one without it does not. The table
+        # `pytracekit report` makes later is the immediate run's.
+        p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py",
+                        "--ptk", "counter:top=1", "-q")
+        after = p.stdout.split("- pytracekit -", 1)[1]
+        figures = r"^(mod\.py|TOTAL) +(\d+) +(\d+) "
+        immediate = re.findall(figures, after, re.M)
+        self.assertEqual(immediate, [("mod.py", "6", "1"), ("TOTAL", "6", "1")])
+        self.assertIn("pytracekit counter:", after)
+        self.write("conftest.py", "from pytracekit import _coverage_format as covfmt\n"
+                   "def refuse(*args, **kwargs):\n"
+                   "    raise covfmt.DataError('the data was completed')\n"
+                   "covfmt.complete = refuse\n")
+        p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py,reports=false",
+                        "-q", check=False)
+        self.assertIn("pytracekit coverage: the data was completed", p.stdout)
+        self.assertEqual(p.returncode, 3, p.stdout)
+        out = os.path.join(self.dir, "pytracekit-out")
+        for how in (["--ptk-summary", "no"], ["-o", "ptk_summary=false"]):
+            p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py,reports=false",
+                            "--ptk", "counter:top=1", *how, "-q")
+            after = p.stdout.split("- pytracekit -", 1)[1]
+            self.assertEqual(re.findall(r"^(?:Name|mod\.py|TOTAL) .*$", after, re.M), [], how)
+            self.assertNotIn("pytracekit counter:", after)
+            self.assertNotIn("completed", after)
+            self.assertIn("pytracekit: reports in", after)
+            with open(os.path.join(out, "coverage.json")) as f:
+                self.assertIs(json.load(f)["meta"].get("deferred"), True)
+            self.assertTrue(os.path.exists(os.path.join(out, "counter.json")))
+            r = self.run_py("-m", "pytracekit", "report", out)
+            self.assertEqual(re.findall(figures, r.stdout, re.M), immediate)
+        os.unlink(os.path.join(self.dir, "conftest.py"))
+        # fail_under is judged without the table shown
+        p = self.pytest("-p", "pytracekit", "--ptk", "coverage:include=mod.py,reports=false",
+                        "--ptk-summary", "no", "--ptk-fail-under", "90", "-q", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("total of 83 is less than fail-under=90", p.stdout)
+        self.assertEqual(re.findall(r"^(?:Name|mod\.py|TOTAL) .*$", p.stdout, re.M), [])
+        p = self.pytest("-p", "pytracekit", "--ptk", "coverage", "--ptk-summary", "maybe",
+                        check=False)
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn("--ptk-summary: yes or no, not 'maybe'", p.stderr)
+
     def test_slowest_with_their_top_functions(self):
         # pytest's own --durations is the oracle of which phases are slowest
         self.write("test_slow.py", "import time\n"

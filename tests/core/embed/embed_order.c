@@ -123,7 +123,7 @@ main(int argc, char **argv)
     if (strcmp(c, "three_cycles") == 0) {
         /* initialise -> trace -> finalize, three times */
         for (int i = 1; i <= 3; i++) {
-            char sub[16];
+            char sub[24]; /* "cycle" and any int */
             snprintf(sub, sizeof sub, "cycle%d", i);
             init();
             ptk_session *s = session(sub, 1);

@@ -881,13 +881,18 @@ class Xdist(Case):
         # oracle; the hit counts depend on how xdist shared the tests out)
         specs = ["-p", "xdist", "-n", "2", "-p", "pytracekit", "-q"]
         tables = []
-        for out, opts in (("imm", ""), ("def", ",reports=false")):
+        for out, opts, more in (("imm", "", []), ("def", ",reports=false", []),
+                                ("data", ",reports=false", ["--ptk-summary", "no"])):
             p = self.pytest(*specs, "--ptk", "coverage:include=mod.py" + opts,
-                            "--ptk-output", out)
+                            "--ptk-output", out, *more)
             after = p.stdout.split("- pytracekit -", 1)[1]
             tables.append(re.findall(r"^(?:Name|mod\.py|TOTAL) .*$", after, re.M))
+            self.assertIn("reports of 2 workers combined", after)
         self.assertRegex("\n".join(tables[1]), r"\nTOTAL +13 +0 +100\.0%")
         self.assertEqual(tables[0], tables[1])
+        # --ptk-summary no: no table shown; the combination is the same
+        self.assertEqual(tables[2], [])
+        self.assertEqual(self.covered("data"), self.covered("imm"))
         for w in ("gw0", "gw1"):
             with open(os.path.join(self.dir, "def", w, "coverage.json")) as f:
                 self.assertIs(json.load(f)["meta"]["deferred"], True)

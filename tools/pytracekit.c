@@ -696,6 +696,63 @@ list_plugins(const char *plugin_path)
     return 0;
 }
 
+/* --version, --help, --list-plugins: their exit status; -1 for a run. */
+static int
+informational(const ptk_cmdline *o)
+{
+    switch (o->action) {
+    case PTK_CMD_VERSION:
+        printf("pytracekit %s (built for Python %s)\n", ptk_version_string(), PY_VERSION);
+        return 0;
+    case PTK_CMD_HELP:
+        usage(stdout);
+        return 0;
+    case PTK_CMD_LIST:
+        return list_plugins(o->plugin_path);
+    default:
+        return -1;
+    }
+}
+
+/* The program, in this process's interpreter (started): armed (no session
+ * to start in it) or under the session the options make; its exit status. */
+static int
+run_here(ptk_cmdline *o)
+{
+    if (o->armed) {
+        if (arm_program() < 0) {
+            Py_FinalizeEx();
+            return EXIT_USAGE;
+        }
+        return Py_RunMain(); /* runs the program, then finalises */
+    }
+    int oom;
+    char *filter = ptk_cmdline_filter_text(o, &oom), *err = NULL;
+    int rc = oom ? PTK_ENOMEM : prepare_session(o, filter, &err);
+    if (rc < 0) {
+        fprintf(stderr, "pytracekit: %s\n", err ? err : ptk_strerror(rc));
+        ptk_free(err);
+        ptk_session_free(session);
+        session = NULL;
+        Py_FinalizeEx();
+        free(filter);
+        return EXIT_USAGE;
+    }
+    if (o->follow) {
+        follow_outdir = o->outdir;
+        ptk_child_dirs_read(o->outdir, &follow_before);
+    }
+    report_dir = o->outdir;
+    main_pid = (long)getpid();
+    on_exit(exit_status_hook, NULL);
+    int status = Py_RunMain(); /* runs the program, then finalises */
+    if (status == 0 && report_failed) {
+        status = PTK_EXIT_REPORT_FAILED;
+    }
+    free(filter);
+    return status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -708,23 +765,13 @@ main(int argc, char **argv)
         }
     }
     ptk_cmdline o;
-    int status = 0, pargc, oom;
+    int status = 0, pargc;
     if (ptk_cmdline_parse(argc, argv, &o) < 0) {
         fprintf(stderr, "pytracekit: %s\n", o.error);
         ptk_cmdline_free(&o);
         return EXIT_USAGE;
     }
-    if (o.action == PTK_CMD_VERSION) {
-        printf("pytracekit %s (built for Python %s)\n", ptk_version_string(),
-               PY_VERSION);
-        return 0;
-    }
-    if (o.action == PTK_CMD_HELP) {
-        usage(stdout);
-        return 0;
-    }
-    if (o.action == PTK_CMD_LIST) {
-        status = list_plugins(o.plugin_path);
+    if ((status = informational(&o)) >= 0) {
         ptk_cmdline_free(&o);
         return status;
     }
@@ -755,44 +802,8 @@ main(int argc, char **argv)
     if (start_python(pargc, pargv, python, &status) < 0) {
         return status;
     }
-    if (o.armed) {
-        if (arm_program() < 0) {
-            Py_FinalizeEx();
-            status = EXIT_USAGE;
-        }
-        else {
-            status = Py_RunMain(); /* runs the program, then finalises */
-        }
-        ptk_cmdline_free(&o);
-        free(pargv);
-        return status;
-    }
-    char *filter = ptk_cmdline_filter_text(&o, &oom), *err = NULL;
-    int rc = oom ? PTK_ENOMEM : prepare_session(&o, filter, &err);
-    if (rc < 0) {
-        fprintf(stderr, "pytracekit: %s\n", err ? err : ptk_strerror(rc));
-        ptk_free(err);
-        ptk_session_free(session);
-        session = NULL;
-        Py_FinalizeEx();
-        ptk_cmdline_free(&o);
-        free(filter);
-        free(pargv);
-        return EXIT_USAGE;
-    }
-    if (o.follow) {
-        follow_outdir = o.outdir;
-        ptk_child_dirs_read(o.outdir, &follow_before);
-    }
-    report_dir = o.outdir;
-    main_pid = (long)getpid();
-    on_exit(exit_status_hook, NULL);
-    status = Py_RunMain(); /* runs the program, then finalises */
-    if (status == 0 && report_failed) {
-        status = PTK_EXIT_REPORT_FAILED;
-    }
+    status = run_here(&o);
     ptk_cmdline_free(&o);
-    free(filter);
     free(pargv);
     return status;
 }

@@ -466,6 +466,93 @@ ptk__code_line_state_slow(PyCodeObject *code, int line)
     return r == NULL ? PTK__LINE_DELIVER : ptk__rec_line_state(&r->h, line);
 }
 
+/* The record joins the list a context switch re-arms (a per-context
+ * subscriber's slot switched something off in it). */
+static void
+mark_dirty(coderec *r, uint64_t bit)
+{
+    if ((ptk__context_slots & bit) && !r->dirty) {
+        r->dirty = 1;
+        r->dprev = NULL;
+        r->dnext = dirty_records;
+        if (dirty_records) {
+            dirty_records->dprev = r;
+        }
+        dirty_records = r;
+    }
+}
+
+/* LINE at @p line switched off for @p slot; 1 when every line of the code
+ * object is now off for every slot. */
+static int
+disable_line(coderec *r, PyCodeObject *code, uint32_t slot, int line)
+{
+    int failed = 0;
+    if (r->counted == NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        failed = rec_lines(r, code) < 0;
+        PyErr_Restore(et, ev, tb);
+    }
+    if (failed) {
+        free(r->counted);
+        r->counted = NULL;
+        r->h.first = r->h.span = r->nlines = 0;
+        return 0;
+    }
+    int b = line - r->h.first;
+    if (b < 0 || b >= r->h.span) {
+        /* A line co_lines() does not know: disable LINE code-wide for
+         * this slot would be wrong; keep it per line in a wider map. */
+        return 0;
+    }
+    slotlines *e = rec_slot(r, slot, 1);
+    if (e == NULL) {
+        return 0;
+    }
+    r->line_slots |= (uint64_t)1 << slot;
+    if (!(e->bits[b >> 3] & (1u << (b & 7)))) {
+        e->bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+        if (r->counted[b >> 3] & (1u << (b & 7))) {
+            e->ndisabled++;
+        }
+    }
+    if (r->h.all_off == NULL) {
+        r->h.all_off = calloc((size_t)r->h.span / 8 + 1, 1);
+    }
+    if (r->h.all_off != NULL && line_off_for_all(r, b)) {
+        r->h.all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
+    }
+    if (!r->h.lines_off && all_lines_off(r)) {
+        r->h.lines_off = 1;
+    }
+    return r->h.lines_off;
+}
+
+/* Any other event at instruction @p lasti switched off for @p slot: kept
+ * in the record's sorted list of locations. */
+static void
+disable_loc(coderec *r, uint32_t slot, ptk_event_kind kind, int lasti)
+{
+    int at = loc_find(r, slot, (int32_t)kind, (int32_t)lasti);
+    if (at < r->nlocs && loc_cmp(&r->locs[at], slot, (int32_t)kind, (int32_t)lasti) == 0) {
+        return; /* already recorded */
+    }
+    if (r->nlocs == r->caplocs) {
+        int ncap = r->caplocs ? r->caplocs * 2 : 8;
+        loc *n = realloc(r->locs, (size_t)ncap * sizeof *n);
+        if (n == NULL) {
+            return;
+        }
+        r->locs = n;
+        r->caplocs = ncap;
+    }
+    memmove(&r->locs[at + 1], &r->locs[at], (size_t)(r->nlocs - at) * sizeof *r->locs);
+    r->locs[at] = (loc){slot, (int32_t)kind, (int32_t)lasti};
+    r->nlocs++;
+    r->loc_slots |= (uint64_t)1 << slot;
+}
+
 int
 ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
                   int line, int lasti)
@@ -477,79 +564,16 @@ ptk__code_disable(PyCodeObject *code, uint32_t slot, ptk_event_kind kind,
     ptk__disable_records |= (int)PTK_MASK(kind);
     ptk__disable_marks++;
     uint64_t bit = (uint64_t)1 << slot;
-    if ((ptk__context_slots & bit) && !r->dirty) {
-        r->dirty = 1;
-        r->dprev = NULL;
-        r->dnext = dirty_records;
-        if (dirty_records) {
-            dirty_records->dprev = r;
-        }
-        dirty_records = r;
-    }
+    mark_dirty(r, bit);
     if (kind == PTK_EV_CALL || kind == PTK_EV_RETURN) {
         /* A CALL or RETURN's location is the code object itself. */
         r->whole[kind] |= bit;
         return 0;
     }
     if (kind == PTK_EV_LINE) {
-        int failed = 0;
-        if (r->counted == NULL) {
-            PyObject *et, *ev, *tb;
-            PyErr_Fetch(&et, &ev, &tb);
-            failed = rec_lines(r, code) < 0;
-            PyErr_Restore(et, ev, tb);
-        }
-        if (failed) {
-            free(r->counted);
-            r->counted = NULL;
-            r->h.first = r->h.span = r->nlines = 0;
-            return 0;
-        }
-        int b = line - r->h.first;
-        if (b < 0 || b >= r->h.span) {
-            /* A line co_lines() does not know: disable LINE code-wide for
-             * this slot would be wrong; keep it per line in a wider map. */
-            return 0;
-        }
-        slotlines *e = rec_slot(r, slot, 1);
-        if (e == NULL) {
-            return 0;
-        }
-        r->line_slots |= bit;
-        if (!(e->bits[b >> 3] & (1u << (b & 7)))) {
-            e->bits[b >> 3] |= (uint8_t)(1u << (b & 7));
-            if (r->counted[b >> 3] & (1u << (b & 7))) {
-                e->ndisabled++;
-            }
-        }
-        if (r->h.all_off == NULL) {
-            r->h.all_off = calloc((size_t)r->h.span / 8 + 1, 1);
-        }
-        if (r->h.all_off != NULL && line_off_for_all(r, b)) {
-            r->h.all_off[b >> 3] |= (uint8_t)(1u << (b & 7));
-        }
-        if (!r->h.lines_off && all_lines_off(r)) {
-            r->h.lines_off = 1;
-        }
-        return r->h.lines_off;
+        return disable_line(r, code, slot, line);
     }
-    int at = loc_find(r, slot, (int32_t)kind, (int32_t)lasti);
-    if (at < r->nlocs && loc_cmp(&r->locs[at], slot, (int32_t)kind, (int32_t)lasti) == 0) {
-        return 0; /* already recorded */
-    }
-    if (r->nlocs == r->caplocs) {
-        int ncap = r->caplocs ? r->caplocs * 2 : 8;
-        loc *n = realloc(r->locs, (size_t)ncap * sizeof *n);
-        if (n == NULL) {
-            return 0;
-        }
-        r->locs = n;
-        r->caplocs = ncap;
-    }
-    memmove(&r->locs[at + 1], &r->locs[at], (size_t)(r->nlocs - at) * sizeof *r->locs);
-    r->locs[at] = (loc){slot, (int32_t)kind, (int32_t)lasti};
-    r->nlocs++;
-    r->loc_slots |= bit;
+    disable_loc(r, slot, kind, lasti);
     return 0;
 }
 

@@ -517,50 +517,32 @@ typedef struct tl_dump_figures {
     int complete; /* nothing in the window was lost to the cap */
 } tl_dump_figures;
 
-/* The ring's records of the window [from, now] and the open spans (ending
- * at now) as BEGIN/END/instant/counter events in time order, written by
- * the output format into @p fd. Returns 0, an errno, or -1 (memory). */
-static int
-ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *fig)
+/* The records of the window [from, now] (a GC that ran inside the
+ * triggering event ends after it, and is left out) into @p list when it is
+ * not NULL; returns how many there are. */
+static size_t
+ring_window(tl_ring *r, uint64_t from, uint64_t now, const tl_rec **list)
 {
-    tl_ring *r = st->ring;
-    size_t nrec = 0, nopen = 0;
-    for (size_t k = 0; k < r->nchunks; k++) {
-        tl_chunk *c = r->chunks[(r->head + k) % r->max_chunks];
-        if (c->max_t1 < from) {
-            continue;
-        }
-        for (size_t i = 0; i < c->n; i++) {
-            nrec += c->rec[i].t1 >= from && c->rec[i].t1 <= now;
-        }
-    }
-    for (size_t i = 0; i < r->ntracks; i++) {
-        nopen += r->tracks[i]->ring->nopen;
-    }
-    size_t n = nrec + nopen;
-    size_t opens_size = (nopen + 1) * sizeof(tl_rec);
-    size_t list_size = (n + 1) * sizeof(tl_rec *);
-    tl_rec *opens = big_alloc(opens_size);
-    const tl_rec **list = big_alloc(list_size);
-    void *tmp = big_alloc(list_size); /* the sort's other half */
-    tl_cur *cur = NULL;
-    tl_cur **heap = NULL;
-    int rc = -1;
-    tl_out saved = st->out;
-    memset(&st->out, 0, sizeof(st->out));
-    if (opens == NULL || list == NULL || tmp == NULL) {
-        goto done;
-    }
     size_t m = 0;
     for (size_t k = 0; k < r->nchunks; k++) {
         tl_chunk *c = r->chunks[(r->head + k) % r->max_chunks];
         for (size_t i = 0; c->max_t1 >= from && i < c->n; i++) {
-            /* a GC that ran inside the triggering event ends after it */
             if (c->rec[i].t1 >= from && c->rec[i].t1 <= now) {
-                list[m++] = &c->rec[i];
+                if (list != NULL) {
+                    list[m] = &c->rec[i];
+                }
+                m++;
             }
         }
     }
+    return m;
+}
+
+/* The spans still open, ending at now, as records in @p opens, appended to
+ * @p list from @p m on; returns the new length of the list. */
+static size_t
+ring_opens(tl_ring *r, uint64_t now, tl_rec *opens, const tl_rec **list, size_t m)
+{
     size_t o = 0;
     for (size_t i = 0; i < r->ntracks; i++) {
         tl_ring_track *rt = r->tracks[i]->ring;
@@ -575,27 +557,24 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
             list[m++] = x;
         }
     }
-    ring_sort(list, m, sizeof(*list), rec_cmp, tmp);
-    /* per track, a cursor nesting its records with a stack; the cursors'
-     * next events merged in time order through a heap */
-    size_t ngroups = 0;
+    return m;
+}
+
+/* Per track of the sorted @p list, a cursor nesting its records with a
+ * stack (@p cur, ended by one whose end is 0), their next events in a heap
+ * (@p heap); returns the heap's size. */
+static size_t
+ring_cursors(const tl_rec **list, size_t m, tl_cur *cur, tl_cur **heap)
+{
+    size_t ngroups = 0, nh = 0;
     for (size_t i = 0; i < m; i++) {
-        ngroups += i == 0 || list[i]->track != list[i - 1]->track;
-    }
-    cur = calloc(ngroups + 1, sizeof(*cur));
-    heap = calloc(ngroups + 1, sizeof(*heap));
-    if (cur == NULL || heap == NULL) {
-        goto done;
-    }
-    size_t nh = 0;
-    for (size_t i = 0, g = 0; i < m; i++) {
         if (i == 0 || list[i]->track != list[i - 1]->track) {
-            cur[g].i = i;
-            cur[g].id = g;
-            if (g > 0) {
-                cur[g - 1].end = i;
+            cur[ngroups].i = i;
+            cur[ngroups].id = ngroups;
+            if (ngroups > 0) {
+                cur[ngroups - 1].end = i;
             }
-            g++;
+            ngroups++;
         }
     }
     if (ngroups > 0) {
@@ -608,21 +587,22 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
     for (size_t k = nh / 2; k-- > 0;) {
         heap_down(heap, nh, k);
     }
-    /* the output format, into the file, with one buffer and no writer */
-    st->out.fd = fd;
-    st->out.sync = 1;
-    st->out.cap = st->buffer_size;
-    st->out.buf[0] = big_alloc(st->out.cap);
-    if (st->out.buf[0] == NULL) {
-        goto done;
-    }
-    ring_reset_format(st);
+    return nh;
+}
+
+/* The cursors' events in time order through the output format, its status
+ * in @p *wrote (0: written, -1: an event could not be); -1 when out of
+ * memory, else 0. */
+static int
+ring_emit(tl_state *st, const tl_rec **list, tl_cur **heap, size_t nh, uint64_t now,
+          tl_dump_figures *fig, int *wrote)
+{
     const tl_format *f = st->out_fmt;
     int w = f->start(st, now);
     while (w == 0 && nh > 0) {
         tl_cur *c = heap[0];
         const tl_rec *x = list[c->rec];
-        tl_track *t = r->tracks[x->track];
+        tl_track *t = st->ring->tracks[x->track];
         tl_name *nm = (tl_name *)x->name;
         switch (c->type) {
         case EV_B:
@@ -645,8 +625,7 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
         }
         }
         if (cur_take(c) != 0) {
-            rc = -1;
-            goto done;
+            return -1;
         }
         cur_next(list, c);
         if (c->type < 0) {
@@ -654,8 +633,59 @@ ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *f
         }
         heap_down(heap, nh, 0);
     }
-    if (w == 0) {
-        w = f->finish(st);
+    *wrote = w == 0 ? f->finish(st) : w;
+    return 0;
+}
+
+/* The ring's records of the window [from, now] and the open spans (ending
+ * at now) as BEGIN/END/instant/counter events in time order, written by
+ * the output format into @p fd. Returns 0, an errno, or -1 (memory). */
+static int
+ring_write(tl_state *st, int fd, uint64_t from, uint64_t now, tl_dump_figures *fig)
+{
+    tl_ring *r = st->ring;
+    size_t nopen = 0;
+    for (size_t i = 0; i < r->ntracks; i++) {
+        nopen += r->tracks[i]->ring->nopen;
+    }
+    size_t n = ring_window(r, from, now, NULL) + nopen;
+    size_t opens_size = (nopen + 1) * sizeof(tl_rec);
+    size_t list_size = (n + 1) * sizeof(tl_rec *);
+    tl_rec *opens = big_alloc(opens_size);
+    const tl_rec **list = big_alloc(list_size);
+    void *tmp = big_alloc(list_size); /* the sort's other half */
+    tl_cur *cur = NULL;
+    tl_cur **heap = NULL;
+    int rc = -1;
+    tl_out saved = st->out;
+    memset(&st->out, 0, sizeof(st->out));
+    if (opens == NULL || list == NULL || tmp == NULL) {
+        goto done;
+    }
+    size_t m = ring_opens(r, now, opens, list, ring_window(r, from, now, list));
+    ring_sort(list, m, sizeof(*list), rec_cmp, tmp);
+    size_t ngroups = 0;
+    for (size_t i = 0; i < m; i++) {
+        ngroups += i == 0 || list[i]->track != list[i - 1]->track;
+    }
+    cur = calloc(ngroups + 1, sizeof(*cur));
+    heap = calloc(ngroups + 1, sizeof(*heap));
+    if (cur == NULL || heap == NULL) {
+        goto done;
+    }
+    size_t nh = ring_cursors(list, m, cur, heap);
+    /* the output format, into the file, with one buffer and no writer */
+    st->out.fd = fd;
+    st->out.sync = 1;
+    st->out.cap = st->buffer_size;
+    st->out.buf[0] = big_alloc(st->out.cap);
+    if (st->out.buf[0] == NULL) {
+        goto done;
+    }
+    ring_reset_format(st);
+    int w = 0;
+    if (ring_emit(st, list, heap, nh, now, fig, &w) != 0) {
+        goto done;
     }
     int werr = tl__out_sync_flush(&st->out);
     rc = werr != 0 ? werr : (w != 0 ? EIO : 0);

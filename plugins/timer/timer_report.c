@@ -144,6 +144,85 @@ tm_write_view(tm_state *st, const tm_labels *L, const tm_view *v,
     return rc;
 }
 
+/* What the threads' records add up to in timer.json and the summary. */
+typedef struct {
+    size_t nthreads;
+    uint64_t unmatched, resynced, max_depth;
+} tm_totals;
+
+/* Adds up the threads' figures into @p t and, with per_thread, writes each
+ * live thread's pstats and flame graph. */
+static int
+tm_report_threads(tm_state *st, const tm_labels *L, tm_totals *t)
+{
+    for (size_t i = 0; i < st->nthreads; i++) {
+        tm_thread *th = st->threads[i];
+        const tm_done *dn = &st->done[i];
+        if (dn->ended) {
+            t->nthreads += th == NULL;
+            t->unmatched += dn->unmatched;
+            t->resynced += dn->resynced;
+            t->max_depth = dn->max_depth > t->max_depth ? dn->max_depth : t->max_depth;
+        }
+        if (th == NULL) {
+            continue;
+        }
+        th->max_depth = tm__tree_depth(th);
+        t->nthreads++;
+        t->unmatched += th->unmatched;
+        t->resynced += th->resynced;
+        if (th->max_depth > t->max_depth) {
+            t->max_depth = th->max_depth;
+        }
+        if (st->per_thread) {
+            tm_view v;
+            char prefix[64];
+            if (tm__view_build(st, L, (long)i, &v) != 0) {
+                return PTK_EPYTHON;
+            }
+            tm__thread_prefix(st, prefix, sizeof(prefix), th);
+            int rc = tm_write_view(st, L, &v, prefix);
+            if (rc == PTK_OK) {
+                rc = tm__write_flame(st, L, (long)i, prefix, NULL);
+            }
+            tm__view_clear(&v);
+            if (rc != PTK_OK) {
+                return rc;
+            }
+        }
+    }
+    return PTK_OK;
+}
+
+/* per_context: timer.context-N.pstats, N the context's index in the order
+ * first seen, and into @p *cinfo (st->ncsets of them) what timer.json says
+ * of each. */
+static int
+tm_report_contexts(tm_state *st, const tm_labels *L, tm_cinfo **cinfo)
+{
+    if (st->ncsets == 0) {
+        return PTK_OK;
+    }
+    if ((*cinfo = calloc(st->ncsets, sizeof(**cinfo))) == NULL) {
+        PyErr_NoMemory();
+        return PTK_EPYTHON;
+    }
+    for (size_t i = 0; i < st->ncsets; i++) {
+        tm_cinfo *c = &(*cinfo)[i];
+        PyObject *stats = tm__cset_pstats(L, st->csets[i], (size_t)st->top, c);
+        if (stats == NULL) {
+            return PTK_EPYTHON;
+        }
+        snprintf(c->file, sizeof(c->file), "timer.context-%zu.pstats", i);
+        int rc = st->host->report_write_object(st->ctx, c->file, stats, PTK_FMT_MARSHAL);
+        Py_DECREF(stats);
+        if (rc != PTK_OK) {
+            return rc;
+        }
+    }
+    return PTK_OK;
+}
+
 int
 tm__report(tm_state *st, const ptk_report_args *args)
 {
@@ -152,75 +231,27 @@ tm__report(tm_state *st, const ptk_report_args *args)
     tm_view all = {0};
     tm_rtree rt = {0};
     tm_cinfo *cinfo = NULL;
-    size_t nthreads = 0;
-    uint64_t unmatched = 0, resynced = 0, max_depth = 0;
+    tm_totals t = {0};
 
     if (tm__labels_build(st, &L) != 0 || tm__view_build(st, &L, -1, &all) != 0) {
         goto done;
     }
-    for (size_t i = 0; i < st->nthreads; i++) {
-        tm_thread *th = st->threads[i];
-        const tm_done *dn = &st->done[i];
-        if (dn->ended) {
-            nthreads += th == NULL;
-            unmatched += dn->unmatched;
-            resynced += dn->resynced;
-            max_depth = dn->max_depth > max_depth ? dn->max_depth : max_depth;
-        }
-        if (th == NULL) {
-            continue;
-        }
-        th->max_depth = tm__tree_depth(th);
-        nthreads++;
-        unmatched += th->unmatched;
-        resynced += th->resynced;
-        if (th->max_depth > max_depth) {
-            max_depth = th->max_depth;
-        }
-        if (st->per_thread) {
-            tm_view v;
-            char prefix[64];
-            if (tm__view_build(st, &L, (long)i, &v) != 0) {
-                goto done;
-            }
-            tm__thread_prefix(st, prefix, sizeof(prefix), th);
-            rc = tm_write_view(st, &L, &v, prefix);
-            if (rc == PTK_OK) {
-                rc = tm__write_flame(st, &L, (long)i, prefix, NULL);
-            }
-            tm__view_clear(&v);
-            if (rc != PTK_OK) {
-                goto done;
-            }
-        }
+    rc = tm_report_threads(st, &L, &t);
+    if (rc == PTK_OK) {
+        rc = tm_write_view(st, &L, &all, "timer");
     }
-    rc = tm_write_view(st, &L, &all, "timer");
     if (rc == PTK_OK) {
         rc = tm__write_flame(st, &L, -1, "timer", &rt);
     }
-    /* per_context: timer.context-N.pstats, N the context's index in the
-     * order first seen; timer.json lists them */
-    if (rc == PTK_OK && st->ncsets > 0 &&
-        (cinfo = calloc(st->ncsets, sizeof(*cinfo))) == NULL) {
-        PyErr_NoMemory();
-        rc = PTK_EPYTHON;
-    }
-    for (size_t i = 0; rc == PTK_OK && i < st->ncsets; i++) {
-        PyObject *stats = tm__cset_pstats(&L, st->csets[i], (size_t)st->top, &cinfo[i]);
-        if (stats == NULL) {
-            rc = PTK_EPYTHON;
-            break;
-        }
-        snprintf(cinfo[i].file, sizeof(cinfo[i].file), "timer.context-%zu.pstats", i);
-        rc = st->host->report_write_object(st->ctx, cinfo[i].file, stats, PTK_FMT_MARSHAL);
-        Py_DECREF(stats);
+    if (rc == PTK_OK) {
+        rc = tm_report_contexts(st, &L, &cinfo);
     }
     if (rc == PTK_OK) {
-        rc = tm__write_json(st, &L, &all, args, max_depth, unmatched, resynced,
+        rc = tm__write_json(st, &L, &all, args, t.max_depth, t.unmatched, t.resynced,
                            rt.n > 0 ? rt.n - 1 : 0, cinfo, st->ncsets);
     }
     if (rc == PTK_OK) {
-        tm_summary(st, &L, &all, args, nthreads);
+        tm_summary(st, &L, &all, args, t.nthreads);
     }
 done:
     if (rc == PTK_EPYTHON && PyErr_Occurred()) {

@@ -156,6 +156,100 @@ tm_ctop_cmp(const void *pa, const void *pb)
     return a->label < b->label ? -1 : 1;
 }
 
+/* A context's figures, merged by label: functions into @p v (@p *n of
+ * them), caller-callee pairs into @p ed (@p *ne); @p at maps (label + 1,
+ * NULL) to index + 1 in v and (caller label + 1, callee label + 1) to index
+ * + 1 in ed. -1 when out of memory. */
+static int
+cset_collect(const tm_labels *L, const tm_cset *cs, tm_centry *v, tm_vedge *ed, size_t *n,
+             size_t *ne, tm_map *at)
+{
+    for (size_t i = 0; cs->figs.slots && i <= cs->figs.mask; i++) {
+        const tm_fig *f = cs->figs.slots[i].value;
+        const tm_func *a = cs->figs.slots[i].a, *b = cs->figs.slots[i].b;
+        if (f == NULL) {
+            continue;
+        }
+        uint32_t la = L->canon[a->id], lb = b != NULL ? L->canon[b->id] : 0;
+        const void *ka = (const void *)(uintptr_t)(la + 1);
+        const void *kb = b != NULL ? (const void *)(uintptr_t)(lb + 1) : NULL;
+        uintptr_t j = (uintptr_t)ptk_kit_map_get(at, ka, kb);
+        if (j == 0) {
+            j = b != NULL ? ++*ne : ++*n;
+            if (b != NULL) {
+                ed[j - 1].caller = la;
+                ed[j - 1].callee = lb;
+            }
+            else {
+                v[j - 1].label = la;
+            }
+            if (ptk_kit_map_put(at, ka, kb, (void *)j) != 0) {
+                return -1;
+            }
+        }
+        tm__acc_add(b != NULL ? &ed[j - 1].acc : &v[j - 1].acc, f);
+    }
+    return 0;
+}
+
+/* Each callee's callers dict, as pstats has it. -1 with an exception set. */
+static int
+cset_callers(const tm_labels *L, tm_centry *v, const tm_vedge *ed, size_t ne, tm_map *at)
+{
+    for (size_t i = 0; i < ne; i++) {
+        uintptr_t j = (uintptr_t)ptk_kit_map_get(
+            at, (const void *)(uintptr_t)(ed[i].callee + 1), NULL);
+        tm_centry *e = j ? &v[j - 1] : NULL; /* an edge's callee has figures */
+        const tm_acc *a = &ed[i].acc;
+        if (e == NULL || (e->callers == NULL && (e->callers = PyDict_New()) == NULL)) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_RuntimeError, "timer: an edge's callee has no figures");
+            }
+            return -1;
+        }
+        PyObject *t = Py_BuildValue("(KKdd)", (unsigned long long)a->calls,
+                                    (unsigned long long)(a->calls - a->reccalls),
+                                    (double)a->it * 1e-9, (double)a->tt * 1e-9);
+        if (t == NULL ||
+            PyDict_SetItem(e->callers, PyList_GET_ITEM(L->keys, ed[i].caller), t) < 0) {
+            Py_XDECREF(t);
+            return -1;
+        }
+        Py_DECREF(t);
+    }
+    return 0;
+}
+
+/* The @p top functions of @p v by own time into @p info. -1 when out of
+ * memory. */
+static int
+cset_top(tm_centry *v, size_t n, size_t top, tm_cinfo *info)
+{
+    top = top < n ? top : n;
+    if (top == 0) {
+        return 0;
+    }
+    size_t *order = malloc(n * sizeof(*order));
+    info->top = malloc(top * sizeof(*info->top));
+    info->top_acc = malloc(top * sizeof(*info->top_acc));
+    if (order == NULL || info->top == NULL || info->top_acc == NULL) {
+        free(order);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+    }
+    tm_ctop_of = v;
+    qsort(order, n, sizeof(*order), tm_ctop_cmp);
+    for (size_t i = 0; i < top; i++) {
+        info->top[i] = v[order[i]].label;
+        info->top_acc[i] = v[order[i]].acc;
+    }
+    info->ntop = top;
+    free(order);
+    return 0;
+}
+
 /* The pstats dict of one context's figures, by label, as tm__pstats_dict
  * makes the run's (sparse: a context has few of the run's functions); and
  * its totals and @p top functions by own time in @p info. NULL with an
@@ -167,55 +261,14 @@ tm__cset_pstats(const tm_labels *L, const tm_cset *cs, size_t top, tm_cinfo *inf
     info->name = cs->name;
     tm_centry *v = calloc(cs->nfigs + 1, sizeof(*v));
     tm_vedge *ed = calloc(cs->nfigs + 1, sizeof(*ed));
-    size_t n = 0, ne = 0, *order = NULL;
-    tm_map at = {0}; /* (label + 1, NULL) -> index + 1 in v; (caller label
-                        + 1, callee label + 1) -> index + 1 in ed */
+    size_t n = 0, ne = 0;
+    tm_map at = {0};
     PyObject *stats = PyDict_New();
-    if (v == NULL || ed == NULL || stats == NULL) {
+    if (v == NULL || ed == NULL || stats == NULL || cset_collect(L, cs, v, ed, &n, &ne, &at) != 0) {
         goto nomem;
     }
-    for (size_t i = 0; cs->figs.slots && i <= cs->figs.mask; i++) {
-        const tm_fig *f = cs->figs.slots[i].value;
-        const tm_func *a = cs->figs.slots[i].a, *b = cs->figs.slots[i].b;
-        if (f == NULL) {
-            continue;
-        }
-        uint32_t la = L->canon[a->id], lb = b != NULL ? L->canon[b->id] : 0;
-        const void *ka = (const void *)(uintptr_t)(la + 1);
-        const void *kb = b != NULL ? (const void *)(uintptr_t)(lb + 1) : NULL;
-        uintptr_t j = (uintptr_t)ptk_kit_map_get(&at, ka, kb);
-        if (j == 0) {
-            j = b != NULL ? ++ne : ++n;
-            if (b != NULL) {
-                ed[j - 1].caller = la;
-                ed[j - 1].callee = lb;
-            }
-            else {
-                v[j - 1].label = la;
-            }
-            if (ptk_kit_map_put(&at, ka, kb, (void *)j) != 0) {
-                goto nomem;
-            }
-        }
-        tm__acc_add(b != NULL ? &ed[j - 1].acc : &v[j - 1].acc, f);
-    }
-    for (size_t i = 0; i < ne; i++) {
-        uintptr_t j = (uintptr_t)ptk_kit_map_get(
-            &at, (const void *)(uintptr_t)(ed[i].callee + 1), NULL);
-        tm_centry *e = j ? &v[j - 1] : NULL; /* an edge's callee has figures */
-        const tm_acc *a = &ed[i].acc;
-        if (e == NULL || (e->callers == NULL && (e->callers = PyDict_New()) == NULL)) {
-            goto fail;
-        }
-        PyObject *t = Py_BuildValue("(KKdd)", (unsigned long long)a->calls,
-                                    (unsigned long long)(a->calls - a->reccalls),
-                                    (double)a->it * 1e-9, (double)a->tt * 1e-9);
-        if (t == NULL ||
-            PyDict_SetItem(e->callers, PyList_GET_ITEM(L->keys, ed[i].caller), t) < 0) {
-            Py_XDECREF(t);
-            goto fail;
-        }
-        Py_DECREF(t);
+    if (cset_callers(L, v, ed, ne, &at) != 0) {
+        goto fail;
     }
     for (size_t i = 0; i < n; i++) {
         tm_centry *e = &v[i];
@@ -236,24 +289,8 @@ tm__cset_pstats(const tm_labels *L, const tm_cset *cs, size_t top, tm_cinfo *inf
         }
         Py_DECREF(t);
     }
-    top = top < n ? top : n;
-    if (top > 0) {
-        order = malloc(n * sizeof(*order));
-        info->top = malloc(top * sizeof(*info->top));
-        info->top_acc = malloc(top * sizeof(*info->top_acc));
-        if (order == NULL || info->top == NULL || info->top_acc == NULL) {
-            goto nomem;
-        }
-        for (size_t i = 0; i < n; i++) {
-            order[i] = i;
-        }
-        tm_ctop_of = v;
-        qsort(order, n, sizeof(*order), tm_ctop_cmp);
-        for (size_t i = 0; i < top; i++) {
-            info->top[i] = v[order[i]].label;
-            info->top_acc[i] = v[order[i]].acc;
-        }
-        info->ntop = top;
+    if (cset_top(v, n, top, info) != 0) {
+        goto nomem;
     }
     goto done;
 nomem:
@@ -269,7 +306,6 @@ done:
     for (size_t i = 0; v != NULL && i < n; i++) {
         Py_XDECREF(v[i].callers);
     }
-    free(order);
     free(v);
     free(ed);
     ptk_kit_map_free(&at);

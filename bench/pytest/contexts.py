@@ -1,7 +1,7 @@
 """Per-test coverage contexts on a real test suite: the cost, and the lines
 per context against coverage.py's.
 
-    python3 bench/pytest/contexts.py PYTHON BUILD_DIR PACKAGE_DIR TESTS [ROUNDS]
+    python3 bench/pytest/contexts.py PYTHON BUILD_DIR PACKAGE_DIR TESTS [ROUNDS [VARIANTS]]
 
 PYTHON must have pytest, pytest-cov and coverage.py; BUILD_DIR is a build
 of this tree for it (a Release build for the figures); PACKAGE_DIR holds the
@@ -21,7 +21,8 @@ its children):
                (COVERAGE_CORE=ctrace), --cov-report= (the data only)
     covpy_term the same with pytest-cov's default report, the terminal table
 
-Then the lines of each context: coverage.json's and .coverage's (read by
+VARIANTS (comma-separated, default all) runs only those; bare and covpy are
+always run (the ratios' bases). Then the lines of each context: coverage.json's and .coverage's (read by
 coverage.py) against coverage.py's .coverage, pytest-cov's "|run" read as
 "|call". Prints one table and the differing lines.
 """
@@ -94,26 +95,38 @@ def main(argv):
                                  "--cov-report=term", tests],
                        dict(plain, COVERAGE_CORE="ctrace")),
     }
+    if len(argv) > 5:
+        keep = set(argv[5].split(",")) | {"bare", "covpy"}
+        unknown = keep - set(variants)
+        if unknown:
+            sys.exit(f"unknown variants {sorted(unknown)} (known: {', '.join(variants)})")
+        variants = {k: v for k, v in variants.items() if k in keep}
     best = best_cpu(variants, rounds, work)
     ver = subprocess.run([python, "-c", "import sys, coverage, pytest; print(sys.version.split()[0],"
                           " coverage.__version__, pytest.__version__)"],
                          capture_output=True, text=True).stdout.split()
     print(f"Python {ver[0]}, coverage.py {ver[1]}, pytest {ver[2]}; {tests}; "
           f"CPU s (best of {rounds})")
+    term = best.get("covpy_term")
     print("| variant | CPU s | × bare | × covpy | × covpy_term |")
     print("|---|---|---|---|---|")
     for k in variants:
+        vs_term = f"{best[k] / term:.2f}" if term else "–"
         print(f"| {k} | {best[k]:.2f} | {best[k] / best['bare']:.2f} | "
-              f"{best[k] / best['covpy']:.2f} | {best[k] / best['covpy_term']:.2f} |")
+              f"{best[k] / best['covpy']:.2f} | {vs_term} |")
     want = contexts_of(python, os.path.join(work, ".coverage"), work, pkg)
-    with open(os.path.join(work, "ctx", "coverage.json")) as f:
-        got_json = norm(json.load(f)["files"], pkg)
-    got_db = contexts_of(python, os.path.join(work, "ctx", ".coverage"), work, pkg)
-    got_dfr = contexts_of(python, os.path.join(work, "dfr", ".coverage"), work, pkg)
-    got_data = contexts_of(python, os.path.join(work, "data", ".coverage"), work, pkg)
+    got = []
+    if "contexts" in variants:
+        with open(os.path.join(work, "ctx", "coverage.json")) as f:
+            got.append(("coverage.json", norm(json.load(f)["files"], pkg)))
+        got.append((".coverage", contexts_of(python, os.path.join(work, "ctx", ".coverage"),
+                                             work, pkg)))
+    for name, d in (("deferred", "dfr"), ("data", "data")):
+        if name in variants:
+            got.append((f"{name} .coverage", contexts_of(python, os.path.join(work, d, ".coverage"),
+                                                         work, pkg)))
     ncontexts = len({c for f in want.values() for cs in f.values() for c in cs})
-    for what, got in (("coverage.json", got_json), (".coverage", got_db),
-                      ("deferred .coverage", got_dfr), ("data-only .coverage", got_data)):
+    for what, got in got:
         lines, pairs, diff = compare(got, want)
         print(f"{what}: {ncontexts} contexts, {lines} lines, {pairs} (line, context) "
               f"pairs of coverage.py's; lines whose contexts differ: {len(diff)}")

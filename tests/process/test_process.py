@@ -587,14 +587,16 @@ out = sys.argv[1]
 child = '''
 import atexit, time
 atexit.register(time.sleep, 1.0)
+print("running", flush=True)
 '''
 s = pytracekit.Session(["counter:top=0"], output_dir=out, follow_children=True)
 s.start()
 p = subprocess.Popen([sys.executable, "-c", child],
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-end = time.time() + 60
-while not os.path.isdir(os.path.join(out, "pid-%d" % p.pid)) and time.time() < end:
-    time.sleep(0.01)
+                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+# until the child runs its own code: its session has started and it writes
+# nothing until it exits (once in CI, a stop() made as soon as the child's
+# directory appeared named no child: the child was still starting)
+p.stdout.readline()
 s.stop()
 print(p.pid, flush=True)
 s.report()

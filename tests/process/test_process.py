@@ -581,7 +581,7 @@ def case_manifest(tmp):
 
 
 SESSION_CHILD = """\
-import os, subprocess, sys, time
+import subprocess, sys
 import pytracekit
 out = sys.argv[1]
 child = '''

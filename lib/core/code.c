@@ -698,6 +698,19 @@ ptk__code_reset(void)
 
 /* ---- filter verdicts and plugin slots ------------------------------------- */
 
+/* The `__name__` of globals (borrowed from it), by default of the frame
+ * running code; NULL when there is none. */
+static const char *
+module_of(PyObject *globals)
+{
+    PyObject *g = globals != NULL ? globals : PyEval_GetGlobals();
+    PyObject *name = g ? PyDict_GetItemString(g, "__name__") : NULL;
+    if (name != NULL && PyUnicode_Check(name)) {
+        return PyUnicode_AsUTF8(name);
+    }
+    return NULL;
+}
+
 /* Judges code for every filtered slot of t that has not judged it yet.
  * Runs once per (code object, subscriber); may call Python (co_lines, the
  * module name), so the traced program's exception is kept aside. The
@@ -716,12 +729,7 @@ judge(const ptk__table *t, PyCodeObject *code, PyObject *globals, int *kept)
         r = &scratch;
     }
     const char *module = NULL;
-    /* borrowed; by default the frame running code */
-    PyObject *g = globals != NULL ? globals : PyEval_GetGlobals();
-    PyObject *name = g ? PyDict_GetItemString(g, "__name__") : NULL;
-    if (name != NULL && PyUnicode_Check(name)) {
-        module = PyUnicode_AsUTF8(name);
-    }
+    int module_known = 0;
     uint64_t todo = t->code_filtered & ~r->judged;
     for (int slot = 0; todo; slot++, todo >>= 1) {
         if (!(todo & 1)) {
@@ -729,7 +737,14 @@ judge(const ptk__table *t, PyCodeObject *code, PyObject *globals, int *kept)
         }
         uint64_t bit = (uint64_t)1 << slot;
         r->judged |= bit;
-        if (!ptk__filter_code(t->filters[slot], code, module)) {
+        const ptk__filter *f = t->filters[slot];
+        if (!module_known && (f->list[PTK__F_MODULES].n || f->list[PTK__F_FUNCTIONS].n)) {
+            /* only modules= and functions= read it (a dict look-up and
+             * a string made for the key: not for every code object) */
+            module_known = 1;
+            module = module_of(globals);
+        }
+        if (!ptk__filter_code(f, code, module)) {
             r->rejected |= bit;
         }
     }

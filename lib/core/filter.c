@@ -21,11 +21,24 @@ const ptk_option_spec ptk__filter_specs[] = {
 /* Named sets usable in include/exclude, resolved at build time. */
 enum { SET_NONE = 0, SET_STDLIB = 1, SET_SITE = 2 };
 
+/* The include/exclude verdict of one file. The code objects of a module
+ * share one co_filename object, and each of them is judged (once): the
+ * memo saves matching the same path against every glob again. An entry is
+ * found by the object's address and taken only if its text is the same
+ * (a freed name's address may hold another file's). */
+#define FILE_MEMO 64
+typedef struct file_memo {
+    const void *name; /* the co_filename object, by address only */
+    char *path;       /* its text, as judged (before the cwd is added) */
+    int ok;
+} file_memo;
+
 typedef struct filter_impl {
     ptk__filter pub;
     char **stdlib_dirs; /* NULL-terminated */
     char **site_dirs;   /* NULL-terminated */
     char cwd[PATH_MAX];
+    file_memo memo[FILE_MEMO];
 } filter_impl;
 
 /* ---- building ------------------------------------------------------------- */
@@ -565,6 +578,9 @@ ptk__filter_free(ptk__filter *pub)
     }
     dirs_free(f->stdlib_dirs);
     dirs_free(f->site_dirs);
+    for (int i = 0; i < FILE_MEMO; i++) {
+        free(f->memo[i].path);
+    }
     free(pub->text);
     free(f);
 }
@@ -656,31 +672,59 @@ list_matches(const filter_impl *f, int which, const char *s, const char *module)
     return pos;
 }
 
+/* Do include= and exclude= select the file? */
+static int
+file_selected(const filter_impl *f, const char *file)
+{
+    char abs[PATH_MAX + 256];
+    if (file[0] != '/' && file[0] != '<') {
+        snprintf(abs, sizeof abs, "%s/%s", f->cwd, file);
+        file = abs;
+    }
+    const ptk__filter *pub = &f->pub;
+    if (pub->list[PTK__F_INCLUDE].n && !list_matches(f, PTK__F_INCLUDE, file, NULL)) {
+        return 0;
+    }
+    return !(pub->list[PTK__F_EXCLUDE].n && list_matches(f, PTK__F_EXCLUDE, file, NULL));
+}
+
+/* file_selected through the memo (entries are replaced, never lost: one
+ * that cannot be kept only means judging that file again). */
+static int
+file_selected_memo(filter_impl *f, PyObject *name)
+{
+    const char *file = PyUnicode_AsUTF8(name);
+    if (file == NULL) {
+        PyErr_Clear();
+        return file_selected(f, "");
+    }
+    file_memo *m = &f->memo[((uintptr_t)name >> 4) % FILE_MEMO];
+    if (m->name == name && m->path != NULL && strcmp(m->path, file) == 0) {
+        return m->ok;
+    }
+    int ok = file_selected(f, file);
+    char *copy = strdup(file);
+    free(m->path);
+    m->name = copy != NULL ? name : NULL;
+    m->path = copy;
+    m->ok = ok;
+    return ok;
+}
+
 int
 ptk__filter_code(const ptk__filter *pub, PyCodeObject *code,
                  const char *module)
 {
-    const filter_impl *f = (const filter_impl *)pub;
+    /* the memo is the filter's own cache, written under the GIL */
+    filter_impl *f = (filter_impl *)pub;
     if (!pub->code_level) {
         return 1;
     }
     if (code == NULL) {
         return 0;
     }
-    const char *file = PyUnicode_AsUTF8(code->co_filename);
-    char abs[PATH_MAX + 256];
-    if (file == NULL) {
-        PyErr_Clear();
-        file = "";
-    }
-    else if (file[0] != '/' && file[0] != '<') {
-        snprintf(abs, sizeof abs, "%s/%s", f->cwd, file);
-        file = abs;
-    }
-    if (pub->list[PTK__F_INCLUDE].n && !list_matches(f, PTK__F_INCLUDE, file, NULL)) {
-        return 0;
-    }
-    if (pub->list[PTK__F_EXCLUDE].n && list_matches(f, PTK__F_EXCLUDE, file, NULL)) {
+    if ((pub->list[PTK__F_INCLUDE].n || pub->list[PTK__F_EXCLUDE].n) &&
+        !file_selected_memo(f, code->co_filename)) {
         return 0;
     }
     if (pub->list[PTK__F_MODULES].n &&

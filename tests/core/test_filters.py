@@ -121,6 +121,12 @@ class Conditions(unittest.TestCase):
         self.assertFalse(any(k[1] in ("w_helper", "w_gen", "add") for k in got))
         self.assertTrue(any(k[1] == "w_fib" for k in got))
 
+    def test_include_many_files_one_after_another(self):
+        # a name made at a freed name's address is judged again: a third
+        # of 400 files selected, whatever the address of their names
+        got = self.same("include=/many_files/yes/*", [os.path.join(CORPUS, "many_files.py")])
+        self.assertEqual(got[("call", "w_file", -1, None)], 134)
+
     def test_include_negated_item(self):
         self.same("include=%s;!%s/core.py" % (CORPUS, PKG))
 

@@ -11,6 +11,7 @@ import os
 import runpy
 import sys
 import threading
+import weakref
 
 out, spec = sys.argv[1], sys.argv[2]
 KEYS = ("include", "exclude", "modules", "functions", "threads", "max_depth")
@@ -66,12 +67,29 @@ def matches(cond, s, module=None):
     return not pos or any(item_match(cond, i, s, module) for i in pos)
 
 
-_verdicts = {}
+# The verdict of each code object by identity, not by the code object's
+# equality, which ignores the file (two files' equal functions are two code
+# objects, each judged on its own name), and without keeping it alive: id ->
+# a weak reference to it, and that reference -> the verdict, an entry that
+# dict.pop drops when the code dies (a C callback: nothing traced).
+_ref_of = {}
+_verdict_of = {}
+
+
+def _known(code):
+    ref = _ref_of.get(id(code))
+    return _verdict_of.get(ref) if ref is not None and ref() is code else None
+
+
+def _remember(code, v):
+    ref = weakref.ref(code, _verdict_of.pop)
+    _ref_of[id(code)] = ref
+    _verdict_of[ref] = v
 
 
 def selected(frame):
     code = frame.f_code
-    v = _verdicts.get(code)
+    v = _known(code)
     if v is None:
         f = code.co_filename
         if not f.startswith("/") and not f.startswith("<"):
@@ -86,7 +104,7 @@ def selected(frame):
         if "functions" in C and not matches("functions", code.co_qualname,
                                             frame.f_globals.get("__name__", "")):
             v = False
-        _verdicts[code] = v
+        _remember(code, v)
     return v
 
 

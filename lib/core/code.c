@@ -466,6 +466,28 @@ ptk__code_line_state_slow(PyCodeObject *code, int line)
     return r == NULL ? PTK__LINE_DELIVER : ptk__rec_line_state(&r->h, line);
 }
 
+int
+ptk__code_resume_line_goes_on(PyCodeObject *code, int offset, int line)
+{
+    init_ops();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *bytes = PyCode_GetCode(code);
+    int r = -1;
+    if (bytes != NULL && cache_op >= 0) {
+        const unsigned char *ops = (const unsigned char *)PyBytes_AS_STRING(bytes);
+        Py_ssize_t n = PyBytes_GET_SIZE(bytes), next = (Py_ssize_t)offset + 2;
+        while (next < n && ops[next] == cache_op) {
+            next += 2; /* the RESUME's own cache entries (3.15: one) */
+        }
+        r = next < n && PyCode_Addr2Line(code, (int)next) == line;
+    }
+    Py_XDECREF(bytes);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return r;
+}
+
 /* The record joins the list a context switch re-arms (a per-context
  * subscriber's slot switched something off in it). */
 static void

@@ -658,6 +658,12 @@ typedef struct ptk__coderec_head {
 extern PyCodeObject *ptk__last_code;
 extern ptk__coderec_head *ptk__last_rec;
 int ptk__code_line_state_slow(PyCodeObject *code, int line);
+/* Does the line of the RESUME at @p offset (bytes), @p line, go on after
+ * it: is the next instruction (after the RESUME's cache entries) on the
+ * same line? So it is in a one-line function, a class body, a loop resumed
+ * after a yield; not on the `def` line of a function of several lines. 1
+ * or 0; -1 when that cannot be known. Keeps the program's exception. */
+int ptk__code_resume_line_goes_on(PyCodeObject *code, int offset, int line);
 static inline int
 ptk__rec_line_state(const ptk__coderec_head *r, int line)
 {

@@ -19,7 +19,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-from ptk_testlib import BACKEND, MONITORING, PYTHON, test_plugin  # noqa: E402
+from ptk_testlib import BACKEND, MONITORING, PYTHON, run_cli, test_plugin  # noqa: E402
 
 PROG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "localevents", "prog.py")
 
@@ -87,6 +87,23 @@ class LocalEvents(unittest.TestCase):
 
     def test_cleared_at_close(self):
         self.assertEqual(self.info["after_close"], 0)
+
+    def test_py_start_switched_off(self):
+        # Under line coverage the hub keeps a PY_START on only while the line
+        # starting at its RESUME may still lose its LINE (line_needs_start,
+        # 3.13+). A function of several lines has its RESUME on its `def`
+        # line, which has no instruction of its own: its PY_START is
+        # switched off at the first call even though one of its lines never
+        # runs (before, all 100 calls came). A one-line function's PY_START
+        # stays on until its line has been recorded: 2 calls on 3.13+, 1 on
+        # 3.12 (where LINE alone reports that line).
+        prog = os.path.join(os.path.dirname(PROG), "starts.py")
+        r = run_cli(["-o", tempfile.mkdtemp(), "-p", "coverage:include=%s,reports=false" % prog,
+                     prog])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(got, {"several_lines": 1,
+                               "one_line": 1 if sys.version_info < (3, 13) else 2}, r.stderr)
 
 
 if __name__ == "__main__":

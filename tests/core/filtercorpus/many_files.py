@@ -14,7 +14,12 @@ for i in range(400):
     code = compile("def w_file():\n    return 1\n\nw_file()\n", name, "exec")
     reused += id(code.co_filename) in seen
     seen.add(id(code.co_filename))
-    exec(code, {"__name__": "m%d" % i})
+    ns = {"__name__": "m%d" % i}
+    exec(code, ns)
+    # w_file and ns make a cycle: cleared here, the name is freed now, not
+    # at the next collection (which 3.14's incremental collector makes
+    # later than the next file)
+    ns.clear()
     del code
 if reused == 0:
     sys.exit("no name was made at a freed one's address: nothing was tested")

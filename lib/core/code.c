@@ -93,6 +93,10 @@ PyCodeObject *ptk__last_code;
 ptk__coderec_head *ptk__last_rec;
 static int skip_ops[256]; /* prologue opcodes that produce no LINE event */
 static int resume_op = -1, cache_op = -1, extended_op = -1;
+/* The inline cache entries after a RESUME (0 to 3.14, 1 on 3.15): the same
+ * for every RESUME of the interpreter, counted once in compiled code; -1
+ * when that could not be done. */
+static int resume_caches = -1;
 
 static void
 rec_free(void *p)
@@ -175,6 +179,22 @@ init_ops(void)
         }
     }
     Py_XDECREF(opmap);
+    PyObject *probe = Py_CompileString("pass\n", "<pytracekit>", Py_file_input);
+    PyObject *bytes = probe ? PyCode_GetCode((PyCodeObject *)probe) : NULL;
+    if (bytes != NULL && resume_op >= 0 && cache_op >= 0) {
+        const unsigned char *ops = (const unsigned char *)PyBytes_AS_STRING(bytes);
+        Py_ssize_t n = PyBytes_GET_SIZE(bytes), at = 0;
+        while (at < n && ops[at] != resume_op) {
+            at += 2;
+        }
+        int caches = 0;
+        for (at += 2; at < n && ops[at] == cache_op; at += 2) {
+            caches++;
+        }
+        resume_caches = at < n ? caches : -1;
+    }
+    Py_XDECREF(bytes);
+    Py_XDECREF(probe);
     PyErr_Clear();
 }
 
@@ -469,20 +489,13 @@ ptk__code_line_state_slow(PyCodeObject *code, int line)
 int
 ptk__code_resume_line_goes_on(PyCodeObject *code, int offset, int line)
 {
-    init_ops();
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *bytes = PyCode_GetCode(code);
-    int r = -1;
-    if (bytes != NULL && cache_op >= 0) {
-        const unsigned char *ops = (const unsigned char *)PyBytes_AS_STRING(bytes);
-        Py_ssize_t n = PyBytes_GET_SIZE(bytes), next = (Py_ssize_t)offset + 2;
-        while (next < n && ops[next] == cache_op) {
-            next += 2; /* the RESUME's own cache entries (3.15: one) */
-        }
-        r = next < n && PyCode_Addr2Line(code, (int)next) == line;
-    }
-    Py_XDECREF(bytes);
+    init_ops();
+    /* the instruction after the RESUME and its cache entries: no copy of
+     * the bytecode, this runs at every PY_START kept on */
+    int r = resume_caches < 0 ? -1
+                              : PyCode_Addr2Line(code, offset + 2 + 2 * resume_caches) == line;
     PyErr_Clear();
     PyErr_Restore(et, ev, tb);
     return r;

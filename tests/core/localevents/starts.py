@@ -3,7 +3,7 @@ backend: how many PY_START callbacks the hub gets for each function called
 100 times. The hub's own PY_START callback is wrapped in one that counts,
 through sys.monitoring's public API (register_callback returns the one it
 replaces), and the hub's answer (DISABLE) passed back. Prints
-{"several_lines": N, "one_line": N, "line_needs_start": BOOL}."""
+{"several_lines": N, "one_line": N}."""
 import json
 import sys
 

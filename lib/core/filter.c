@@ -695,8 +695,15 @@ file_selected_memo(filter_impl *f, PyObject *name)
 {
     const char *file = PyUnicode_AsUTF8(name);
     if (file == NULL) {
+        /* a name that is not UTF-8 (os.fsdecode's U+DCNN for each byte
+         * that is not): judged by its bytes on the file system, which is
+         * what the patterns from the command line are */
         PyErr_Clear();
-        return file_selected(f, "");
+        PyObject *fs = PyUnicode_EncodeFSDefault(name);
+        int ok = file_selected(f, fs != NULL ? PyBytes_AS_STRING(fs) : "");
+        Py_XDECREF(fs);
+        PyErr_Clear();
+        return ok;
     }
     file_memo *m = &f->memo[((uintptr_t)name >> 4) % FILE_MEMO];
     if (m->name == name && m->path != NULL && strcmp(m->path, file) == 0) {

@@ -2,6 +2,10 @@
 #include "cov_private.h"
 
 #include "cov_embedded.h"
+#include "../common/json_value.h"
+#include "../common/py_import.h"
+
+#include <sys/stat.h>
 
 /* ---- report ------------------------------------------------------------ */
 
@@ -609,6 +613,114 @@ no_data_warning(const cov_state *st)
         "installed packages are not, by default); choose files with include= or source=");
 }
 
+/* The bytes of the file at the fs-encoded @p path, or NULL (no error set)
+ * when it cannot be read. */
+static PyObject *
+read_bytes(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        return NULL;
+    }
+    size_t n = 0, cap = 0;
+    char *buf = NULL;
+    int ok = 1;
+    while (ok) {
+        if (n == cap) {
+            char *more = realloc(buf, cap = cap ? cap * 2 : 65536);
+            ok = more != NULL;
+            buf = more ? more : buf;
+            if (!ok) {
+                break;
+            }
+        }
+        n += fread(buf + n, 1, cap - n, fp);
+        if (n < cap) {
+            ok = !ferror(fp);
+            break;
+        }
+    }
+    fclose(fp);
+    PyObject *bytes = ok ? PyBytes_FromStringAndSize(buf ? buf : "", (Py_ssize_t)n) : NULL;
+    free(buf);
+    PyErr_Clear(); /* out of memory here is "cannot be read" */
+    return bytes;
+}
+
+/* [size, hash] of the source at @p path, as the report writer's
+ * source_stamp() makes it (its size, and importlib.util.source_hash() of
+ * its bytes as hex: _imp.source_hash keyed by the interpreter's magic
+ * number, which is what that calls), or None when it cannot be read.
+ * Here in C so that writing deferred data imports nothing. */
+static PyObject *
+source_stamp(PyObject *path)
+{
+    PyObject *fs = PyUnicode_EncodeFSDefault(path);
+    if (!fs) {
+        return NULL;
+    }
+    struct stat sb;
+    PyObject *bytes = stat(PyBytes_AS_STRING(fs), &sb) == 0 ? read_bytes(PyBytes_AS_STRING(fs))
+                                                             : NULL;
+    Py_DECREF(fs);
+    if (!bytes) {
+        Py_RETURN_NONE;
+    }
+    PyObject *imp = ptk_kit_import("_imp");
+    PyObject *digest = imp ? PyObject_CallMethod(imp, "source_hash", "lO",
+                                                 PyImport_GetMagicNumber(), bytes)
+                           : NULL;
+    PyObject *hex = digest ? PyObject_CallMethod(digest, "hex", NULL) : NULL;
+    PyObject *stamp = hex ? Py_BuildValue("[LO]", (long long)sb.st_size, hex) : NULL;
+    Py_XDECREF(imp);
+    Py_DECREF(bytes);
+    Py_XDECREF(digest);
+    Py_XDECREF(hex);
+    return stamp;
+}
+
+/* coverage.json of reports=false: the data as the report writer's
+ * deferred_text() gives it, byte for byte (its format version, each file
+ * with its source's stamp, compact JSON), written in C: that function
+ * imported json (with re) and importlib.util, more than the rest of the
+ * end of a short run (tests/coverage/test_deferred.py compares the two). */
+static int
+write_deferred(cov_state *st, PyObject *data)
+{
+    PyObject *meta = PyDict_GetItemString(data, "meta");   /* borrowed */
+    PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */
+    PyObject *version = PyDict_GetItemString(st->format, "DEFERRED_VERSION");
+    if (!meta || !files || !version || PyDict_SetItemString(meta, "version", version) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "no deferred data to write");
+        return cov__fail_python(st, "writing the deferred data");
+    }
+    PyObject *path, *rec;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(files, &pos, &path, &rec)) {
+        PyObject *stamp = source_stamp(path);
+        if (!stamp || PyDict_SetItemString(rec, "source", stamp) < 0) {
+            Py_XDECREF(stamp);
+            return cov__fail_python(st, "writing the deferred data");
+        }
+        Py_DECREF(stamp);
+    }
+    void *token;
+    FILE *fp = st->host->report_open(st->ctx, "coverage.json", &token);
+    if (!fp) {
+        return PTK_EIO;
+    }
+    int jrc = ptk_kit_json_dump(fp, data);
+    int ok = jrc == 0 && fputc('\n', fp) != EOF;
+    int rc = st->host->report_commit(token, ok);
+    if (jrc == -1) {
+        return cov__fail_python(st, "writing the deferred data");
+    }
+    if (!ok && rc == PTK_OK) {
+        rc = st->host->fail(st->ctx, PTK_EIO, "cannot write coverage.json");
+    }
+    return rc;
+}
+
 /* reports=false: coverage.json with what ran (and the size and
  * hash of each source, so that completing it later can tell
  * a changed file), .coverage with coveragepy=, and a line saying how to
@@ -616,7 +728,7 @@ no_data_warning(const cov_state *st)
 static int
 report_deferred(cov_state *st, const ptk_report_args *args, PyObject *data, FILE *out)
 {
-    int rc = write_text(st, "coverage.json", "deferred_text", data);
+    int rc = write_deferred(st, data);
     if (rc == PTK_OK && st->coveragepy != COVPY_NO) {
         rc = write_coveragepy(st, args, data, out);
     }

@@ -13,13 +13,19 @@ same         for line and branch, with and without contexts=, calls= and counts=
              coverage.lcov, coverage.xml (but its timestamp) and summary;
              `pytracekit report` prints the same table. The deferred data
              has no statement model and is marked so (format version 2: a
-             reader that knows only version 1 refuses it).
+             reader that knows only version 1 refuses it). The deferred
+             coverage.json, which the plugin writes in C, is the report
+             writer's deferred_text() of its data byte for byte.
 changed      a source changed after the run (text added; or the same size,
              other bytes, and the modification time put back) is refused by
              every reader, exit 1, naming the file; a source only touched
              (the same bytes, a newer modification time: a checkout
              elsewhere) is completed, to the untouched run's reports
 missing      a source removed after the run: likewise
+names        names outside ASCII, not UTF-8, with quotes, backslashes and control
+             characters: the deferred coverage.json (written by the plugin in
+             C) is the report writer's deferred_text() byte for byte (as in
+             `same`)
 bad-options  reports=maybe and reports=false with html=true are refused
              (exit 2)
 """
@@ -138,6 +144,23 @@ def same_files(what, a, b):
                    % (what, name, x[:3000], y[:3000]))
 
 
+def same_as_reference(what, path, m):
+    """The deferred coverage.json at `path` (written by the plugin in C) is,
+    byte for byte, what the report writer's deferred_text() (json.dumps,
+    importlib.util.source_hash) makes of the same data: the data read
+    back without its source stamps, which deferred_text computes again."""
+    text = read(path)
+    data = json.loads(text)
+    for rec in data["files"].values():
+        rec.pop("source")
+    want = m.deferred_text(data)
+    if text != want:
+        at = next((i for i, (a, b) in enumerate(zip(text, want)) if a != b),
+                  min(len(text), len(want)))
+        u.fail("%s: %s is not deferred_text()'s; from character %d:\nplugin:    %r\n"
+               "reference: %r" % (what, path, at, text[at - 40:at + 80], want[at - 40:at + 80]))
+
+
 def case_same():
     m = fmt()
     if m._c_analyze(m._analysis()) is None:
@@ -164,6 +187,7 @@ def case_same():
             have = sorted(n for n in os.listdir(d) if n.startswith("coverage"))
             if have != ["coverage.json"]:
                 u.fail("%s: reports=false wrote %s in %s" % (opts, have, d))
+            same_as_reference(opts, os.path.join(d, "coverage.json"), m)
             raw = json.loads(read(os.path.join(d, "coverage.json")))
             if raw["meta"].get("deferred") is not True or raw["meta"]["version"] != 2:
                 u.fail("%s: %s not marked deferred: %s" % (opts, d, raw["meta"]))
@@ -263,6 +287,68 @@ def case_same():
                        "run combined with its child:\n%s\n%s\n%s" % (opts, cmd[0], x, y, z))
         compared += 1
     print("ok: %d deferred data sets completed to the immediate runs' reports" % compared)
+
+
+NAMES = """\
+import pytracekit
+import runpy, sys
+
+def f\u00e9(n):
+    if n:
+        return "\u00e9t\u00e9"
+    return None
+
+for name in ("plain", 'quote " and \\\\ backslash', "tab\\tnew\\nline\\x7f\\x01",
+             "\u00e9t\u00e9 \u65e5\u672c", "\U0001f600 beyond the BMP"):
+    pytracekit.set_context(name)
+    f\u00e9(name == "plain")
+pytracekit.set_context(None)
+runpy.run_path(sys.argv[1])
+"""
+
+
+def case_names():
+    """Names the JSON writer must escape as json.dumps does: a file and a
+    function named outside ASCII, contexts with quotes, backslashes,
+    control characters and a character beyond the BMP, and a file whose
+    name is not UTF-8 (a str with os.fsdecode's U+DCNN; measured: the hub's
+    filter judges it by its bytes), with lines, branches and calls."""
+    m = fmt()
+    wd = u.workdir("deferred-names")
+    src = os.path.join(wd, "src")
+    os.mkdir(src)
+    main = os.path.join(src, "m\u00f6d\u00fcl\u00e9_\u65e5\u672c.py")
+    with open(main, "w", encoding="utf-8") as f:
+        f.write(NAMES)
+    odd = os.path.join(os.fsencode(src), b"caf\xe9.py")
+    with open(odd, "wb") as f:
+        f.write(b"def g():\n    return 1\n\ng()\n")
+    n = 0
+    for opts in (",contexts=true", ",branch=true,calls=true,counts=true,contexts=true"):
+        out = "out%d" % n
+        n += 1
+        cmd = [u.env("PTK_CLI"), "--plugin-path", u.env("PTK_PLUGIN_DIR"), "-p",
+               "coverage:source=%s,reports=false%s" % (src, opts), "-o", out, main,
+               os.fsdecode(odd)]
+        u.run(cmd, wd)
+        path = os.path.join(wd, out, "coverage.json")
+        same_as_reference(opts, path, m)
+        data = json.loads(read(path))
+        names = set()
+        for rec in data["files"].values():
+            for ctx in rec["contexts"].values():
+                names.update(ctx)
+        want = {"plain", 'quote " and \\ backslash', "tab\tnew\nline\x7f\x01",
+                "\u00e9t\u00e9 \u65e5\u672c", "\U0001f600 beyond the BMP", ""}
+        if names != want or sorted(data["files"]) != sorted([main, os.fsdecode(odd)]):
+            u.fail("%s: read back: contexts %r, files %r" % (opts, names, sorted(data["files"])))
+        # the file not named in UTF-8 is measured: the hub's filter (which
+        # source= sets) judged it by its bytes, not as a file without a name
+        hits = data["files"][os.fsdecode(odd)]["hits"]
+        if hits != [[1, 1], [2, 1], [4, 1]]:
+            u.fail("%s: %r: hits %r" % (opts, os.fsdecode(odd), hits))
+    print("ok: deferred data with names outside ASCII and not UTF-8 written as json.dumps "
+          "writes them (2 option sets)")
 
 
 def refused(wd, out, path, why):

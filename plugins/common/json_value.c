@@ -1,0 +1,291 @@
+/* A Python value as json.dumps writes it, compact (see json_value.h). */
+#include "json_value.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { JV_MAX_DEPTH = 200 };
+
+/* Output through a buffer of its own: a report's text is millions of short
+ * pieces, and a stdio call per piece cost more than the encoding. */
+typedef struct {
+    FILE *f;
+    size_t n;
+    int failed;
+    char buf[16384];
+} jv_out;
+
+static void
+jv_flush(jv_out *o)
+{
+    if (o->n > 0 && !o->failed && fwrite(o->buf, 1, o->n, o->f) != o->n) {
+        o->failed = 1;
+    }
+    o->n = 0;
+}
+
+static void
+jv_put(jv_out *o, const char *s, size_t n)
+{
+    if (o->n + n > sizeof o->buf) {
+        jv_flush(o);
+        if (n > sizeof o->buf) {
+            if (!o->failed && fwrite(s, 1, n, o->f) != n) {
+                o->failed = 1;
+            }
+            return;
+        }
+    }
+    memcpy(o->buf + o->n, s, n);
+    o->n += n;
+}
+
+static void
+jv_putc(jv_out *o, char c)
+{
+    if (o->n == sizeof o->buf) {
+        jv_flush(o);
+    }
+    o->buf[o->n++] = c;
+}
+
+static void
+jv_escape_unit(jv_out *o, unsigned int u)
+{
+    static const char hex[] = "0123456789abcdef";
+    char e[6] = {'\\', 'u', hex[(u >> 12) & 15], hex[(u >> 8) & 15], hex[(u >> 4) & 15],
+                 hex[u & 15]};
+    jv_put(o, e, sizeof e);
+}
+
+/* json's ensure_ascii: ' '..'~' as they are but '"' and '\\'; the five
+ * short escapes; everything else "\\uNNNN" (lower-case hex), a character
+ * beyond the BMP as its surrogate pair. */
+static int
+jv_string(jv_out *o, PyObject *s)
+{
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+    jv_putc(o, '"');
+    Py_ssize_t run = 0; /* start of the pending run of plain ASCII */
+    for (Py_ssize_t i = 0; i < len; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~' && c != '"' && c != '\\') {
+            continue;
+        }
+        if (kind == PyUnicode_1BYTE_KIND && i > run) {
+            jv_put(o, (const char *)data + run, (size_t)(i - run));
+        }
+        else {
+            for (Py_ssize_t j = run; j < i; j++) {
+                jv_putc(o, (char)PyUnicode_READ(kind, data, j));
+            }
+        }
+        run = i + 1;
+        const char *short_esc = c == '"'    ? "\\\""
+                                : c == '\\' ? "\\\\"
+                                : c == '\n' ? "\\n"
+                                : c == '\r' ? "\\r"
+                                : c == '\t' ? "\\t"
+                                : c == '\b' ? "\\b"
+                                : c == '\f' ? "\\f"
+                                            : NULL;
+        if (short_esc) {
+            jv_put(o, short_esc, 2);
+        }
+        else if (c >= 0x10000) {
+            c -= 0x10000;
+            jv_escape_unit(o, 0xd800 | (c >> 10));
+            jv_escape_unit(o, 0xdc00 | (c & 0x3ff));
+        }
+        else {
+            jv_escape_unit(o, c);
+        }
+    }
+    if (kind == PyUnicode_1BYTE_KIND) {
+        jv_put(o, (const char *)data + run, (size_t)(len - run));
+    }
+    else {
+        for (Py_ssize_t j = run; j < len; j++) {
+            jv_putc(o, (char)PyUnicode_READ(kind, data, j));
+        }
+    }
+    jv_putc(o, '"');
+    return 0;
+}
+
+/* An int by int's own text (a subclass's __repr__ is not used, as json
+ * does not use it). */
+static int
+jv_int(jv_out *o, PyObject *v, int quoted)
+{
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (n == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (!overflow) {
+        char t[32];
+        int k = snprintf(t, sizeof t, quoted ? "\"%lld\"" : "%lld", n);
+        jv_put(o, t, (size_t)k);
+        return 0;
+    }
+    PyObject *text = PyLong_Type.tp_repr(v);
+    Py_ssize_t k = 0;
+    const char *s = text ? PyUnicode_AsUTF8AndSize(text, &k) : NULL;
+    if (!s) {
+        Py_XDECREF(text);
+        return -1;
+    }
+    if (quoted) {
+        jv_putc(o, '"');
+    }
+    jv_put(o, s, (size_t)k);
+    if (quoted) {
+        jv_putc(o, '"');
+    }
+    Py_DECREF(text);
+    return 0;
+}
+
+/* A float as json writes it: float's repr, NaN, Infinity, -Infinity. */
+static int
+jv_float(jv_out *o, PyObject *v, int quoted)
+{
+    double d = PyFloat_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    const char *special = isnan(d) ? "NaN" : isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                                                      : NULL;
+    char *text = special ? NULL : PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (!special && !text) {
+        return -1;
+    }
+    if (quoted) {
+        jv_putc(o, '"');
+    }
+    jv_put(o, special ? special : text, strlen(special ? special : text));
+    if (quoted) {
+        jv_putc(o, '"');
+    }
+    PyMem_Free(text);
+    return 0;
+}
+
+/* The scalars: None, bool, str, int, float; 1 when @p v is none of them. */
+static int
+jv_scalar(jv_out *o, PyObject *v, int quoted)
+{
+    const char *word = v == Py_None    ? "null"
+                       : v == Py_True  ? "true"
+                       : v == Py_False ? "false"
+                                       : NULL;
+    if (word) {
+        if (quoted) {
+            jv_putc(o, '"');
+        }
+        jv_put(o, word, strlen(word));
+        if (quoted) {
+            jv_putc(o, '"');
+        }
+        return 0;
+    }
+    if (PyUnicode_Check(v)) {
+        return jv_string(o, v);
+    }
+    if (PyLong_Check(v)) {
+        return jv_int(o, v, quoted);
+    }
+    if (PyFloat_Check(v)) {
+        return jv_float(o, v, quoted);
+    }
+    return 1;
+}
+
+static int jv_value(jv_out *o, PyObject *v, int depth);
+
+static int
+jv_dict(jv_out *o, PyObject *d, int depth)
+{
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    int first = 1;
+    jv_putc(o, '{');
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if (!first) {
+            jv_putc(o, ',');
+        }
+        first = 0;
+        int rc = jv_scalar(o, k, 1);
+        if (rc > 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "keys must be str, int, float, bool or None, not %.100s",
+                         Py_TYPE(k)->tp_name);
+        }
+        if (rc != 0) {
+            return -1;
+        }
+        jv_putc(o, ':');
+        /* the dict may change under a value's __repr__: not here, where
+         * only json's own types are written */
+        if (jv_value(o, v, depth + 1) < 0) {
+            return -1;
+        }
+    }
+    jv_putc(o, '}');
+    return 0;
+}
+
+static int
+jv_value(jv_out *o, PyObject *v, int depth)
+{
+    if (depth > JV_MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "nested too deep to write as JSON");
+        return -1;
+    }
+    int rc = jv_scalar(o, v, 0);
+    if (rc <= 0) {
+        return rc;
+    }
+    if (PyDict_Check(v)) {
+        return jv_dict(o, v, depth);
+    }
+    if (!PyList_Check(v) && !PyTuple_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "Object of type %.100s is not JSON serializable",
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    jv_putc(o, '[');
+    /* a list read by index each time: it keeps its items alive itself */
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); i++) {
+        if (i > 0) {
+            jv_putc(o, ',');
+        }
+        if (jv_value(o, PySequence_Fast_GET_ITEM(v, i), depth + 1) < 0) {
+            return -1;
+        }
+    }
+    jv_putc(o, ']');
+    return 0;
+}
+
+int
+ptk_kit_json_dump(FILE *f, PyObject *value)
+{
+    jv_out *o = PyMem_Malloc(sizeof *o);
+    if (!o) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->f = f;
+    o->n = 0;
+    o->failed = 0;
+    int rc = jv_value(o, value, 0);
+    jv_flush(o);
+    rc = rc < 0 ? -1 : o->failed ? -2
+                                 : 0;
+    PyMem_Free(o);
+    return rc;
+}

@@ -1135,7 +1135,48 @@ mod_command_exit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _json_dumps(value, indent) -> str: the host's json_write into a string
+ * (indent: -1 compact, -2 json's default separators, N >= 0 indent=N), for
+ * the tests that compare it with json.dumps. */
+static PyObject *
+mod_json_dumps(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *value;
+    int indent;
+    if (!PyArg_ParseTuple(args, "Oi", &value, &indent)) {
+        return NULL;
+    }
+    FILE *f = tmpfile();
+    if (f == NULL) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    int rc = ptk_host_services()->json_write(f, value, indent);
+    long n = rc == 0 && fflush(f) == 0 ? ftell(f) : -1;
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf != NULL) {
+        rewind(f);
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    fclose(f);
+    if (rc == -1) {
+        free(buf);
+        return NULL;
+    }
+    if (buf == NULL) {
+        PyErr_SetString(PyExc_OSError, "json_write: the text could not be written or read back");
+        return NULL;
+    }
+    PyObject *text = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "strict");
+    free(buf);
+    return text;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"_json_dumps", mod_json_dumps, METH_VARARGS, NULL},
     {"_command_exit", mod_command_exit, METH_VARARGS, NULL},
     {"_program_started", mod_program_started, METH_NOARGS, NULL},
     {"version", mod_version, METH_NOARGS, "version() -> str: the library's version"},

@@ -46,7 +46,7 @@ extern "C" {
 /** @brief ABI major of this header: must equal the host's. @since 0.1 */
 #define PTK_ABI_MAJOR 1
 /** @brief ABI minor of this header: may be older than the host's. @since 0.1 */
-#define PTK_ABI_MINOR 6
+#define PTK_ABI_MINOR 7
 
 /** @brief Plugin flags (ptk_plugin_desc::flags). @since 0.1 */
 typedef enum ptk_plugin_flags {
@@ -326,7 +326,30 @@ typedef struct ptk_host {
      *  @since 0.3 (ABI 1.6) */
     uint64_t (*running_task)(PyObject **task);
     /* End of ABI 1.6. */
+    /** Writes @p value to @p f as Python's `json.dumps` writes it, byte for
+     *  byte, without importing the json package (whose import, with `re`'s,
+     *  costs more than a short program's own start): `ensure_ascii`
+     *  escapes, dict keys that are int, float, bool or None written as the
+     *  strings json makes of them. @p indent is #PTK_JSON_COMPACT
+     *  (`separators=(",", ":")`), #PTK_JSON_SPACED (json's default
+     *  separators, one line) or N >= 0 (`indent=N`). Takes dict, list,
+     *  tuple, str, int, float (NaN and the infinities as json writes them),
+     *  bool and None, and their subclasses. Returns 0; -1 with a Python
+     *  exception set for a value json would refuse (TypeError;
+     *  RecursionError nested too deep) or when out of memory;
+     *  -2 when writing to @p f failed. Part of the text may have been
+     *  written on failure: write into a file from report_open and commit it
+     *  only on success. GIL held. @since 0.3 (ABI 1.7) */
+    int (*json_write)(FILE *f, PyObject *value, int indent);
+    /* End of ABI 1.7. */
 } ptk_host;
+
+/** @brief ptk_host::json_write's @p indent for `separators=(",", ":")`.
+ *  @since 0.3 (ABI 1.7) */
+#define PTK_JSON_COMPACT (-1)
+/** @brief ptk_host::json_write's @p indent for json.dumps's default
+ *  separators (`", "` and `": "`), on one line. @since 0.3 (ABI 1.7) */
+#define PTK_JSON_SPACED (-2)
 
 /**
  * @brief What a plugin is: exported through ptk_plugin_entry() for shared

@@ -121,6 +121,20 @@ PyObject *ptk__run_snippet(const char *src, const char *name, PyObject *value);
  * is measured in) them itself. New reference, or NULL with an exception. */
 PyObject *ptk__import_quietly(const char *name);
 
+/* Writes @p value to @p f as json.dumps writes it (ensure_ascii, dict keys
+ * that are int, float, bool or None turned into strings as json turns
+ * them), byte for byte: @p indent PTK_JSON_COMPACT is separators=(",",
+ * ":"), PTK_JSON_SPACED json.dumps's defaults, N >= 0 indent=N. Takes
+ * dict, list, tuple, str, int, float, bool, None and their subclasses
+ * (RecursionError where json raises it); imports nothing (json.c). Returns 0; -1 with a
+ * Python error set (a value json refuses, too deep, out of memory); -2
+ * when writing failed. The host's json_write. */
+int ptk__json_write(FILE *f, PyObject *value, int indent);
+
+/* The same into a string: a malloc'd NUL-terminated text, or NULL with a
+ * Python error set. */
+char *ptk__json_text(PyObject *value, int indent);
+
 /* opcode.opmap, imported quietly, as a dict (3.15's frozendict is copied;
  * a new reference; NULL if it could not be had, no exception set). */
 PyObject *ptk__opmap(void);

@@ -22,29 +22,6 @@ event_frame(const ptk_event *ev)
     return ev->frame_ != NULL ? ev->frame_ : PyEval_GetFrame();
 }
 
-/* The json module, imported once and kept: by a session that follows
- * children when it starts (process.c), so that a forked child reports
- * without importing (another thread of the parent may have held json's
- * import lock at the fork, for ever in the child); else at the first
- * report. */
-static PyObject *json_module;
-
-PyObject *
-ptk__json(void)
-{
-    if (json_module == NULL) {
-        /* not left in sys.modules: the program's modules stay its own */
-        json_module = ptk__import_quietly("json");
-    }
-    return json_module;
-}
-
-void
-ptk__host_reset(void)
-{
-    json_module = NULL; /* its interpreter is gone */
-}
-
 static const ptk_option_value *
 host_option(const ptk_init_args *args, const char *name)
 {
@@ -387,6 +364,9 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
                          PyObject *obj, int format)
 {
     PyObject *data = NULL;
+    if (format != PTK_FMT_JSON && format != PTK_FMT_MARSHAL) {
+        return host_fail(ctx, PTK_EINVAL, "unknown report format %d", format);
+    }
     if (format == PTK_FMT_JSON) {
         /* A JSON object says which run it comes from (process.c). */
         PyObject *marked = NULL;
@@ -403,25 +383,26 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
         if (marked != NULL) {
             obj = marked;
         }
-        PyObject *json = Py_XNewRef(ptk__json());
-        PyObject *kw = json ? Py_BuildValue("{s:i}", "indent", 1) : NULL;
-        PyObject *dumps = json ? PyObject_GetAttrString(json, "dumps") : NULL;
-        PyObject *args = dumps ? PyTuple_Pack(1, obj) : NULL;
-        PyObject *text = args && kw ? PyObject_Call(dumps, args, kw) : NULL;
-        data = text ? PyUnicode_AsUTF8String(text) : NULL;
-        Py_XDECREF(text);
-        Py_XDECREF(args);
-        Py_XDECREF(dumps);
-        Py_XDECREF(kw);
-        Py_XDECREF(json);
+        /* json.dumps(obj, indent=1), written in C (json.c): importing
+         * json was most of the end of a short run */
+        void *token;
+        FILE *fp = host_report_open(ctx, filename, &token);
+        if (fp == NULL) {
+            Py_XDECREF(marked);
+            return PTK_EIO;
+        }
+        int jrc = ptk__json_write(fp, obj, 1);
         Py_XDECREF(marked);
+        int ok = jrc == 0 && fputc('\n', fp) != EOF;
+        int rc = host_report_commit(token, ok);
+        if (jrc == -1) {
+            char *why = ptk__format_exception();
+            rc = host_fail(ctx, PTK_EPYTHON, "cannot encode %s: %s", filename, why ? why : "?");
+            free(why);
+        }
+        return rc;
     }
-    else if (format == PTK_FMT_MARSHAL) {
-        data = PyMarshal_WriteObjectToString(obj, Py_MARSHAL_VERSION);
-    }
-    else {
-        return host_fail(ctx, PTK_EINVAL, "unknown report format %d", format);
-    }
+    data = PyMarshal_WriteObjectToString(obj, Py_MARSHAL_VERSION);
     if (data == NULL) {
         char *why = ptk__format_exception();
         int rc = host_fail(ctx, PTK_EPYTHON, "cannot encode %s: %s", filename,
@@ -435,12 +416,10 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
         Py_DECREF(data);
         return PTK_EIO;
     }
-    fwrite(PyBytes_AS_STRING(data), 1, (size_t)PyBytes_GET_SIZE(data), fp);
-    if (format == PTK_FMT_JSON) {
-        fputc('\n', fp);
-    }
+    int ok = fwrite(PyBytes_AS_STRING(data), 1, (size_t)PyBytes_GET_SIZE(data), fp) ==
+             (size_t)PyBytes_GET_SIZE(data);
     Py_DECREF(data);
-    return host_report_commit(token, 1);
+    return host_report_commit(token, ok);
 }
 
 static int
@@ -514,12 +493,7 @@ host_run_identity(ptk_plugin_ctx *ctx)
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
         PyObject *id = ptk__process_identity(ctx->session);
-        PyObject *json = id ? Py_XNewRef(ptk__json()) : NULL;
-        PyObject *text = json ? PyObject_CallMethod(json, "dumps", "O", id) : NULL;
-        const char *u = text ? PyUnicode_AsUTF8(text) : NULL;
-        ctx->identity_json = u ? ptk__strdup(u) : NULL;
-        Py_XDECREF(text);
-        Py_XDECREF(json);
+        ctx->identity_json = id ? ptk__json_text(id, PTK_JSON_SPACED) : NULL;
         Py_XDECREF(id);
         PyErr_Clear();
         PyErr_Restore(et, ev, tb);
@@ -588,6 +562,7 @@ const ptk_host ptk__host = {
     .report_create = host_report_create,
     .context = ptk__context_get,
     .running_task = ptk__running_task,
+    .json_write = ptk__json_write,
 };
 
 int

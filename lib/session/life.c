@@ -37,7 +37,6 @@ after_finalize(void)
     ptk__hub_reset();
     ptk__backends_reset();
     ptk__code_reset();
-    ptk__host_reset();
     ptk__thread_reset();
     ptk__interp_gen++;
     watching = 0;

@@ -1009,14 +1009,9 @@ int
 ptk__process_session_start(ptk_session *s, char **errmsg)
 {
     clean_stale_temporaries(s->output_dir);
-    /* A followed forked child reports with the json module imported here,
-     * never importing after the fork. Imported only when following: the
-     * import leaves traces a program sees (sys.path_importer_cache, the
-     * ABC caches), and a session that follows nothing imports it at its
-     * report instead. */
-    if (s->follow && ptk__json() == NULL) {
-        PyErr_Clear(); /* said when a report needs it */
-    }
+    /* A followed forked child writes its reports' JSON in C (json.c), with
+     * no import after the fork (another thread of the parent may have
+     * held an import lock at the fork, for ever in the child). */
     install_hooks();
     /* A forked child's copy keeps the parent's root and environment: no
      * Python code (imports) runs in the after-fork hook, where another

@@ -41,10 +41,6 @@ extern uint64_t ptk__interp_gen;
 int ptk__interp_check(char **errmsg);
 /* PTK_EINVAL for NULL, PTK_ESTATE for a session of a finalized interpreter. */
 int ptk__session_check(const struct ptk_session *s, char **errmsg);
-void ptk__host_reset(void);
-/* The json module (borrowed), imported at the first session start and
- * kept, so that reports need no import (host.c). */
-PyObject *ptk__json(void);
 
 /* ---- an instance's init (session.c) -------------------------------------- */
 

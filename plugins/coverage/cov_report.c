@@ -2,7 +2,6 @@
 #include "cov_private.h"
 
 #include "cov_embedded.h"
-#include "../common/json_value.h"
 #include "../common/py_import.h"
 
 #include <sys/stat.h>
@@ -681,12 +680,18 @@ source_stamp(PyObject *path)
 
 /* coverage.json of reports=false: the data as the report writer's
  * deferred_text() gives it, byte for byte (its format version, each file
- * with its source's stamp, compact JSON), written in C: that function
- * imported json (with re) and importlib.util, more than the rest of the
- * end of a short run (tests/coverage/test_deferred.py compares the two). */
+ * with its source's stamp, compact JSON), written in C (the host's
+ * json_write): that function imported json (with re) and importlib.util,
+ * more than the rest of the end of a short run
+ * (tests/coverage/test_deferred.py compares the two). */
 static int
 write_deferred(cov_state *st, PyObject *data)
 {
+    const ptk_host *h = st->host;
+    if (h->struct_size < offsetof(ptk_host, json_write) + sizeof h->json_write) {
+        /* a host before ABI 1.7: the report writer's Python */
+        return write_text(st, "coverage.json", "deferred_text", data);
+    }
     PyObject *meta = PyDict_GetItemString(data, "meta");   /* borrowed */
     PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */
     PyObject *version = PyDict_GetItemString(st->format, "DEFERRED_VERSION");
@@ -709,7 +714,7 @@ write_deferred(cov_state *st, PyObject *data)
     if (!fp) {
         return PTK_EIO;
     }
-    int jrc = ptk_kit_json_dump(fp, data);
+    int jrc = st->host->json_write(fp, data, PTK_JSON_COMPACT);
     int ok = jrc == 0 && fputc('\n', fp) != EOF;
     int rc = st->host->report_commit(token, ok);
     if (jrc == -1) {

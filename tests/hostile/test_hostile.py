@@ -158,6 +158,14 @@ def case_close_services(tmp):
 
 # ---- 3: close, stop, start and report during a report ----------------------
 
+def report_runs_python():
+    """A plugin whose report runs Python code (gc.collect(), so that the
+    program's GC callbacks run in it): the shipped plugins' JSON and marshal
+    reports run none since the library writes JSON in C."""
+    from ptk_testlib import test_plugin
+    return test_plugin("hostileplug") + ":report_call=gc:collect"
+
+
 def case_close_in_report(tmp):
     """Reports run Python code, so GC callbacks, finalizers and signal
     handlers run inside them. A close() there is carried out when the report
@@ -166,11 +174,13 @@ def case_close_in_report(tmp):
     nothing crashes. A signal handler closing the session during the report
     (SIGALRM from a timer) is the same."""
     out = os.path.join(tmp, "out")
+    inside = report_runs_python()
     for call in ("close", "stop", "start", "report", "add_plugin"):
         p = run_py(tmp, f"""
             import gc, json, os, pytracekit
             def work(): return [str(i) for i in range(50)]
-            s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+            s = pytracekit.Session(["counter:top=0", "timer:top=0", {inside!r}],
+                                   output_dir={out!r})
             s.start()
             for _ in range(200): work()
             s.stop()
@@ -213,7 +223,7 @@ def case_close_in_report(tmp):
     p = run_py(tmp, f"""
         import json, os, signal, pytracekit
         def work(): return [str(i) for i in range(50)]
-        s = pytracekit.Session(["counter:top=0"], output_dir={out!r})
+        s = pytracekit.Session(["counter:top=0", {inside!r}], output_dir={out!r})
         s.start()
         for _ in range(200): work()
         s.stop()
@@ -481,7 +491,8 @@ def case_handler_raises_in_report(tmp):
     p = run_py(tmp, f"""
         import gc, json, os, signal, pytracekit
         def work(): return [str(i) for i in range(50)]
-        s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+        s = pytracekit.Session(["counter:top=0", "timer:top=0", {report_runs_python()!r}],
+                               output_dir={out!r})
         s.start()
         for _ in range(200): work()
         s.stop()
@@ -555,7 +566,8 @@ def case_second_sigterm(tmp):
     path = write(os.path.join(tmp, "stuck.py"), f"""
         import gc, sys, time, pytracekit
         def work(): return [str(i) for i in range(50)]
-        s = pytracekit.Session(["counter:top=0", "timer:top=0"], output_dir={out!r})
+        s = pytracekit.Session(["counter:top=0", "timer:top=0", {report_runs_python()!r}],
+                               output_dir={out!r})
         s.start()
         for _ in range(200): work()
         s.stop()

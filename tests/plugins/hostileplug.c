@@ -2,6 +2,9 @@
  *   errbuf=true   init fills the whole error buffer, no NUL, and fails
  *   report=NAME   its report is written as NAME ({"calls": N})
  *   init_call=M:F init calls Python's M.F() (each init: a forked child's too)
+ *   report_call=M:F its report calls M.F() before it writes (Python code run
+ *                 inside the reports: the library's own write none since
+ *                 their JSON is written in C)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 typedef struct {
     const ptk_host *host;
     const char *report;
+    const char *report_call;
     long calls;
 } hp;
 
@@ -19,10 +23,11 @@ static const ptk_option_spec options[] = {
     {"errbuf", PTK_OPT_BOOL, "false", "fill the init error buffer with no NUL, then fail", NULL},
     {"report", PTK_OPT_STRING, "hostileplug.json", "the report's file name", NULL},
     {"init_call", PTK_OPT_STRING, NULL, "MODULE:FUNCTION that init calls", NULL},
+    {"report_call", PTK_OPT_STRING, NULL, "MODULE:FUNCTION that the report calls", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
-/* Calls MODULE:FUNCTION (Python code run inside init). */
+/* Calls MODULE:FUNCTION (Python code run inside init or the report). */
 static int
 call_spec(const char *spec, char *errbuf, size_t size)
 {
@@ -37,7 +42,7 @@ call_spec(const char *spec, char *errbuf, size_t size)
     Py_XDECREF(mod_name);
     Py_XDECREF(mod);
     if (res == NULL) {
-        snprintf(errbuf, size, "init_call: %s raised", spec);
+        snprintf(errbuf, size, "%s raised", spec);
         return PTK_EPYTHON;
     }
     Py_DECREF(res);
@@ -63,6 +68,7 @@ hp_init(const ptk_init_args *a, void **state, unsigned int *events)
         return PTK_ENOMEM;
     }
     h->host = a->host;
+    h->report_call = a->host->option(a, "report_call")->s;
     h->report = a->host->option(a, "report")->s;
     if (h->report == NULL) {
         h->report = "hostileplug.json";
@@ -84,6 +90,13 @@ static int
 hp_report(void *state, const ptk_report_args *a)
 {
     hp *h = state;
+    if (h->report_call != NULL) {
+        char why[256];
+        int rc = call_spec(h->report_call, why, sizeof why);
+        if (rc != PTK_OK) {
+            return h->host->fail(a->ctx, rc, "%s", why);
+        }
+    }
     PyObject *obj = Py_BuildValue("{s:l}", "calls", h->calls);
     if (obj == NULL) {
         return PTK_EPYTHON;

@@ -142,15 +142,15 @@ def abi_major():
     with Scratch("abimajor") as s:
         expect_rejected(s, ["-p", p],
                         ["plugin 'bad_abimajor' (%s) was built for plugin ABI 2.0, "
-                         "this host has ABI 1.6 (the major version must match)" % p])
+                         "this host has ABI 1.7 (the major version must match)" % p])
 
 
 def abi_minor():
     p = test_plugin("bad_abiminor")
     with Scratch("abiminor") as s:
         expect_rejected(s, ["-p", p],
-                        ["plugin 'bad_abiminor' (%s) needs plugin ABI 1.7, this host has "
-                         "ABI 1.6 (rebuild it against these headers or use a newer "
+                        ["plugin 'bad_abiminor' (%s) needs plugin ABI 1.8, this host has "
+                         "ABI 1.7 (rebuild it against these headers or use a newer "
                          "pytracekit)" % p])
 
 
@@ -159,7 +159,7 @@ def struct_size():
     with Scratch("size") as s:
         r = expect_rejected(s, ["-p", p],
                             ["plugin 'bad_size' (%s): descriptor struct_size is " % p],
-                            regexes=[r"struct_size is \d+, at least \d+ expected for ABI 1\.6"])
+                            regexes=[r"struct_size is \d+, at least \d+ expected for ABI 1\.7"])
         found, expected = map(int, re.search(r"struct_size is (\d+), at least (\d+)", r.err).groups())
         check(found == expected - 8 or found == expected - 4,
               "found %d, expected %d: the plugin is one pointer short" % (found, expected), r)
@@ -352,7 +352,7 @@ def second_plugin_rejected():
         expect_rejected(s, ["-p", "counter", "-p", test_plugin("bad_abimajor")],
                         ["was built for plugin ABI 2.0"])
         expect_rejected(s, ["-p", test_plugin("bad_abiminor"), "-p", "counter"],
-                        ["needs plugin ABI 1.7"])
+                        ["needs plugin ABI 1.8"])
 
 
 def module_codes():
@@ -364,7 +364,7 @@ def module_codes():
         ("nosuch_plugin", -3, "not found"),
         (test_plugin("bad_noentry"), -5, "no ptk_plugin_entry"),
         (test_plugin("bad_abimajor"), -6, "ABI 2.0"),
-        (test_plugin("bad_abiminor"), -7, "ABI 1.6"),
+        (test_plugin("bad_abiminor"), -7, "ABI 1.7"),
         (test_plugin("bad_size"), -8, "struct_size"),
         (test_plugin("bad_nocb"), -9, "no on_event callback"),
         (test_plugin("bad_refnocb"), -9, "no on_ref callback"),

@@ -131,7 +131,7 @@ def list_plugins_paths():
             check_in("  option mode (choice: error|python|leak|report|pycode) default error: ",
                      r.out, "choice options", r)
             check_in("%s/bad_abimajor.so: rejected: " % TEST_PLUGIN_DIR, r.out, "rejected", r)
-            check_in("was built for plugin ABI 2.0, this host has ABI 1.6", r.out, "reason", r)
+            check_in("was built for plugin ABI 2.0, this host has ABI 1.7", r.out, "reason", r)
             check_in("%s/bad_noentry.so: rejected: " % TEST_PLUGIN_DIR, r.out, "rejected", r)
             check(r.out.index("fail_nth 1") < r.out.index("\ncounter "),
                   "the extra directory is listed first", r)

@@ -1,26 +1,58 @@
-/* A Python value as json.dumps writes it, compact (see json_value.h). */
-#include "json_value.h"
+/* A Python value as json.dumps writes it, without the json package: the
+ * host's json_write (see core.h and ptk_host::json_write). */
+#include "core/core.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { JV_MAX_DEPTH = 200 };
-
 /* Output through a buffer of its own: a report's text is millions of short
- * pieces, and a stdio call per piece cost more than the encoding. */
+ * pieces, and a stdio call per piece cost more than the encoding. Into
+ * @p f, or (f NULL) into the growing string @p mem. */
 typedef struct {
     FILE *f;
+    char *mem;
+    size_t memlen, memcap;
+    int indent;           /* -1: one line */
+    const char *item_sep; /* "," or ", " */
+    const char *key_sep;  /* ":" or ": " */
     size_t n;
     int failed;
     char buf[16384];
 } jv_out;
 
 static void
+jv_write(jv_out *o, const char *s, size_t n)
+{
+    if (o->failed || n == 0) {
+        return;
+    }
+    if (o->f != NULL) {
+        o->failed = fwrite(s, 1, n, o->f) != n;
+        return;
+    }
+    if (o->memlen + n + 1 > o->memcap) {
+        size_t cap = o->memcap ? o->memcap : 256;
+        while (cap < o->memlen + n + 1) {
+            cap *= 2;
+        }
+        char *m = realloc(o->mem, cap);
+        if (m == NULL) {
+            o->failed = 1;
+            return;
+        }
+        o->mem = m;
+        o->memcap = cap;
+    }
+    memcpy(o->mem + o->memlen, s, n);
+    o->memlen += n;
+    o->mem[o->memlen] = '\0';
+}
+
+static void
 jv_flush(jv_out *o)
 {
-    if (o->n > 0 && !o->failed && fwrite(o->buf, 1, o->n, o->f) != o->n) {
-        o->failed = 1;
-    }
+    jv_write(o, o->buf, o->n);
     o->n = 0;
 }
 
@@ -30,9 +62,7 @@ jv_put(jv_out *o, const char *s, size_t n)
     if (o->n + n > sizeof o->buf) {
         jv_flush(o);
         if (n > sizeof o->buf) {
-            if (!o->failed && fwrite(s, 1, n, o->f) != n) {
-                o->failed = 1;
-            }
+            jv_write(o, s, n);
             return;
         }
     }
@@ -206,6 +236,35 @@ jv_scalar(jv_out *o, PyObject *v, int quoted)
 
 static int jv_value(jv_out *o, PyObject *v, int depth);
 
+/* Before an item of a container at @p depth: the separator after the
+ * previous one, and with indent= the new line and its indentation. */
+static void
+jv_item(jv_out *o, int first, int depth)
+{
+    if (!first) {
+        jv_put(o, o->item_sep, strlen(o->item_sep));
+    }
+    if (o->indent >= 0) {
+        jv_putc(o, '\n');
+        for (long i = 0; i < (long)o->indent * (depth + 1); i++) {
+            jv_putc(o, ' ');
+        }
+    }
+}
+
+/* After the last item of a non-empty container at @p depth. */
+static void
+jv_close(jv_out *o, int depth, char c)
+{
+    if (o->indent >= 0) {
+        jv_putc(o, '\n');
+        for (long i = 0; i < (long)o->indent * depth; i++) {
+            jv_putc(o, ' ');
+        }
+    }
+    jv_putc(o, c);
+}
+
 static int
 jv_dict(jv_out *o, PyObject *d, int depth)
 {
@@ -214,9 +273,7 @@ jv_dict(jv_out *o, PyObject *d, int depth)
     int first = 1;
     jv_putc(o, '{');
     while (PyDict_Next(d, &pos, &k, &v)) {
-        if (!first) {
-            jv_putc(o, ',');
-        }
+        jv_item(o, first, depth);
         first = 0;
         int rc = jv_scalar(o, k, 1);
         if (rc > 0) {
@@ -227,65 +284,107 @@ jv_dict(jv_out *o, PyObject *d, int depth)
         if (rc != 0) {
             return -1;
         }
-        jv_putc(o, ':');
-        /* the dict may change under a value's __repr__: not here, where
-         * only json's own types are written */
+        jv_put(o, o->key_sep, strlen(o->key_sep));
         if (jv_value(o, v, depth + 1) < 0) {
             return -1;
         }
     }
-    jv_putc(o, '}');
+    if (first) {
+        jv_putc(o, '}');
+    }
+    else {
+        jv_close(o, depth, '}');
+    }
     return 0;
 }
 
 static int
 jv_value(jv_out *o, PyObject *v, int depth)
 {
-    if (depth > JV_MAX_DEPTH) {
-        PyErr_SetString(PyExc_ValueError, "nested too deep to write as JSON");
-        return -1;
-    }
     int rc = jv_scalar(o, v, 0);
     if (rc <= 0) {
         return rc;
     }
+    /* nested containers: RecursionError where json's encoder raises it */
+    if (Py_EnterRecursiveCall(" while encoding a JSON object")) {
+        return -1;
+    }
     if (PyDict_Check(v)) {
-        return jv_dict(o, v, depth);
+        rc = jv_dict(o, v, depth);
+        Py_LeaveRecursiveCall();
+        return rc;
     }
     if (!PyList_Check(v) && !PyTuple_Check(v)) {
+        Py_LeaveRecursiveCall();
         PyErr_Format(PyExc_TypeError, "Object of type %.100s is not JSON serializable",
                      Py_TYPE(v)->tp_name);
         return -1;
     }
     jv_putc(o, '[');
     /* a list read by index each time: it keeps its items alive itself */
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); i++) {
-        if (i > 0) {
-            jv_putc(o, ',');
-        }
-        if (jv_value(o, PySequence_Fast_GET_ITEM(v, i), depth + 1) < 0) {
+    Py_ssize_t n = 0;
+    for (; n < PySequence_Fast_GET_SIZE(v); n++) {
+        jv_item(o, n == 0, depth);
+        if (jv_value(o, PySequence_Fast_GET_ITEM(v, n), depth + 1) < 0) {
+            Py_LeaveRecursiveCall();
             return -1;
         }
     }
-    jv_putc(o, ']');
+    Py_LeaveRecursiveCall();
+    if (n == 0) {
+        jv_putc(o, ']');
+    }
+    else {
+        jv_close(o, depth, ']');
+    }
     return 0;
 }
 
-int
-ptk_kit_json_dump(FILE *f, PyObject *value)
+/* One dump into @p f, or into a string when @p f is NULL (*@p text). */
+static int
+jv_dump(FILE *f, PyObject *value, int indent, char **text)
 {
     jv_out *o = PyMem_Malloc(sizeof *o);
-    if (!o) {
+    if (o == NULL) {
         PyErr_NoMemory();
         return -1;
     }
+    memset(o, 0, offsetof(jv_out, buf));
     o->f = f;
-    o->n = 0;
-    o->failed = 0;
+    o->indent = indent >= 0 ? indent : -1;
+    o->item_sep = indent == PTK_JSON_SPACED ? ", " : ",";
+    o->key_sep = indent == PTK_JSON_COMPACT ? ":" : ": ";
     int rc = jv_value(o, value, 0);
     jv_flush(o);
     rc = rc < 0 ? -1 : o->failed ? -2
                                  : 0;
+    if (f == NULL && rc == 0) {
+        *text = o->mem != NULL ? o->mem : ptk__strdup("");
+        o->mem = NULL;
+        if (*text == NULL) {
+            rc = -1;
+        }
+    }
+    if (f == NULL && rc == -2) {
+        rc = -1; /* out of memory, which is a Python error here */
+    }
+    if (rc == -1 && !PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    free(o->mem);
     PyMem_Free(o);
     return rc;
+}
+
+int
+ptk__json_write(FILE *f, PyObject *value, int indent)
+{
+    return f != NULL ? jv_dump(f, value, indent, NULL) : -2;
+}
+
+char *
+ptk__json_text(PyObject *value, int indent)
+{
+    char *text = NULL;
+    return jv_dump(NULL, value, indent, &text) == 0 ? text : NULL;
 }

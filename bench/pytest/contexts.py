@@ -6,7 +6,7 @@ per context against coverage.py's.
 PYTHON must have pytest, pytest-cov and coverage.py; BUILD_DIR is a build
 of this tree for it (a Release build for the figures); PACKAGE_DIR holds the
 package under test (networkx/) and goes on PYTHONPATH; TESTS is what pytest
-runs (a tests directory of it). Seven variants, each ROUNDS times (default
+runs (a tests directory of it). Eight variants, each ROUNDS times (default
 1, the rounds interleaved), whole-process CPU (user + system, of pytest and
 its children):
 
@@ -17,6 +17,9 @@ its children):
                summary's table is built from it at the end of the session)
     data       ... ,reports=false, and --ptk-summary no: the data only, no table
                (what covpy does)
+    data_json  data without coveragepy=yes: coverage.json alone (the per-test
+               contexts in pytracekit's own file; `pytracekit report`, html and
+               combine read it; no .coverage for coverage.py's commands)
     covpy      pytest-cov --cov-context=test on coverage.py's C tracer
                (COVERAGE_CORE=ctrace), --cov-report= (the data only)
     covpy_term the same with pytest-cov's default report, the terminal table
@@ -89,6 +92,9 @@ def main(argv):
         "data": (pytest + ["-p", "pytracekit", "--ptk",
                            include + ",contexts=true,coveragepy=yes,reports=false",
                            "--ptk-summary", "no", "--ptk-output", "data", tests], ours),
+        "data_json": (pytest + ["-p", "pytracekit", "--ptk",
+                                include + ",contexts=true,reports=false",
+                                "--ptk-summary", "no", "--ptk-output", "dataj", tests], ours),
         "covpy": (pytest + ["-p", "no:pytracekit", "--cov=" + pkg, "--cov-context=test",
                             "--cov-report=", tests], dict(plain, COVERAGE_CORE="ctrace")),
         "covpy_term": (pytest + ["-p", "no:pytracekit", "--cov=" + pkg, "--cov-context=test",
@@ -125,6 +131,9 @@ def main(argv):
         if name in variants:
             got.append((f"{name} .coverage", contexts_of(python, os.path.join(work, d, ".coverage"),
                                                          work, pkg)))
+    if "data_json" in variants:
+        with open(os.path.join(work, "dataj", "coverage.json")) as f:
+            got.append(("data_json coverage.json", norm(json.load(f)["files"], pkg)))
     ncontexts = len({c for f in want.values() for cs in f.values() for c in cs})
     for what, got in got:
         lines, pairs, diff = compare(got, want)

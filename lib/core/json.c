@@ -265,29 +265,61 @@ jv_close(jv_out *o, int depth, char c)
     jv_putc(o, c);
 }
 
+/* One member: the key as json turns it into a string, and the value. */
+static int
+jv_member(jv_out *o, PyObject *k, PyObject *v, int first, int depth)
+{
+    jv_item(o, first, depth);
+    int rc = jv_scalar(o, k, 1);
+    if (rc > 0) {
+        PyErr_Format(PyExc_TypeError, "keys must be str, int, float, bool or None, not %.100s",
+                     Py_TYPE(k)->tp_name);
+    }
+    if (rc != 0) {
+        return -1;
+    }
+    jv_put(o, o->key_sep, strlen(o->key_sep));
+    return jv_value(o, v, depth + 1);
+}
+
+/* A dict in its items() order: its own for a dict, and for a subclass
+ * (an OrderedDict after move_to_end) what items() gives, as json reads
+ * it. */
 static int
 jv_dict(jv_out *o, PyObject *d, int depth)
 {
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
     int first = 1;
     jv_putc(o, '{');
-    while (PyDict_Next(d, &pos, &k, &v)) {
-        jv_item(o, first, depth);
-        first = 0;
-        int rc = jv_scalar(o, k, 1);
-        if (rc > 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "keys must be str, int, float, bool or None, not %.100s",
-                         Py_TYPE(k)->tp_name);
+    if (PyDict_CheckExact(d)) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(d, &pos, &k, &v)) {
+            if (jv_member(o, k, v, first, depth) < 0) {
+                return -1;
+            }
+            first = 0;
         }
-        if (rc != 0) {
+    }
+    else {
+        PyObject *items = PyMapping_Items(d);
+        if (items == NULL) {
             return -1;
         }
-        jv_put(o, o->key_sep, strlen(o->key_sep));
-        if (jv_value(o, v, depth + 1) < 0) {
-            return -1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *kv = PyList_GET_ITEM(items, i);
+            if (!PyTuple_Check(kv) || PyTuple_GET_SIZE(kv) != 2) {
+                PyErr_SetString(PyExc_ValueError, "items must return 2-tuples");
+                Py_DECREF(items);
+                return -1;
+            }
+            if (jv_member(o, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1), first, depth) <
+                0) {
+                Py_DECREF(items);
+                return -1;
+            }
+            first = 0;
         }
+        Py_DECREF(items);
     }
     if (first) {
         jv_putc(o, '}');

@@ -35,6 +35,14 @@ class StrSub(str):
     pass
 
 
+def reordered():
+    """An OrderedDict whose items() order is not its dict's: json follows
+    items()."""
+    d = collections.OrderedDict(z=1, a=2, m=3)
+    d.move_to_end("z")
+    return d
+
+
 def corpus():
     every_char = "".join(map(chr, range(0, 0x250))) + "\ud800\udc00\udcff\uffff\U0010ffff"
     return {
@@ -47,7 +55,7 @@ def corpus():
                  None: "null", "é": "str", StrSub("sub"): "str subclass"},
         "empty": [{}, [], (), [[]], {"a": {}}, [{}]],
         "nested": {"a": [1, [2, [3, {"b": (4, 5)}]]], "c": {"d": {"e": [None]}}},
-        "subclasses": [IntSub(7), FloatSub(2.5), StrSub("s"), collections.OrderedDict(z=1, a=2),
+        "subclasses": [IntSub(7), FloatSub(2.5), StrSub("s"), reordered(),
                        collections.defaultdict(list, k=[1])],
         "long string (past the writer's buffer)": "ab\u00e9" * 20000,
         "many items": list(range(30000)),

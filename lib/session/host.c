@@ -400,6 +400,9 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
             rc = host_fail(ctx, PTK_EPYTHON, "cannot encode %s: %s", filename, why ? why : "?");
             free(why);
         }
+        else if (!ok && rc == PTK_OK) {
+            rc = host_fail(ctx, PTK_EIO, "cannot write report %s", filename);
+        }
         return rc;
     }
     data = PyMarshal_WriteObjectToString(obj, Py_MARSHAL_VERSION);
@@ -419,7 +422,11 @@ host_report_write_object(ptk_plugin_ctx *ctx, const char *filename,
     int ok = fwrite(PyBytes_AS_STRING(data), 1, (size_t)PyBytes_GET_SIZE(data), fp) ==
              (size_t)PyBytes_GET_SIZE(data);
     Py_DECREF(data);
-    return host_report_commit(token, ok);
+    int rc = host_report_commit(token, ok);
+    if (!ok && rc == PTK_OK) {
+        rc = host_fail(ctx, PTK_EIO, "cannot write report %s", filename);
+    }
+    return rc;
 }
 
 static int

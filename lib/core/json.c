@@ -156,9 +156,25 @@ jv_int(jv_out *o, PyObject *v, int quoted)
         return -1;
     }
     if (!overflow) {
+        /* digits from the end, without printf (which was most of writing a
+         * report of numbers) */
         char t[32];
-        int k = snprintf(t, sizeof t, quoted ? "\"%lld\"" : "%lld", n);
-        jv_put(o, t, (size_t)k);
+        char *p = t + sizeof t;
+        unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+        if (quoted) {
+            *--p = '"';
+        }
+        do {
+            *--p = (char)('0' + u % 10);
+            u /= 10;
+        } while (u != 0);
+        if (n < 0) {
+            *--p = '-';
+        }
+        if (quoted) {
+            *--p = '"';
+        }
+        jv_put(o, p, (size_t)(t + sizeof t - p));
         return 0;
     }
     PyObject *text = PyLong_Type.tp_repr(v);

@@ -46,19 +46,21 @@ def reordered():
 def corpus():
     every_char = "".join(map(chr, range(0, 0x250))) + "\ud800\udc00\udcff\uffff\U0010ffff"
     return {
-        "scalars": [None, True, False, 0, -1, 2 ** 63, -(2 ** 200), 0.0, -0.0, 0.1, 1e300,
+        "scalars": [None, True, False, 0, -1, 7, -10, 99, 100, 2 ** 63 - 1, -(2 ** 63),
+                    2 ** 63, -(2 ** 63) - 1, -(2 ** 200), 0.0, -0.0, 0.1, 1e300,
                     -1e-300, 1.5e16, float("nan"), float("inf"), float("-inf"), "", "x"],
         "every character to U+024F, surrogates, the last of the BMP and beyond": every_char,
         "quotes and escapes": ['"', "\\", "\b\f\n\r\t", "\x00\x1f\x7f\x80", "a\u2028b"],
         "non-UTF-8 file name": os.fsdecode(b"/tmp/caf\xe9/\xff.py"),
-        "keys": {1: "int", -2: "neg", 2 ** 70: "big", 1.5: "float", True: "true",
+        "keys": {1: "int", -2: "neg", 0: "zero", -(2 ** 63): "least", 2 ** 70: "big",
+                 1.5: "float", True: "true",
                  None: "null", "é": "str", StrSub("sub"): "str subclass"},
         "empty": [{}, [], (), [[]], {"a": {}}, [{}]],
         "nested": {"a": [1, [2, [3, {"b": (4, 5)}]]], "c": {"d": {"e": [None]}}},
         "subclasses": [IntSub(7), FloatSub(2.5), StrSub("s"), reordered(),
                        collections.defaultdict(list, k=[1])],
         "long string (past the writer's buffer)": "ab\u00e9" * 20000,
-        "many items": list(range(30000)),
+        "many items": list(range(-15000, 15000)),
         "coverage-like": {"meta": {"format": "pytracekit-coverage", "version": 2},
                           "files": {"/p/a.py": {"hits": [[1, 1], [3, 2]], "functions": [
                               ["<module>", 1, 1]], "contexts": {3: ["", "t|call"]},

@@ -79,6 +79,19 @@ jv_putc(jv_out *o, char c)
     o->buf[o->n++] = c;
 }
 
+/* @p n bytes of text, in quotes when @p quoted (a dict key). */
+static void
+jv_text(jv_out *o, const char *s, size_t n, int quoted)
+{
+    if (quoted) {
+        jv_putc(o, '"');
+    }
+    jv_put(o, s, n);
+    if (quoted) {
+        jv_putc(o, '"');
+    }
+}
+
 static void
 jv_escape_unit(jv_out *o, unsigned int u)
 {
@@ -184,13 +197,7 @@ jv_int(jv_out *o, PyObject *v, int quoted)
         Py_XDECREF(text);
         return -1;
     }
-    if (quoted) {
-        jv_putc(o, '"');
-    }
-    jv_put(o, s, (size_t)k);
-    if (quoted) {
-        jv_putc(o, '"');
-    }
+    jv_text(o, s, (size_t)k, quoted);
     Py_DECREF(text);
     return 0;
 }
@@ -209,13 +216,8 @@ jv_float(jv_out *o, PyObject *v, int quoted)
     if (!special && !text) {
         return -1;
     }
-    if (quoted) {
-        jv_putc(o, '"');
-    }
-    jv_put(o, special ? special : text, strlen(special ? special : text));
-    if (quoted) {
-        jv_putc(o, '"');
-    }
+    const char *t = special ? special : text;
+    jv_text(o, t, strlen(t), quoted);
     PyMem_Free(text);
     return 0;
 }
@@ -229,13 +231,7 @@ jv_scalar(jv_out *o, PyObject *v, int quoted)
                        : v == Py_False ? "false"
                                        : NULL;
     if (word) {
-        if (quoted) {
-            jv_putc(o, '"');
-        }
-        jv_put(o, word, strlen(word));
-        if (quoted) {
-            jv_putc(o, '"');
-        }
+        jv_text(o, word, strlen(word), quoted);
         return 0;
     }
     if (PyUnicode_Check(v)) {

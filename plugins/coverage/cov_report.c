@@ -687,11 +687,6 @@ source_stamp(PyObject *path)
 static int
 write_deferred(cov_state *st, PyObject *data)
 {
-    const ptk_host *h = st->host;
-    if (h->struct_size < offsetof(ptk_host, json_write) + sizeof h->json_write) {
-        /* a host before ABI 1.7: the report writer's Python */
-        return write_text(st, "coverage.json", "deferred_text", data);
-    }
     PyObject *meta = PyDict_GetItemString(data, "meta");   /* borrowed */
     PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */
     PyObject *version = PyDict_GetItemString(st->format, "DEFERRED_VERSION");

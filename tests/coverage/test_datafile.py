@@ -12,9 +12,11 @@ combine         `coverage combine` of two of our runs equals coverage.py's
                 combine --coveragepy`
 contexts        contexts=true's data (lines per context) written as .coverage
                 reads back through coverage.py's CoverageData line for line
-                and context for context, written in one connection to the
-                database (coverage.py opens one per add_lines otherwise:
-                0.8 s of the report for networkx's 3,321 test contexts);
+                and context for context, written straight into its tables
+                where the file is of the schema known here, and else
+                through add_lines in one connection to the database
+                (coverage.py opens one per add_lines otherwise: 0.8 s of
+                the report for networkx's 3,321 test contexts);
                 and the plugin's own .coverage of a run with contexts
                 (immediate and deferred) holds coverage.json's contexts
 arc_contexts    contexts=true with branch=true (arcs per context), merged from
@@ -155,29 +157,43 @@ def case_contexts():
         rec["lines"].append(n)
         rec["hits"].append([n, len(names)])
         rec["contexts"][str(n)] = sorted(names)
-    connects = []
     real = sqlite3.connect
+    fill, filled = fmt._fill_lines, []
+    fmt._fill_lines = lambda *a: filled.append(fill(*a)) or filled[-1]
+    # the rows straight into coverage.py's tables (its schema 7), and through
+    # CoverageData.add_lines per context where the file's schema is another
+    for schema, how in ((fmt.LINE_BITS_SCHEMA, "its tables filled"),
+                        (-1, "add_lines per context")):
+        connects = []
 
-    def counting(*a, **k):
-        connects.append(a[0] if a else k.get("database"))
-        return real(*a, **k)
-    sqlite3.connect = counting
-    try:
-        fmt.write_coveragepy(data, os.path.join(wd, ".coverage"))
-    finally:
-        sqlite3.connect = real
-    cd = coverage.CoverageData(os.path.join(wd, ".coverage"))
-    cd.read()
-    got = {(f, n): set(c) for f in cd.measured_files()
-           for n, c in cd.contexts_by_lineno(f).items()}
-    if got != want:
-        u.fail("contexts read back differ: %d of %d lines"
-               % (sum(got.get(k) != v for k, v in want.items()), len(want)))
-    if len(cd.measured_contexts()) != 300:
-        u.fail("%d contexts, not 300" % len(cd.measured_contexts()))
-    if len(connects) > 5:
-        u.fail("the data file was opened %d times for 300 contexts" % len(connects))
-    print("ok: 300 contexts read back, %d connections" % len(connects))
+        def counting(*a, **k):
+            connects.append(a[0] if a else k.get("database"))
+            return real(*a, **k)
+        sqlite3.connect = counting
+        known, fmt.LINE_BITS_SCHEMA = fmt.LINE_BITS_SCHEMA, schema
+        try:
+            fmt.write_coveragepy(data, os.path.join(wd, ".coverage"))
+        finally:
+            sqlite3.connect = real
+            fmt.LINE_BITS_SCHEMA = known
+        cd = coverage.CoverageData(os.path.join(wd, ".coverage"))
+        cd.read()
+        got = {(f, n): set(c) for f in cd.measured_files()
+               for n, c in cd.contexts_by_lineno(f).items()}
+        if got != want:
+            u.fail("%s: contexts read back differ: %d of %d lines"
+                   % (how, sum(got.get(k) != v for k, v in want.items()), len(want)))
+        if len(cd.measured_contexts()) != 300:
+            u.fail("%s: %d contexts, not 300" % (how, len(cd.measured_contexts())))
+        if cd.has_arcs():
+            u.fail("%s: the file says it holds arcs" % how)
+        if filled != [schema == known]:
+            u.fail("%s: _fill_lines returned %s" % (how, filled))
+        filled.clear()
+        if len(connects) > 5:
+            u.fail("%s: the data file was opened %d times for 300 contexts"
+                   % (how, len(connects)))
+        print("ok: 300 contexts read back (%s), %d connections" % (how, len(connects)))
     # The plugin's own .coverage (its contexts given per context by the C
     # side, not pivoted from coverage.json): each context's lines equal
     # coverage.json's, in an immediate and a deferred run. The program

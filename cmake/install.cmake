@@ -106,6 +106,31 @@ if(TARGET ptk_python)
   install(FILES ${PROJECT_SOURCE_DIR}/plugins/lines/lines_format.py
     DESTINATION ${PTK_INSTALL_PYTHONDIR}/pytracekit COMPONENT python
     RENAME _lines_format.py)
+  # Its bytecode (__pycache__), as pip and the distributions' packages
+  # install it: a package under a prefix its users cannot write to would
+  # otherwise compile every module in every process (`import pytracekit`:
+  # 22 ms against 12 ms on 3.13). The paths the bytecode names are the
+  # installed ones, without DESTDIR. Off for the wheel (tools/pep517):
+  # pip compiles what it installs.
+  option(PTK_INSTALL_BYTECOMPILE "Byte-compile the installed Python package" ON)
+  if(PTK_INSTALL_BYTECOMPILE)
+    install(CODE "
+      set(_ptk_pkg \"${PTK_INSTALL_PYTHONDIR}/pytracekit\")
+      if(NOT IS_ABSOLUTE \"\${_ptk_pkg}\")
+        set(_ptk_pkg \"\${CMAKE_INSTALL_PREFIX}/\${_ptk_pkg}\")
+      endif()
+      set(_ptk_strip)
+      if(NOT \"\$ENV{DESTDIR}\" STREQUAL \"\")
+        set(_ptk_strip -s \"\$ENV{DESTDIR}\" -p /)
+      endif()
+      message(STATUS \"Byte-compiling: \$ENV{DESTDIR}\${_ptk_pkg}\")
+      execute_process(COMMAND \"${Python3_EXECUTABLE}\" -m compileall -q \${_ptk_strip}
+                              \"\$ENV{DESTDIR}\${_ptk_pkg}\"
+                      RESULT_VARIABLE _ptk_rc)
+      if(NOT _ptk_rc EQUAL 0)
+        message(FATAL_ERROR \"byte-compiling \$ENV{DESTDIR}\${_ptk_pkg} failed\")
+      endif()" COMPONENT python)
+  endif()
 endif()
 
 # Where the code that looks for plugins is installed, relative to the

@@ -450,6 +450,44 @@ print("pytracekit", pytracekit.__version__, "from", os.path.dirname(pytracekit._
     p = sh([PYTHON, "-m", "pytracekit", "-o", out, "-p", "counter", wl],
            run_env(PYTHONPATH=sites[0]), cwd=out)
     check(p.stdout == want, "python -m pytracekit changed the program's output")
+    # Its bytecode is installed, naming the installed sources; with DESTDIR,
+    # the paths without DESTDIR (where the files will be).
+    check_bytecode(pkg, pkg)
+    dest = fresh_dir("destdir")
+    sh([CMAKE, "--install", BUILD, "--prefix", STAGE, "--component", "python"],
+       build_env(DESTDIR=dest))
+    check_bytecode(dest + pkg, pkg)
+
+
+def check_bytecode(pkg, named):
+    """Every module under `pkg` has its bytecode for PYTHON, compiled from
+    it (the source's size and time in the header) and naming it as it is
+    under `named`."""
+    code = f"""
+import importlib.util, marshal, os, sys
+pkg, named = sys.argv[1], sys.argv[2]
+n = 0
+for d, dirs, files in os.walk(pkg):
+    for f in files:
+        if not f.endswith(".py"):
+            continue
+        src = os.path.join(d, f)
+        pyc = importlib.util.cache_from_source(src)
+        assert os.path.isfile(pyc), "no bytecode for " + src
+        with open(pyc, "rb") as fp:
+            head = fp.read(16)
+            co = marshal.load(fp)
+        st = os.stat(src)
+        assert head[:4] == importlib.util.MAGIC_NUMBER, pyc
+        assert int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF, pyc
+        assert int.from_bytes(head[12:16], "little") == st.st_size, pyc
+        want = os.path.join(named, os.path.relpath(src, pkg))
+        assert co.co_filename == want, (co.co_filename, want)
+        n += 1
+assert n >= 10, n
+print("ok: bytecode of", n, "modules, naming", named)
+"""
+    sh([PYTHON, "-c", code, pkg, named], run_env())
 
 
 STEPS = {

@@ -138,6 +138,7 @@ def _build_and_stage(build_dir, stage, config_settings):
           f"-DCMAKE_BUILD_TYPE={cs.get('build-type', 'Release')}",
           f"-DPython3_EXECUTABLE={sys.executable}",
           "-DPTK_BUILD_TESTS=OFF", "-DCMAKE_INSTALL_LIBDIR=lib",
+          "-DPTK_INSTALL_BYTECOMPILE=OFF",  # pip compiles what it installs
           f"-DPTK_INSTALL_PYTHONDIR={pydir}"]
          + shlex.split(cs.get("cmake-args", "")))
     _run([cmake, "--build", build_dir, "-j", os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")])

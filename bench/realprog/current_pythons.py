@@ -26,6 +26,8 @@ runs; the same command for every variant):
     cov_branch_dj cov_branch_d, then python -m pytracekit json
     covpy_line_j  covpy_line, then python -m coverage json (its report)
     covpy_branch_j  covpy_branch, then python -m coverage json
+    mon_floor     python monitoring_floor.py INCLUDE run_suite.py SUITE: what any
+                  line-coverage tool on sys.monitoring costs, recording nothing
 
 A "then" variant is two processes one after the other; its instructions (or
 CPU) are their sum.
@@ -77,6 +79,10 @@ EMBED_VARIANTS = ["timer_e", "cov_line_e"]
 # reports=false (the data only), and the pairs run + report of both tools
 DEFER_VARIANTS = ["cov_line_d", "cov_branch_d", "cov_line_dj", "cov_branch_dj",
                   "covpy_line_j", "covpy_branch_j"]
+# the least any line-coverage tool on sys.monitoring does, recording nothing
+# (monitoring_floor.py): PY_START everywhere, switched off where it fires, LINE
+# on the measured files' code objects only, each line switched off at once
+FLOOR_VARIANTS = ["mon_floor"]
 VENV = os.environ.get("PTK_VENV_DIR", "/var/cache/pytracekit/venv")
 
 
@@ -115,6 +121,8 @@ def command(variant, python, build, suite, outdir):
         variant, deferred = variant[:-2], ",reports=false"
     if variant == "bare":
         return [python] + test
+    if variant == "mon_floor":
+        return [python, os.path.join(HERE, "monitoring_floor.py"), include] + test
     if variant in ("cprofile", "tracing"):
         mod = "cProfile" if variant == "cprofile" else "profiling.tracing"
         return [python, "-m", mod, "-o", os.path.join(outdir, "prof.pstats")] + test
@@ -250,7 +258,8 @@ def table(paths):
              "cov_line_dj": "cov line deferred + json",
              "cov_branch_dj": "cov branch deferred + json",
              "covpy_line_j": "coverage.py line + json",
-             "covpy_branch_j": "coverage.py branch + json"}
+             "covpy_branch_j": "coverage.py branch + json",
+             "mon_floor": "sys.monitoring floor"}
     # the target ratios: (label, variant, base); "prof" is profiling.tracing
     # where there is one (3.15), else cProfile
     targets = [("timer ÷ cProfile", "timer", "prof"), ("timer ÷ sampler", "timer", "sampling"),
@@ -285,6 +294,7 @@ def table(paths):
             base = lambda p, s: "%.2f s" % statistics.median(  # noqa: E731
                 x["cpu_s"] for x in runs[("cpu", p, s, "bare")])
         present = [v for v in VARIANTS[1:] + MODULE_VARIANTS + EMBED_VARIANTS + DEFER_VARIANTS
+                   + FLOOR_VARIANTS
                    if any(runs.get((mode, p, s, v)) for p, s in rows)]
         print("| Python | suite | bare | " + " | ".join("%s ÷ bare" % names[v] for v in present)
               + " |")

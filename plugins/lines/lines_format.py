@@ -42,6 +42,17 @@ def _h(s):
             .replace(">", "&gt;").replace('"', "&quot;"))
 
 
+def _python_lines(text):
+    """A source's lines as Python numbers them: split at \\n, \\r\\n and \\r
+    only. str.splitlines() also splits at a form feed, \\x1c-\\x1e, \\x85 and
+    U+2028/U+2029, which Python reads as whitespace or inside strings: each
+    one moved every later line of the report by one."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _read_source(path):
     """The file's lines, or None when it is not a readable regular file."""
     import io
@@ -55,23 +66,51 @@ def _read_source(path):
             os.set_blocking(fd, True)
             data = raw.read()
         enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(enc).splitlines()
+        return _python_lines(data.decode(enc))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
 
 
-def _last_line(src, first, measured):
-    """The function's last line: the end of its block in the source (as
-    line_profiler shows it), at least its last measured line."""
-    last = max(measured) if measured else first
-    if src and 0 < first <= len(src):
-        import inspect
-        try:
-            block = inspect.getblock([s + "\n" for s in src[first - 1:]])
-            last = max(last, first + len(block) - 1)
-        except Exception:  # a block the tokenizer cannot read: measured lines
-            pass
-    return last
+def _block_ends(src):
+    """{first line: last line} of each def and class of a file's source, the
+    block inspect.getblock() reads for line_profiler: from its first
+    decorator or its def (its code's first line) to its last statement, and the
+    comments after it indented as its body. From one parse of the file (ast,
+    in C): getblock tokenizes each function in Python after importing
+    inspect, 64 M instructions of a 360 M run of test_textwrap under
+    `lines:modules=textwrap` (lines.blocks compares the two on every def
+    and class of the standard library). Other code (a module, a lambda, a
+    comprehension, a `type` alias) shows its measured lines: getblock's
+    block there is whatever def follows, or one line where the tokenizer
+    stops."""
+    import ast
+    try:
+        tree = ast.parse("\n".join(src) + "\n")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    ends = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            last, col = node.end_lineno, node.body[0].col_offset
+            for n in range(last + 1, len(src) + 1):  # the comments after it
+                code = src[n - 1].lstrip()
+                if code and not code.startswith("#"):
+                    break
+                if code and len(src[n - 1]) - len(code) >= col:
+                    last = n
+            # its code's first line: its first decorator's, or the def's
+            # (a generic function's, with type parameters, on 3.12+)
+            for first in {node.lineno, min([node.lineno] +
+                                           [d.lineno for d in node.decorator_list])}:
+                ends[first] = max(ends.get(first, 0), last)
+    return ends
+
+
+def _last_line(ends, first, measured):
+    """The function's last line: the end of its block in the source
+    (_block_ends(): as line_profiler shows it), at least its last measured
+    line."""
+    return max([first, ends.get(first, first)] + list(measured))
 
 
 class _Func:
@@ -156,7 +195,7 @@ def _fmt_time(ns):
     return "%.1f" % (ns * 1e-9 / _UNIT)
 
 
-def _text_report(funcs, sources, calls):
+def _text_report(funcs, sources, blocks, calls):
     template = "%6s %9s %12s %8s %8s  %-s"
     header = template % ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
     out = ["Timer unit: %g s" % _UNIT, ""]
@@ -164,7 +203,7 @@ def _text_report(funcs, sources, calls):
         out += ["(calls=false: the time of the calls each line makes is left out)", ""]
     for f in funcs:
         src = sources.get(f.file)
-        last = _last_line(src, f.first, f.lines)
+        last = _last_line(blocks[f.file], f.first, f.lines)
         out.append("Total time: %g s" % (f.time_ns * 1e-9))
         out.append("File: %s" % _text(f.file))
         out.append("Function: %s at line %d" % (_text(f.qualname), f.first))
@@ -271,7 +310,7 @@ def _parts_table(f):
             % (f.parts_of, "\n".join(rows)))
 
 
-def _html_report(funcs, sources, calls):
+def _html_report(funcs, sources, blocks, calls):
     total = sum(f.time_ns for f in funcs)
     rows = []
     body = []
@@ -286,7 +325,7 @@ def _html_report(funcs, sources, calls):
                        _fmt_time(f.time_ns), pc))
     for i, f in enumerate(funcs):
         src = sources.get(f.file)
-        last = _last_line(src, f.first, f.lines)
+        last = _last_line(blocks[f.file], f.first, f.lines)
         tmax = max([t for _, t in f.lines.values()] + [0])
         by_line = _parts_by_line(f)
         out = ["<p class=\"head\"><span class=\"n\">Line</span><span class=\"hits\">Hits"
@@ -400,15 +439,16 @@ def render(funcs, calls, top, html, threads=None, contexts=None):
         _attach_parts(merged, by_thread, lambda i: "%s (thread %d)" % (
             threads.get(i, (None, None))[1] or "?", i), "thread")
     funcs = merged
-    sources = {}
+    sources, blocks = {}, {}
     for f in funcs:
         if f.file not in sources:
-            sources[f.file] = _read_source(f.file)
-    page = _html_report(funcs, sources, calls) if html else None
+            sources[f.file] = src = _read_source(f.file)
+            blocks[f.file] = _block_ends(src) if src else {}
+    page = _html_report(funcs, sources, blocks, calls) if html else None
     doc = _json(funcs, calls)
     if per_thread is not None:
         doc["threads"] = per_thread
     if per_context is not None:
         doc["contexts"] = per_context
-    return (doc, _text_report(funcs, sources, calls), page,
+    return (doc, _text_report(funcs, sources, blocks, calls), page,
             _summary(funcs, top))

@@ -3,7 +3,7 @@ sys.settrace's line events (recursion, a generator, an exception, two
 threads), the time of a line with and without its calls, the filter, and
 the reports' forms.
 
-    python test_lines.py settrace|calls|filter|reports|threads|contexts|combine|html
+    python test_lines.py settrace|calls|filter|reports|threads|contexts|combine|html|blocks
 """
 import json
 import os
@@ -623,6 +623,98 @@ def case_html():
     check(any(all(abs(a - b) <= 2 for a, b in zip(px, hot)) for px in pixels),
           f"the screenshot has no hottest-line red {hot}")
     print("PASS: rendered, the hottest line red")
+
+
+def case_blocks():
+    """The lines each function of the reports shows: lines_format's
+    _block_ends (one ast parse per file) against inspect.getblock, what
+    line_profiler and the reports before it read, on every def and class of
+    the standard library this Python has (its tests left out but those of
+    the syntax: decorators, generics, type aliases, the grammar)."""
+    import importlib.util
+    import inspect
+    import sysconfig
+    import types
+    import warnings
+    spec = importlib.util.spec_from_file_location(
+        "_ptk_lines_format", os.path.join(os.environ["PTK_SOURCE_DIR"], "plugins", "lines",
+                                          "lines_format.py"))
+    fmt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fmt)
+
+    def getblock_last(src, first):
+        try:
+            return first + len(inspect.getblock([s + "\n" for s in src[first - 1:]])) - 1
+        except Exception:
+            return first
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    files = codes = 0
+    differ = []
+    syntax = ("test_decorators.py", "test_grammar.py", "test_type_aliases.py",
+              "test_type_params.py", "test_type_annotations.py", "test_reprlib.py")
+    for d, dirs, names in os.walk(stdlib):
+        dirs[:] = sorted(x for x in dirs if x not in ("site-packages", "__pycache__"))
+        in_tests = os.path.relpath(d, stdlib).split(os.sep)[0] in ("test", "idlelib")
+        for name in sorted(names):
+            if not name.endswith(".py") or (in_tests and name not in syntax):
+                continue
+            path = os.path.join(d, name)
+            src = fmt._read_source(path)
+            if src is None:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the grammar tests' SyntaxWarnings
+                    top = compile("\n".join(src) + "\n", path, "exec")
+            except (SyntaxError, ValueError):
+                continue  # test data that is not Python
+            files += 1
+            end_of = fmt._block_ends(src)
+            firsts, stack = set(), [top]
+            while stack:
+                co = stack.pop()
+                n = co.co_firstlineno
+                line = src[n - 1].lstrip() if 0 < n <= len(src) else ""
+                # a def or a class body (a `type` alias's value is a
+                # function named after it; annotations are __annotate__
+                # functions on 3.14+)
+                if (not co.co_name.startswith("<") and co.co_name != "__annotate__"
+                        and not line.startswith("type ")):
+                    firsts.add(co.co_firstlineno)
+                stack += [c for c in co.co_consts if isinstance(c, types.CodeType)]
+            for first in sorted(firsts):
+                codes += 1
+                want = max(first, getblock_last(src, first))
+                got = fmt._last_line(end_of, first, [])
+                if got != want:
+                    differ.append("%s:%d: %d, getblock %d" % (path, first, got, want))
+    print("%d files, %d defs and classes; %d differ" % (files, codes, len(differ)))
+    # the lines as Python numbers them, in both report writers: a form feed,
+    # U+2028 in a string and \r\n end no line of theirs
+    spec = importlib.util.spec_from_file_location(
+        "_ptk_coverage_format", os.path.join(os.environ["PTK_SOURCE_DIR"], "tools",
+                                             "pytracekit-coverage.py"))
+    cov_fmt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cov_fmt)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "ff.py")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write("# -*- coding: utf-8 -*-\r\n\x0c\nS = 'a\u2028b\x85c'\n"
+                    "\x0c\ndef f():\r\n    return S\n")
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec")
+        fn = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+        for mod in (fmt, cov_fmt):
+            src = mod._read_source(path)
+            check(len(src) == 6 and src[fn.co_firstlineno - 1] == "def f():",
+                  "%s read %r" % (mod.__name__, src))
+        check(fmt._block_ends(fmt._read_source(path)) == {5: 6}, "ff.py's block")
+    print("ok: form feeds, U+2028 and \\x85 end no line")
+    for line in differ[:20]:
+        print("  " + line)
+    check(files > 300 and not differ, "blocks differ from inspect.getblock's")
+    print("PASS: every block as inspect.getblock reads it")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def _block_ends(src):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     ends = {}
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             last, col = node.end_lineno, node.body[0].col_offset
             for n in range(last + 1, len(src) + 1):  # the comments after it
@@ -104,6 +104,18 @@ def _block_ends(src):
                                            [d.lineno for d in node.decorator_list])}:
                 ends[first] = max(ends.get(first, 0), last)
     return ends
+
+
+def _statements(body):
+    """Every statement in `body` and in the blocks of each (a def is a
+    statement: the expressions, nine nodes in ten, are never visited), and
+    the except and case clauses that hold blocks."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            sub = getattr(node, field, None)
+            if isinstance(sub, list):
+                yield from _statements(sub)
 
 
 def _last_line(ends, first, measured):

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import textwrap
 

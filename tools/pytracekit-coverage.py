@@ -1721,17 +1721,6 @@ def _page_names(stats):
     return out
 
 
-def _python_lines(text):
-    """A source's lines as Python numbers them: split at \\n, \\r\\n and \\r
-    only. str.splitlines() also splits at a form feed, \\x1c-\\x1e, \\x85 and
-    U+2028/U+2029, which Python reads as whitespace or inside strings: each
-    one moved every later line of the report by one."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def _read_source(path):
     import io
     import stat
@@ -1745,7 +1734,11 @@ def _read_source(path):
             os.set_blocking(fd, True)
             data = raw.read()
         enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return _python_lines(data.decode(enc))
+        # its lines as Python numbers them: the universal newlines only
+        # (str.splitlines() also splits at a form feed, \x1c-\x1e, \x85
+        # and U+2028/U+2029, which Python reads as whitespace or inside
+        # strings: each one moved every later line of the report)
+        return [line.rstrip("\n") for line in io.TextIOWrapper(io.BytesIO(data), enc)]
     except (OSError, SyntaxError, UnicodeDecodeError):
         return None
 

@@ -42,17 +42,6 @@ def _h(s):
             .replace(">", "&gt;").replace('"', "&quot;"))
 
 
-def _python_lines(text):
-    """A source's lines as Python numbers them: split at \\n, \\r\\n and \\r
-    only. str.splitlines() also splits at a form feed, \\x1c-\\x1e, \\x85 and
-    U+2028/U+2029, which Python reads as whitespace or inside strings: each
-    one moved every later line of the report by one."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def _read_source(path):
     """The file's lines, or None when it is not a readable regular file."""
     import io
@@ -66,7 +55,9 @@ def _read_source(path):
             os.set_blocking(fd, True)
             data = raw.read()
         enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return _python_lines(data.decode(enc))
+        # split as Python numbers lines (as the coverage report writer's
+        # _read_source, tools/pytracekit-coverage.py, says why)
+        return [line.rstrip("\n") for line in io.TextIOWrapper(io.BytesIO(data), enc)]
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
 

@@ -135,12 +135,9 @@ def case_combine():
 
 
 def case_contexts():
-    import importlib.util
     import sqlite3
     import coverage
-    spec = importlib.util.spec_from_file_location("_ptk_coverage_format", u.COMBINE)
-    fmt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fmt)
+    fmt = u.format_module()
     wd = u.workdir("datafile-contexts")
     files = [os.path.join(wd, "m%d.py" % i) for i in range(5)]
     # 300 contexts: context k ran lines 1..(k % 7 + 1) of files k % 5 and (k + 1) % 5
@@ -232,13 +229,10 @@ def case_contexts():
 
 
 def case_arc_contexts():
-    import importlib.util
     import re
     import sqlite3
     import coverage
-    spec = importlib.util.spec_from_file_location("_ptk_coverage_format", u.COMBINE)
-    fmt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fmt)
+    fmt = u.format_module()
     wd = u.workdir("datafile-arc-contexts")
     files = [os.path.join(wd, "m%d.py" % i) for i in range(4)]
     # 200 contexts: context k took the arcs (-1, 1), 1 -> 2 .. (k % 5 + 1) and

@@ -92,11 +92,7 @@ def never_imported():
 
 
 def fmt():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("_ptk_coverage_format", u.COMBINE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return u.format_module()
 
 
 def project(name, contexts):

@@ -12,7 +12,7 @@ import tempfile
 import textwrap
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-from ptk_testlib import PYTHON, check, fail, run_cli  # noqa: E402
+from ptk_testlib import PYTHON, check, fail, load_module, run_cli  # noqa: E402
 import subprocess  # noqa: E402
 
 PROG = textwrap.dedent("""\
@@ -631,16 +631,13 @@ def case_blocks():
     line_profiler and the reports before it read, on every def and class of
     the standard library this Python has (its tests left out but those of
     the syntax: decorators, generics, type aliases, the grammar)."""
-    import importlib.util
     import inspect
     import sysconfig
     import types
     import warnings
-    spec = importlib.util.spec_from_file_location(
-        "_ptk_lines_format", os.path.join(os.environ["PTK_SOURCE_DIR"], "plugins", "lines",
-                                          "lines_format.py"))
-    fmt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fmt)
+    source = os.environ["PTK_SOURCE_DIR"]
+    fmt = load_module("_ptk_lines_format",
+                      os.path.join(source, "plugins", "lines", "lines_format.py"))
 
     def getblock_last(src, first):
         try:
@@ -692,11 +689,8 @@ def case_blocks():
     print("%d files, %d defs and classes; %d differ" % (files, codes, len(differ)))
     # the lines as Python numbers them, in both report writers: a form feed,
     # U+2028 in a string and \r\n end no line of theirs
-    spec = importlib.util.spec_from_file_location(
-        "_ptk_coverage_format", os.path.join(os.environ["PTK_SOURCE_DIR"], "tools",
-                                             "pytracekit-coverage.py"))
-    cov_fmt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cov_fmt)
+    cov_fmt = load_module("_ptk_coverage_format",
+                          os.path.join(source, "tools", "pytracekit-coverage.py"))
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "ff.py")
         with open(path, "w", encoding="utf-8", newline="") as f:

@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 from ptk_testlib import (BACKEND, FRAME_HOOK, MONITORING, fail, shared, skip,  # noqa: F401,E402
-                         source_digest)
+                         load_module, source_digest)
 # (a PLAIN_DRIVER script: the command gets PYTHONMALLOC=malloc back; the
 # oracles, the settrace collector and coverage.py, run as the script started)
 from ptk_sanitize import ORACLE_ENV  # noqa: E402
@@ -216,14 +216,17 @@ def python_version():
     return p.stdout.strip()
 
 
+def format_module():
+    """The coverage plugin's report writer (tools/pytracekit-coverage.py),
+    a fresh module each call."""
+    return load_module("_ptk_coverage_format", COMBINE)
+
+
 def modeled(data):
     """coverage.json's data as its reports count it: each file's record in
     coverage.py's statement model (the report writer's model_record, which
     coverage.model.* checks against coverage.py itself)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("_ptk_coverage_format", COMBINE)
-    fmt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fmt)
+    fmt = format_module()
     branch = bool(data["meta"].get("branch"))
     return dict(data, files={p: fmt.model_record(p, rec, branch)
                              for p, rec in data["files"].items()})

@@ -88,6 +88,16 @@ def source_digest(*paths):
     return h.hexdigest()
 
 
+def load_module(name, path):
+    """The Python file at `path` run as a new module `name` (not in
+    sys.modules: each call gives a fresh one, which a test may patch)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_plugin(name):
     return os.path.join(TEST_PLUGINS, name + ".so")
 

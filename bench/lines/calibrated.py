@@ -23,6 +23,8 @@ import subprocess
 import tempfile
 import textwrap
 
+from line_floor import python_of  # the build's interpreter, from its CMakeCache.txt
+
 PROGRAM = textwrap.dedent('''\
     import random, sys
     DATA = list(range(600))
@@ -76,14 +78,6 @@ for (fname, first, name), lines in st.timings.items():
         rows[lineno] = [hits, t * st.unit * 1e9]
 json.dump(rows, open(out, "w"))
 '''
-
-
-def python_of(build):
-    with open(os.path.join(build, "CMakeCache.txt")) as f:
-        for line in f:
-            if line.startswith("Python3_EXECUTABLE:"):
-                return line.split("=", 1)[1].strip()
-    raise SystemExit("no Python3_EXECUTABLE in the build's CMakeCache.txt")
 
 
 def truth(python, prog, tmp):

@@ -11,6 +11,7 @@ switched off at its first event. The callbacks record nothing: a tool
 that records the lines costs at least this. Then SCRIPT runs as __main__.
 """
 import fnmatch
+import os
 import runpy
 import sys
 
@@ -39,5 +40,5 @@ mon.register_callback(TOOL, mon.events.PY_START, start)
 mon.register_callback(TOOL, mon.events.LINE, line)
 mon.set_events(TOOL, mon.events.PY_START)
 sys.argv = sys.argv[2:]
-sys.path[0] = __import__("os").path.dirname(sys.argv[0])
+sys.path[0] = os.path.dirname(sys.argv[0])
 runpy.run_path(sys.argv[0], run_name="__main__")

@@ -26,6 +26,7 @@ import atexit
 import json
 import marshal
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -84,9 +85,13 @@ def run(spec, args=(), result=None):
     if p.returncode != 0:
         fail("%s exited %d:\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
     check(result in p.stdout, "the program's result: %r" % p.stdout)
-    check("pytracekit: " + spec.split(":")[0] + ":" not in p.stderr
-          and "warning" not in p.stderr.lower(),
-          "a plugin said something: %s" % p.stderr)
+    # a plugin's complaint, ours ("pytracekit coverage: warning: ...") or
+    # Python's ("file:line: RuntimeWarning: ..."); not the word alone: the
+    # timer's table names functions by wall time, and one of warnings.py's
+    # can be among the top ten when the process is preempted inside it
+    said = re.findall(r"(?im)^.*warning: .*$", p.stderr)
+    check("pytracekit: " + spec.split(":")[0] + ":" not in p.stderr and not said,
+          "a plugin said something: %s" % (said or p.stderr))
     return out
 
 

@@ -1402,13 +1402,6 @@ probe_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return 0;
 }
 
-static int
-opnum(PyObject *opmap, const char *name)
-{
-    PyObject *v = PyDict_GetItemString(opmap, name);
-    return v ? (int)PyLong_AsLong(v) : -1;
-}
-
 /* ---- the program's own setprofile/settrace ---------------------------- */
 
 /* sys.setprofile, sys.settrace and PyEval_Set* (also the AllThreads
@@ -1521,15 +1514,10 @@ legacy_claim(char **errmsg)
         return ptk__err(errmsg, PTK_EPYTHON, "cannot create the hub object");
     }
     find_lines_member();
-    PyObject *opmap = ptk__opmap();
-    if (opmap != NULL) {
-        op_return_value = opnum(opmap, "RETURN_VALUE");
-        op_return_const = opnum(opmap, "RETURN_CONST");
-        op_yield_value = opnum(opmap, "YIELD_VALUE");
-        op_resume = opnum(opmap, "RESUME");
-    }
-    Py_XDECREF(opmap);
-    PyErr_Clear();
+    op_return_value = ptk__ops.return_value;
+    op_return_const = ptk__ops.return_const;
+    op_yield_value = ptk__ops.yield_value;
+    op_resume = ptk__ops.resume;
 
     /* What does RETURN's arg look like when an exception unwinds a frame? */
     PyThreadState *ts = PyThreadState_Get();

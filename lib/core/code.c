@@ -144,9 +144,10 @@ init_extra(void)
     return extra_index < 0 ? -1 : 0;
 }
 
-/* The prologue opcodes, from the opcode module: read when the first line
- * record is made, not with the first code record (a filter or a
- * host->code_slot alone would import opcode for nothing). */
+/* The prologue opcodes (ptk__ops: opcode.h's numbers), and how many
+ * inline caches follow a RESUME, from the bytecode of `pass`: found when the
+ * first line record is made, not with the first code record (a filter or a
+ * host->code_slot alone need none of it). */
 static void
 init_ops(void)
 {
@@ -155,30 +156,17 @@ init_ops(void)
         return;
     }
     ready = 1;
-    static const char *const names[] = {"CACHE", "RESUME", "RETURN_GENERATOR",
-                                        "POP_TOP", "MAKE_CELL",
-                                        "COPY_FREE_VARS", "EXTENDED_ARG",
-                                        NULL};
-    PyObject *opmap = ptk__opmap();
-    for (int i = 0; opmap && names[i]; i++) {
-        PyObject *v = PyDict_GetItemString(opmap, names[i]);
-        if (v != NULL) {
-            long op = PyLong_AsLong(v);
-            if (op >= 0 && op < 256) {
-                skip_ops[op] = 1;
-                if (strcmp(names[i], "RESUME") == 0) {
-                    resume_op = (int)op;
-                }
-                else if (strcmp(names[i], "CACHE") == 0) {
-                    cache_op = (int)op;
-                }
-                else if (strcmp(names[i], "EXTENDED_ARG") == 0) {
-                    extended_op = (int)op;
-                }
-            }
+    const int skip[] = {ptk__ops.cache,     ptk__ops.resume,         ptk__ops.return_generator,
+                        ptk__ops.pop_top,   ptk__ops.make_cell,      ptk__ops.copy_free_vars,
+                        ptk__ops.extended_arg};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
+        if (skip[i] >= 0 && skip[i] < 256) {
+            skip_ops[skip[i]] = 1;
         }
     }
-    Py_XDECREF(opmap);
+    resume_op = ptk__ops.resume;
+    cache_op = ptk__ops.cache;
+    extended_op = ptk__ops.extended_arg;
     PyObject *probe = Py_CompileString("pass\n", "<pytracekit>", Py_file_input);
     PyObject *bytes = probe ? PyCode_GetCode((PyCodeObject *)probe) : NULL;
     if (bytes != NULL && resume_op >= 0 && cache_op >= 0) {

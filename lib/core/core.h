@@ -135,9 +135,14 @@ int ptk__json_write(FILE *f, PyObject *value, int indent);
  * Python error set. */
 char *ptk__json_text(PyObject *value, int indent);
 
-/* opcode.opmap, imported quietly, as a dict (3.15's frozendict is copied;
- * a new reference; NULL if it could not be had, no exception set). */
-PyObject *ptk__opmap(void);
+/* The opcodes the library reads bytecode for, as this CPython's public
+ * opcode.h numbers them (the library is built for one minor version, whose
+ * bytecode they are); -1 where this version has no such instruction. */
+typedef struct ptk__opcodes {
+    int cache, resume, return_generator, pop_top, make_cell, copy_free_vars, extended_arg,
+        return_value, return_const, yield_value;
+} ptk__opcodes;
+extern const ptk__opcodes ptk__ops;
 
 /* ---- options (options.c) -------------------------------------------- */
 

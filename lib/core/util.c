@@ -6,6 +6,13 @@
 #include <string.h>
 #include <time.h>
 
+/* CPython's public opcode numbers (CACHE, RESUME...): macros this file
+ * alone sees; the rest of the library reads ptk__ops. */
+#include <opcode.h>
+#if !defined(RESUME) || !defined(CACHE) || !defined(YIELD_VALUE)
+#error "this CPython's opcode.h lacks RESUME, CACHE or YIELD_VALUE (3.11+ has them)"
+#endif
+
 /* Levenshtein distance of @p a and @p b (their first 63 bytes). */
 size_t
 ptk__edit_distance(const char *a, const char *b)
@@ -178,23 +185,26 @@ ptk__import_quietly(const char *name)
     return mod;
 }
 
-PyObject *
-ptk__opmap(void)
-{
-    PyObject *opcode = ptk__import_quietly("opcode");
-    PyObject *opmap = opcode != NULL ? PyObject_GetAttrString(opcode, "opmap") : NULL;
-    Py_XDECREF(opcode);
-    if (opmap != NULL && !PyDict_Check(opmap)) {
-        /* a frozendict on 3.15: copied into a dict for PyDict_GetItem */
-        PyObject *d = PyDict_New();
-        if (d != NULL && PyDict_Merge(d, opmap, 1) < 0) {
-            Py_CLEAR(d);
-        }
-        Py_SETREF(opmap, d);
-    }
-    PyErr_Clear();
-    return opmap;
-}
+const ptk__opcodes ptk__ops = {
+    .cache = CACHE,
+    .resume = RESUME,
+    .return_generator = RETURN_GENERATOR,
+    .pop_top = POP_TOP,
+    .make_cell = MAKE_CELL,
+    .copy_free_vars = COPY_FREE_VARS,
+    .extended_arg = EXTENDED_ARG,
+#ifdef RETURN_VALUE
+    .return_value = RETURN_VALUE,
+#else
+    .return_value = -1,
+#endif
+#ifdef RETURN_CONST /* 3.12 and 3.13 */
+    .return_const = RETURN_CONST,
+#else
+    .return_const = -1,
+#endif
+    .yield_value = YIELD_VALUE,
+};
 
 PyObject *
 ptk__run_snippet(const char *src, const char *name, PyObject *value)

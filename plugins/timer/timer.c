@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <opcode.h> /* YIELD_VALUE, RESUME */
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -764,35 +765,6 @@ tm_is_yield(tm_state *st, const ptk_event *ev, PyFrameObject *frame)
     if (ev->origin == PTK_ORIGIN_UNWIND || frame == NULL) {
         return 0;
     }
-    if (st->op_yield == -2) {
-        /* the opcodes, from the opcode module: imported already by any
-         * program that runs asyncio (inspect, dis); imported here only if
-         * not, once the program runs coroutines */
-        st->op_yield = st->op_resume = -1;
-        PyObject *et, *ev_, *tb;
-        PyErr_Fetch(&et, &ev_, &tb);
-        PyObject *name = PyUnicode_InternFromString("opcode");
-        PyObject *opcode = name != NULL ? PyImport_GetModule(name) : NULL;
-        Py_XDECREF(name);
-        if (opcode == NULL) {
-            PyErr_Clear();
-            opcode = PyImport_ImportModule("opcode");
-        }
-        PyObject *opmap = opcode != NULL ? PyObject_GetAttrString(opcode, "opmap") : NULL;
-        PyObject *y = opmap != NULL ? PyDict_GetItemString(opmap, "YIELD_VALUE") : NULL;
-        PyObject *r = opmap != NULL ? PyDict_GetItemString(opmap, "RESUME") : NULL;
-        if (y != NULL && r != NULL) {
-            st->op_yield = (int)PyLong_AsLong(y);
-            st->op_resume = (int)PyLong_AsLong(r);
-        }
-        Py_XDECREF(opmap);
-        Py_XDECREF(opcode);
-        PyErr_Clear();
-        PyErr_Restore(et, ev_, tb);
-    }
-    if (st->op_yield < 0) {
-        return 0;
-    }
     PyObject *bytes = PyCode_GetCode(ev->code);
     if (bytes == NULL) {
         PyErr_Clear();
@@ -1447,7 +1419,11 @@ tm_init(const ptk_init_args *args, void **state, unsigned int *events)
     st->speedscope = o[OPT_SPEEDSCOPE].i != 0;
     st->folded = o[OPT_FOLDED].i != 0;
     st->await_mode = o[OPT_AWAIT].i != 0;
-    st->op_yield = st->op_resume = -2; /* looked up when first needed */
+    /* the instructions a suspended coroutine's frame stops at, as this
+     * CPython's public opcode.h numbers them (the plugin is built for its
+     * minor version) */
+    st->op_yield = YIELD_VALUE;
+    st->op_resume = RESUME;
     st->per_context = o[OPT_PER_CONTEXT].i != 0;
     if (st->per_context && args->host->struct_size <= offsetof(ptk_host, context)) {
         snprintf(args->errbuf, args->errbuf_size,

@@ -20,6 +20,8 @@
 #     else compiled), or why not (str)
 #   c_optable() -> the opcode tables of the C analysis, for pytracekit's
 #     _coverage_analyze() (completing deferred coverage data)
+#   op_tables() -> every opcode table the plugin starts with (baked into it
+#     at build time by embed.py)
 
 import sys
 
@@ -294,6 +296,38 @@ def c_optable():
         elif table is not None:
             caches[op] = table[op]
     return bytes(an), bytes(caches)
+
+
+def op_tables():
+    """What the plugin takes from the opcode module when it starts, as
+    {name: int or bytes}: the opcodes of RESUME and YIELD_VALUE, its branch
+    trails' class of each opcode (cov_private.h's OPC_*), c_optable()'s
+    two tables, and whether sys.monitoring has the two branch directions
+    (3.14+). embed.py calls it at build time and compiles the result into
+    the plugin, which uses it while the interpreter's magic number is the
+    build's (the bytecode is then the same); under another one the plugin
+    calls it itself (cov_life.c's set-up)."""
+    import opcode
+    m = opcode.opmap
+    cls = bytearray(256)
+    for op in set(getattr(opcode, "hasjump", ()) or opcode.hasjrel):
+        name = opcode.opname[op] if op < 256 else ""
+        if name.startswith(("POP_JUMP", "JUMP_IF")) or name == "FOR_ITER":
+            cls[op] = 4
+    for names, c in ((("EXTENDED_ARG",), 1),
+                     (("RETURN_VALUE", "RETURN_CONST"), 2),
+                     (("RAISE_VARARGS", "RERAISE"), 3),
+                     (("JUMP_FORWARD",), 5),
+                     (("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"), 6)):
+        for name in names:
+            if name in m:
+                cls[m[name]] = c
+    an, caches = c_optable()
+    events = getattr(getattr(sys, "monitoring", None), "events", None)
+    return {"resume": m["RESUME"], "yield_value": m["YIELD_VALUE"], "opclass": bytes(cls),
+            "anflags": an, "caches": caches,
+            "branch_dirs": int(hasattr(events, "BRANCH_LEFT")
+                               and hasattr(events, "BRANCH_RIGHT"))}
 
 
 def _cached_code(path, source):

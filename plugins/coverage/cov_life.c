@@ -41,72 +41,21 @@ static const ptk_option_spec cov_options[] = {
 
 /* ---- init / fini ----------------------------------------------------- */
 
-/* python_setup()'s function, run once per interpreter. */
-static const char setup_src[] =
-    "def _setup(find_coveragepy, need_dirs, c_optable):\n"
-    "    import sys\n"
-    "    before = set(sys.modules)\n"
-    "    try:\n"
-    "        import os, opcode\n"
-    "        out = set()\n"
-    "        if need_dirs:\n"
-    "            import sysconfig\n"
-    "            paths = sysconfig.get_paths()\n"
-    "            for key in ('stdlib', 'platstdlib', 'purelib', 'platlib'):\n"
-    "                p = paths.get(key)\n"
-    "                if p: out.add(os.path.abspath(p))\n"
-    "            for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):\n"
-    "                v = 'python%d.%d' % sys.version_info[:2]\n"
-    "                out.add(os.path.join(os.path.abspath(p), 'lib', v))\n"
-    "            site = sys.modules.get('site')\n"
-    "            try:\n"
-    "                out.update(os.path.abspath(p) for p in site.getsitepackages())\n"
-    "                out.add(os.path.abspath(site.getusersitepackages()))\n"
-    "            except Exception:\n"
-    "                pass\n"
-    "            ptk = sys.modules.get('pytracekit')\n"
-    "            if getattr(ptk, '__file__', None):\n"
-    "                out.add(os.path.dirname(os.path.abspath(ptk.__file__)))\n"
-    "        ops = (opcode.opmap['RESUME'], opcode.opmap['YIELD_VALUE'])\n"
-    "        m = opcode.opmap\n"
-    "        cls = bytearray(256)\n"
-    "        jumps = set(getattr(opcode, 'hasjump', ()) or opcode.hasjrel)\n"
-    "        for op in jumps:\n"
-    "            if op >= 256: continue\n"
-    "            name = opcode.opname[op]\n"
-    "            if name.startswith(('POP_JUMP', 'JUMP_IF')) or name == 'FOR_ITER':\n"
-    "                cls[op] = 4\n"
-    "        for names, c in ((('EXTENDED_ARG',), 1),\n"
-    "                         (('RETURN_VALUE', 'RETURN_CONST'), 2),\n"
-    "                         (('RAISE_VARARGS', 'RERAISE'), 3),\n"
-    "                         (('JUMP_FORWARD',), 5),\n"
-    "                         (('JUMP_BACKWARD', 'JUMP_BACKWARD_NO_INTERRUPT'), 6)):\n"
-    "            for name in names:\n"
-    "                if name in m: cls[m[name]] = c\n"
-    "        an, caches = c_optable()\n"
-    "        events = getattr(getattr(sys, 'monitoring', None), 'events', None)\n"
-    "        dirs = hasattr(events, 'BRANCH_LEFT') and hasattr(events, 'BRANCH_RIGHT')\n"
-    "        found = 0\n"
-    "        if find_coveragepy:\n"
-    "            import importlib.util\n"
-    "            found = importlib.util.find_spec('coverage') is not None\n"
-    "    finally:\n"
-    "        for name in set(sys.modules) - before:\n"
-    "            del sys.modules[name]\n"
-    "    return (sorted(out), ops[0], ops[1], int(found), bytes(cls), caches, an,\n"
-    "            int(dirs))\n";
-
 /*
- * What init needs from Python: the directories of the standard library and
- * of installed packages (sysconfig, site; only for the default scope,
- * @p need_dirs), and the opcodes of RESUME and
- * YIELD_VALUE (opcode). Whatever this imports is taken out of sys.modules
- * again: the program must start with the modules it would have without the
- * plugin, and import (and run, and be measured in) them itself.
+ * What init needs from Python (setup.py's setup()): the directories of the
+ * standard library and of installed packages (only for the default scope,
+ * @p need_dirs), whether coverage.py is importable (@p find_coveragepy),
+ * and the opcode tables (analysis.py's op_tables()) unless the ones baked
+ * in at build time hold (@p baked: the interpreter's magic number is the
+ * build's). None when nothing of it is needed: the common case (include=
+ * or source=, no coveragepy=) runs no Python and imports nothing.
  */
 static PyObject *
-python_setup(int find_coveragepy, int need_dirs)
+python_setup(int find_coveragepy, int need_dirs, int baked)
 {
+    if (baked && !find_coveragepy && !need_dirs) {
+        Py_RETURN_NONE;
+    }
     /* Kept in the interpreter's own dict (it goes with the interpreter):
      * what it finds does not change while the process runs, and running it
      * again imports sysconfig and co. afresh each time (they are taken out
@@ -114,35 +63,32 @@ python_setup(int find_coveragepy, int need_dirs)
      * keep: a process with many sessions (`pytracekit attach` and detach
      * over and over, docs/attach.md) would grow by each. */
     char key[64];
-    snprintf(key, sizeof key, "pytracekit.coverage.setup.%d%d", find_coveragepy != 0,
-             need_dirs != 0);
+    snprintf(key, sizeof key, "pytracekit.coverage.setup.%d%d%d", find_coveragepy != 0,
+             need_dirs != 0, baked != 0);
     PyObject *cache = PyInterpreterState_GetDict(PyInterpreterState_Get()); /* borrowed */
     PyObject *res = cache ? PyDict_GetItemString(cache, key) : NULL; /* borrowed */
     if (res != NULL) {
         return Py_NewRef(res);
     }
-    /* the static analysis's opcode tables come from analysis.py (its
-     * c_optable(), which `pytracekit report` also uses to complete deferred
-     * data): one definition of them */
-    PyObject *analysis = cov__load_module("_ptk_coverage_analysis", cov_analysis_py,
-                                          cov_analysis_py_code, cov_analysis_py_code_len);
-    if (!analysis) {
-        return NULL;
+    PyObject *analysis = NULL, *tables = Py_None; /* borrowed */
+    if (!baked) {
+        /* the opcode tables come from analysis.py (whose c_optable()
+         * `pytracekit report` also uses to complete deferred data): one
+         * definition of them */
+        analysis = cov__load_module("_ptk_coverage_analysis", cov_analysis_py,
+                                    cov_analysis_py_code, cov_analysis_py_code_len);
+        tables = analysis ? PyDict_GetItemString(analysis, "op_tables") : NULL;
     }
-    PyObject *mod = cov__load_module("_ptk_coverage_setup", setup_src, NULL, 0);
-    if (!mod) {
-        Py_DECREF(analysis);
-        return NULL;
-    }
-    PyObject *fn = PyDict_GetItemString(mod, "_setup");             /* borrowed */
-    PyObject *optable = PyDict_GetItemString(analysis, "c_optable"); /* borrowed */
-    res = fn && optable ? PyObject_CallFunction(fn, "iiO", find_coveragepy, need_dirs, optable)
-                        : NULL;
+    PyObject *mod = tables ? cov__load_module("_ptk_coverage_setup", cov_setup_py,
+                                              cov_setup_py_code, cov_setup_py_code_len)
+                           : NULL;
+    PyObject *fn = mod ? PyDict_GetItemString(mod, "setup") : NULL; /* borrowed */
+    res = fn ? PyObject_CallFunction(fn, "iiO", find_coveragepy, need_dirs, tables) : NULL;
     if (!res && !PyErr_Occurred()) {
         PyErr_SetString(PyExc_RuntimeError, "the embedded set-up or analysis is incomplete");
     }
-    Py_DECREF(mod);
-    Py_DECREF(analysis);
+    Py_XDECREF(mod);
+    Py_XDECREF(analysis);
     if (res != NULL && cache != NULL && PyDict_SetItemString(cache, key, res) < 0) {
         PyErr_Clear();
     }
@@ -165,27 +111,67 @@ opt_str(const ptk_option_value *v)
     return v && v->is_set ? v->s : NULL;
 }
 
-/* The opcode tables and the rest of what python_setup() found: the
- * directories of the default scope (a borrowed list, in *dirs), whether
- * coverage.py is importable, whether sys.monitoring has the two branch
- * directions (3.14+). -1 with a Python exception set. */
+/* One opcode table of op_tables()'s dict @p tables into @p dst. */
 static int
-setup_tables(cov_state *st, PyObject *setup, PyObject **dirs, int *found, int *branch_dirs)
+table_bytes(PyObject *tables, const char *key, uint8_t dst[256])
 {
-    PyObject *opclass = NULL, *opcaches = NULL, *anflags = NULL;
-    if (!PyArg_ParseTuple(setup, "O!iiiSSSi", &PyList_Type, dirs, &st->op_resume,
-                          &st->op_yield, found, &opclass, &opcaches, &anflags,
-                          branch_dirs)) {
+    PyObject *b = PyDict_GetItemString(tables, key); /* borrowed */
+    if (!b || !PyBytes_Check(b) || PyBytes_GET_SIZE(b) != 256) {
+        PyErr_Format(PyExc_ValueError, "bad opcode table %s", key);
         return -1;
     }
-    if (PyBytes_GET_SIZE(opclass) != 256 || PyBytes_GET_SIZE(opcaches) != 256
-        || PyBytes_GET_SIZE(anflags) != 256) {
-        PyErr_SetString(PyExc_ValueError, "bad opcode tables");
+    memcpy(dst, PyBytes_AS_STRING(b), 256);
+    return 0;
+}
+
+/* An opcode (or flag) of op_tables()'s dict @p tables; -1 with an exception. */
+static int
+table_int(PyObject *tables, const char *key)
+{
+    PyObject *v = PyDict_GetItemString(tables, key); /* borrowed */
+    long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
+    if (n < 0 || n > 255) {
+        PyErr_Format(PyExc_ValueError, "bad opcode table entry %s", key);
         return -1;
     }
-    memcpy(st->opclass, PyBytes_AS_STRING(opclass), 256);
-    memcpy(st->an_ops.flags, PyBytes_AS_STRING(anflags), 256);
-    memcpy(st->an_ops.caches, PyBytes_AS_STRING(opcaches), 256);
+    return (int)n;
+}
+
+/* The opcode tables, from what python_setup() found (@p setup) or as
+ * baked at build time (@p baked), and the rest of it: the directories of
+ * the default scope (a borrowed list, in *dirs; NULL when there are none),
+ * whether coverage.py is importable, whether sys.monitoring has the two
+ * branch directions (3.14+). -1 with a Python exception set. */
+static int
+setup_tables(cov_state *st, PyObject *setup, int baked, PyObject **dirs, int *found,
+             int *branch_dirs)
+{
+    PyObject *tables = Py_None;
+    *dirs = NULL;
+    *found = 0;
+    if (setup != Py_None && !PyArg_ParseTuple(setup, "O!iO", &PyList_Type, dirs, found,
+                                              &tables)) {
+        return -1;
+    }
+    if (baked) {
+        st->op_resume = COV_OP_RESUME;
+        st->op_yield = COV_OP_YIELD_VALUE;
+        *branch_dirs = COV_OP_BRANCH_DIRS;
+        memcpy(st->opclass, cov_op_opclass, 256);
+        memcpy(st->an_ops.flags, cov_op_anflags, 256);
+        memcpy(st->an_ops.caches, cov_op_caches, 256);
+    }
+    else if (!PyDict_Check(tables) || (st->op_resume = table_int(tables, "resume")) < 0
+             || (st->op_yield = table_int(tables, "yield_value")) < 0
+             || (*branch_dirs = table_int(tables, "branch_dirs")) < 0
+             || table_bytes(tables, "opclass", st->opclass) < 0
+             || table_bytes(tables, "anflags", st->an_ops.flags) < 0
+             || table_bytes(tables, "caches", st->an_ops.caches) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "bad opcode tables");
+        }
+        return -1;
+    }
     st->an_ops.jump_adds_caches = PY_VERSION_HEX >= 0x030C0000;
     const char *how = getenv("PYTRACEKIT_COVERAGE_ANALYSIS");
     st->py_analysis = how && strcmp(how, "python") == 0;
@@ -222,12 +208,13 @@ setup_match(cov_state *st, const ptk_init_args *args, PyObject *dirs)
     const ptk_host *host = st->host;
     const char *include = opt_str(host->option(args, "include"));
     const char *source = opt_str(host->option(args, "source"));
-    const char **dirv = calloc((size_t)PyList_GET_SIZE(dirs) + 1, sizeof(char *));
+    Py_ssize_t ndirs = dirs ? PyList_GET_SIZE(dirs) : 0;
+    const char **dirv = calloc((size_t)ndirs + 1, sizeof(char *));
     if (!dirv) {
         snprintf(args->errbuf, args->errbuf_size, "out of memory");
         return PTK_ENOMEM;
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dirs); i++) {
+    for (Py_ssize_t i = 0; i < ndirs; i++) {
         dirv[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(dirs, i));
         if (!dirv[i]) {
             free(dirv);
@@ -340,11 +327,17 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     const char *include = opt_str(host->option(args, "include"));
     const char *source = opt_str(host->option(args, "source"));
     int need_dirs = !(include && *include) && !(source && *source);
-    PyObject *setup = python_setup(st->coveragepy != COVPY_NO, need_dirs);
+    /* the opcode tables baked in at build time hold for the bytecode of the
+     * build's magic number (PYTRACEKIT_COVERAGE_SETUP=python: ask Python
+     * anyway, as under another interpreter; tests/coverage/test_setup.py) */
+    const char *how = getenv("PYTRACEKIT_COVERAGE_SETUP");
+    int baked = PyImport_GetMagicNumber() == COV_EMBED_MAGIC
+                && !(how && strcmp(how, "python") == 0);
+    PyObject *setup = python_setup(st->coveragepy != COVPY_NO, need_dirs, baked);
     PyObject *dirs = NULL;
     int found = 0, branch_dirs = 0;
     int rc = PTK_EPYTHON;
-    if (!setup || setup_tables(st, setup, &dirs, &found, &branch_dirs) < 0) {
+    if (!setup || setup_tables(st, setup, baked, &dirs, &found, &branch_dirs) < 0) {
         goto fail;
     }
     if (st->coveragepy == COVPY_YES && !found) {

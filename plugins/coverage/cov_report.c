@@ -50,23 +50,31 @@ add_unexecuted(cov_state *st)
     return rc;
 }
 
-/* The report's Python: the analysis and the report writer. Loaded only
- * now, so that what they import is imported after the program ran. */
+/* The report's Python: the analysis and the report writer, each only
+ * where it is used. Loaded only now, so that what they import is imported
+ * after the program ran. */
 static int
 ensure_python(cov_state *st)
 {
-    /* reports=false analyses nothing: analysis.py only lists source='s
-     * files */
+    /* reports=false analyses nothing (analysis.py only lists source='s
+     * files) and writes coverage.json in C: the writer only for .coverage */
     int analyse = !st->deferred || cov_match_source(st->match) != NULL;
+    int format = !st->deferred || st->coveragepy != COVPY_NO;
     if (!st->analysis && analyse) {
         st->analysis = cov__load_module("_ptk_coverage_analysis", cov_analysis_py,
-                                   cov_analysis_py_code, cov_analysis_py_code_len);
+                                        cov_analysis_py_code, cov_analysis_py_code_len);
+        if (!st->analysis) {
+            return -1;
+        }
     }
-    if ((st->analysis || !analyse) && !st->format) {
+    if (!st->format && format) {
         st->format = cov__load_module("_ptk_coverage_format", cov_format_py, cov_format_py_code,
-                                 cov_format_py_code_len);
+                                      cov_format_py_code_len);
+        if (!st->format) {
+            return -1;
+        }
     }
-    return st->format ? 0 : -1;
+    return 0;
 }
 
 /*
@@ -689,11 +697,16 @@ write_deferred(cov_state *st, PyObject *data)
 {
     PyObject *meta = PyDict_GetItemString(data, "meta");   /* borrowed */
     PyObject *files = PyDict_GetItemString(data, "files"); /* borrowed */
-    PyObject *version = PyDict_GetItemString(st->format, "DEFERRED_VERSION");
+    /* the report writer's DEFERRED_VERSION, baked in at build time */
+    PyObject *version = PyLong_FromLong(COV_DEFERRED_VERSION);
     if (!meta || !files || !version || PyDict_SetItemString(meta, "version", version) < 0) {
-        PyErr_SetString(PyExc_RuntimeError, "no deferred data to write");
+        Py_XDECREF(version);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "no deferred data to write");
+        }
         return cov__fail_python(st, "writing the deferred data");
     }
+    Py_DECREF(version);
     PyObject *path, *rec;
     Py_ssize_t pos = 0;
     while (PyDict_Next(files, &pos, &path, &rec)) {

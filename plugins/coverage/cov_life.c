@@ -42,7 +42,7 @@ static const ptk_option_spec cov_options[] = {
 /* ---- init / fini ----------------------------------------------------- */
 
 /*
- * What init needs from Python (setup.py's setup()): the directories of the
+ * What init needs from Python (startup.py's setup()): the directories of the
  * standard library and of installed packages (only for the default scope,
  * @p need_dirs), whether coverage.py is importable (@p find_coveragepy),
  * and the opcode tables (analysis.py's op_tables()) unless the ones baked
@@ -79,8 +79,8 @@ python_setup(int find_coveragepy, int need_dirs, int baked)
                                     cov_analysis_py_code, cov_analysis_py_code_len);
         tables = analysis ? PyDict_GetItemString(analysis, "op_tables") : NULL;
     }
-    PyObject *mod = tables ? cov__load_module("_ptk_coverage_setup", cov_setup_py,
-                                              cov_setup_py_code, cov_setup_py_code_len)
+    PyObject *mod = tables ? cov__load_module("_ptk_coverage_setup", cov_startup_py,
+                                              cov_startup_py_code, cov_startup_py_code_len)
                            : NULL;
     PyObject *fn = mod ? PyDict_GetItemString(mod, "setup") : NULL; /* borrowed */
     res = fn ? PyObject_CallFunction(fn, "iiO", find_coveragepy, need_dirs, tables) : NULL;

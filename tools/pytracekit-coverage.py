@@ -1135,6 +1135,13 @@ def _read_file(cfg, path, ours):
     return True
 
 
+# The files coverage.py reads its configuration from, in this order (the
+# first is what --rcfile and $COVERAGE_RCFILE replace). The command runs
+# none of this module before a run when none of them is in the current
+# directory (tools/cov_config.c, which has this list compiled in).
+CONFIG_FILES = (".coveragerc", ".coveragerc.toml", "setup.cfg", "tox.ini", "pyproject.toml")
+
+
 def read_config(rcfile=None, directory="."):
     """The coverage.py configuration in force in `directory`, found as
     coverage.py finds it (see above); `rcfile` is --rcfile's value. Raises
@@ -1148,9 +1155,8 @@ def read_config(rcfile=None, directory="."):
     if not specified:
         rcfile = ".coveragerc"
     cfg = Config()
-    tries = [(rcfile, True, specified), (".coveragerc.toml", True, False),
-             ("setup.cfg", False, False), ("tox.ini", False, False),
-             ("pyproject.toml", False, False)]
+    tries = [(rcfile, True, specified)] + [(name, name.startswith(".coveragerc"), False)
+                                           for name in CONFIG_FILES[1:]]
     for name, ours, must in tries:
         name = os.path.expanduser(name)
         path = name if directory in (".", "") else os.path.join(directory, name)

@@ -7,8 +7,9 @@ compiles the source instead when it runs under another version.
 
 `--bake PREFIX=NAME.ATTR` runs module NAME here and writes what ATTR is (or
 returns, when it is a function) as constants: an int as `#define PREFIX`,
-a dict {key: int or bytes} as `#define PREFIX_KEY` and `static const
-unsigned char prefix_key[]`. COV_EMBED_MAGIC is this interpreter's magic
+strings as `static const char *const prefix[]` (NULL after the last), a
+dict {key: int or bytes} as `#define PREFIX_KEY` and `static const unsigned
+char prefix_key[]`. COV_EMBED_MAGIC is this interpreter's magic
 number (as PyImport_GetMagicNumber() gives it): what was baked from the
 opcode module holds while the plugin runs under the same one.
 
@@ -30,6 +31,10 @@ def c_bytes(data):
 def baked(prefix, value):
     if isinstance(value, bool) or isinstance(value, int):
         return ["#define %s %d\n" % (prefix.upper(), value)]
+    if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
+        items = "".join('"%s", ' % v.replace("\\", "\\\\").replace('"', '\\"')
+                        for v in value)
+        return ["static const char *const %s[] = {%sNULL};\n" % (prefix, items)]
     if isinstance(value, dict):
         out = []
         for key, v in sorted(value.items()):

@@ -15,6 +15,7 @@
 #include "cov_analyze_py.h"
 #include "follow_wait.h"
 #include "ptk_cmdline.h"
+#include "cov_config.h"
 #include "ptk_filter_keys.h"
 #include "ptk_progstart.h"
 #include "ptk_usage.h"
@@ -1175,6 +1176,19 @@ mod_json_dumps(PyObject *self, PyObject *args)
     return text;
 }
 
+/* _coverage_config_needed(spec): whether a coverage.py configuration is
+ * there for the coverage plugin's @p spec to read (cov_config.h). */
+static PyObject *
+mod_coverage_config_needed(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *spec = PyUnicode_AsUTF8(arg);
+    if (spec == NULL) {
+        return NULL;
+    }
+    return PyBool_FromLong(ptk_cli_coverage_config_needed(spec));
+}
+
 static PyMethodDef mod_methods[] = {
     {"_json_dumps", mod_json_dumps, METH_VARARGS, NULL},
     {"_command_exit", mod_command_exit, METH_VARARGS, NULL},
@@ -1188,6 +1202,7 @@ static PyMethodDef mod_methods[] = {
     {"_scan", mod_scan, METH_VARARGS, NULL},
     {"_parse_command_line", mod_parse_command_line, METH_O, NULL},
     {"_call_in_main", mod_call_in_main, METH_O, NULL},
+    {"_coverage_config_needed", mod_coverage_config_needed, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cov_config.h"
 #include "cov_config_embedded.h"
@@ -53,28 +52,6 @@ load_format(void)
     return d;
 }
 
-/* Whether there is no configuration to read: no rcfile= in the spec, no
- * $COVERAGE_RCFILE, and none of the files coverage.py reads
- * (CONFIG_FILES, compiled in) in the current directory. The reader would
- * then leave the spec as it is: nothing of it is run (on 3.13, 4.1 M
- * instructions of an empty program's run, most of it the report writer's
- * code unmarshalled). */
-static int
-no_configuration(const char *spec)
-{
-    const char *env = getenv("COVERAGE_RCFILE");
-    if (strstr(spec, "rcfile") != NULL || (env != NULL && *env != '\0')) {
-        return 0;
-    }
-    for (size_t i = 0; cov_config_files[i] != NULL; i++) {
-        struct stat sb;
-        if (stat(cov_config_files[i], &sb) == 0) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Takes out of sys.modules every module not in @p before. */
 static void
 restore_modules(PyObject *before)
@@ -100,8 +77,8 @@ ptk_cli_coverage_config(const char *spec, char **out_spec, int *follow,
     if (strncmp(spec, "coverage", 8) != 0 || (spec[8] != '\0' && spec[8] != ':')) {
         return 0;
     }
-    if (no_configuration(spec)) {
-        return 0;
+    if (!ptk_cli_coverage_config_needed(spec)) {
+        return 0; /* no Python run: 4.1 M instructions on 3.13, the reader unmarshalled */
     }
     PyObject *before = PyDict_Copy(PyImport_GetModuleDict());
     if (before == NULL) {

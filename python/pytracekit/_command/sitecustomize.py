@@ -106,10 +106,12 @@ def _session_keywords(_c, o):
     return kw
 
 
-def _coverage_config(pkgdir, o):
+def _coverage_config(_c, pkgdir, o):
     """The coverage plugin's specs completed from the project's coverage.py
-    configuration, as the command does (tools/cov_config.c)."""
-    if not any(p == "coverage" or p.startswith("coverage:") for p in o["plugins"]):
+    configuration, as the command does (tools/cov_config.c); nothing of the
+    reader is run where there is none to read."""
+    if not any((p == "coverage" or p.startswith("coverage:"))
+               and _c._coverage_config_needed(p) for p in o["plugins"]):
         return None
     covfmt = _load(pkgdir, "_coverage_format", source=True)
     for k, spec in enumerate(o["plugins"]):
@@ -129,7 +131,7 @@ def _prepare(argv, pkgdir, mine):
         _c = _load(pkgdir, "_pytracekit")
         o, error = _c._parse_command_line(argv)
         if error is None:
-            error = _coverage_config(pkgdir, o)
+            error = _coverage_config(_c, pkgdir, o)
     finally:
         # what reading the options imported is not the program's, the
         # extension included (it holds the session itself: _for_command)

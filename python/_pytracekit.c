@@ -1176,8 +1176,8 @@ mod_json_dumps(PyObject *self, PyObject *args)
     return text;
 }
 
-/* _coverage_config_needed(spec): whether a coverage.py configuration is
- * there for the coverage plugin's @p spec to read (cov_config.h). */
+/* _coverage_config_needed(spec): whether @p spec names the coverage plugin
+ * and a coverage.py configuration is there for it to read (cov_config.h). */
 static PyObject *
 mod_coverage_config_needed(PyObject *self, PyObject *arg)
 {

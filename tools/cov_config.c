@@ -74,11 +74,10 @@ ptk_cli_coverage_config(const char *spec, char **out_spec, int *follow,
 {
     *out_spec = NULL;
     *errmsg = NULL;
-    if (strncmp(spec, "coverage", 8) != 0 || (spec[8] != '\0' && spec[8] != ':')) {
-        return 0;
-    }
     if (!ptk_cli_coverage_config_needed(spec)) {
-        return 0; /* no Python run: 4.1 M instructions on 3.13, the reader unmarshalled */
+        /* another plugin, or no configuration: no Python run (4.1 M
+         * instructions on 3.13, the reader unmarshalled) */
+        return 0;
     }
     PyObject *before = PyDict_Copy(PyImport_GetModuleDict());
     if (before == NULL) {

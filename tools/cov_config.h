@@ -30,13 +30,14 @@ int ptk_cli_coverage_config(const char *spec, char **out_spec, int *follow,
 /**
  * @brief Whether a coverage.py configuration is there for @p spec to read.
  *
- * No when the spec has no `rcfile=`, `$COVERAGE_RCFILE` is unset or empty,
+ * No for a spec that does not name the coverage plugin (`coverage` or
+ * `coverage:OPTIONS`); no when the spec has no `rcfile=`, `$COVERAGE_RCFILE` is unset or empty,
  * and none of the files coverage.py reads (the report writer's
  * `CONFIG_FILES`, compiled in) is in the current directory: the reader
  * would leave the spec as it is, and the command and `python -m
  * pytracekit` then run none of it (tools/cov_config_need.c; no Python).
  *
- * @param spec A coverage plugin spec.
+ * @param spec A plugin spec as given to `-p`.
  * @return 1 if the configuration is to be read, else 0.
  */
 int ptk_cli_coverage_config_needed(const char *spec);

@@ -10,6 +10,9 @@
 int
 ptk_cli_coverage_config_needed(const char *spec)
 {
+    if (strncmp(spec, "coverage", 8) != 0 || (spec[8] != '\0' && spec[8] != ':')) {
+        return 0; /* not the coverage plugin: its spec is left alone */
+    }
     const char *env = getenv("COVERAGE_RCFILE");
     if (strstr(spec, "rcfile") != NULL || (env != NULL && *env != '\0')) {
         return 1;

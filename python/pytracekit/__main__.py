@@ -186,9 +186,9 @@ def _coverage_config(o):
     """The coverage plugin's spec completed from the project's coverage.py
     configuration ([run]), as the command does (tools/cov_config.c); what
     reading it imported leaves sys.modules again. Raises Error."""
-    # (none to read: the reader would leave the specs as they are)
-    if not any((p == "coverage" or p.startswith("coverage:"))
-               and _c._coverage_config_needed(p) for p in o["plugins"]):
+    # (no coverage spec, or nothing to read: the reader would leave the
+    # specs as they are)
+    if not any(_c._coverage_config_needed(p) for p in o["plugins"]):
         return
     before = set(sys.modules)
     try:

@@ -110,8 +110,7 @@ def _coverage_config(_c, pkgdir, o):
     """The coverage plugin's specs completed from the project's coverage.py
     configuration, as the command does (tools/cov_config.c); nothing of the
     reader is run where there is none to read."""
-    if not any((p == "coverage" or p.startswith("coverage:"))
-               and _c._coverage_config_needed(p) for p in o["plugins"]):
+    if not any(_c._coverage_config_needed(p) for p in o["plugins"]):
         return None
     covfmt = _load(pkgdir, "_coverage_format", source=True)
     for k, spec in enumerate(o["plugins"]):

@@ -249,6 +249,22 @@ linetable_next(const uint8_t **pp, const uint8_t *end, int *line, int *addr, int
     return 1;
 }
 
+/* Whether the bytes [@p from, @p to) of bytecode @p ops hold an instruction
+ * that can start a line: after the prologue (up to byte @p prologue, the
+ * first RESUME) anything but a cache entry or EXTENDED_ARG; in it, none of
+ * the prologue instructions (skip_ops). */
+static int
+runs_a_line(const unsigned char *ops, Py_ssize_t nops, Py_ssize_t prologue, long from, long to)
+{
+    for (long off = from; off < to && off < nops; off += 2) {
+        if (off > prologue ? ops[off] != cache_op && ops[off] != extended_op
+                           : !skip_ops[ops[off]]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 #ifndef NDEBUG
 /* The same lines from co_lines() itself: builds that keep assert() check
  * every record's walk of the table against it (the same range, the same
@@ -269,12 +285,8 @@ rec_lines_agree(const coderec *r, PyCodeObject *code, const unsigned char *ops,
         long start = PyLong_AsLong(PyTuple_GET_ITEM(tup, 0));
         long end = PyLong_AsLong(PyTuple_GET_ITEM(tup, 1));
         PyObject *lineo = PyTuple_GET_ITEM(tup, 2);
-        int line = lineo == Py_None ? -1 : (int)PyLong_AsLong(lineo), real = 0;
-        for (long off = start; line >= 0 && off < end && off < nops; off += 2) {
-            real |= off > prologue ? ops[off] != cache_op && ops[off] != extended_op
-                                   : !skip_ops[ops[off]];
-        }
-        if (!real) {
+        int line = lineo == Py_None ? -1 : (int)PyLong_AsLong(lineo);
+        if (line < 0 || !runs_a_line(ops, nops, prologue, start, end)) {
             continue;
         }
         lo = hi < lo ? line : (line < lo ? line : lo);
@@ -300,8 +312,8 @@ rec_lines_agree(const coderec *r, PyCodeObject *code, const unsigned char *ops,
 #endif
 
 /* Lines of a code object that can produce LINE events, from its location
- * table: a line counts if some instruction on it is not one of the
- * prologue instructions in skip_ops. */
+ * table: a line counts if some instruction on it can start one
+ * (runs_a_line). */
 static int
 rec_lines(coderec *r, PyCodeObject *code)
 {
@@ -327,15 +339,7 @@ rec_lines(coderec *r, PyCodeObject *code)
         const uint8_t *p = tbeg;
         int line = code->co_firstlineno, addr = 0, start, stop, at;
         while (linetable_next(&p, tend, &line, &addr, &start, &stop, &at)) {
-            if (at < 0) {
-                continue;
-            }
-            int real = 0;
-            for (long off = 2L * start; off < 2L * stop && off < nops; off += 2) {
-                real |= off > prologue ? ops[off] != cache_op && ops[off] != extended_op
-                                       : !skip_ops[ops[off]];
-            }
-            if (!real) {
+            if (at < 0 || !runs_a_line(ops, nops, prologue, 2L * start, 2L * stop)) {
                 continue;
             }
             if (pass == 0) {

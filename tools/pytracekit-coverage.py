@@ -1136,9 +1136,10 @@ def _read_file(cfg, path, ours):
 
 
 # The files coverage.py reads its configuration from, in this order (the
-# first is what --rcfile and $COVERAGE_RCFILE replace). The command runs
-# none of this module before a run when none of them is in the current
-# directory (tools/cov_config.c, which has this list compiled in).
+# first is what --rcfile and $COVERAGE_RCFILE replace). The command and
+# `python -m pytracekit` run none of this module before a run when none of
+# them is in the current directory (tools/cov_config_need.c, which has this
+# list compiled in).
 CONFIG_FILES = (".coveragerc", ".coveragerc.toml", "setup.cfg", "tox.ini", "pyproject.toml")
 
 

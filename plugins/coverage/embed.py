@@ -30,7 +30,7 @@ def c_bytes(data):
 
 
 def baked(prefix, value):
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, int):  # (a bool too)
         return ["#define %s %d\n" % (prefix.upper(), value)]
     if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
         items = "".join('"%s", ' % v.replace("\\", "\\\\").replace('"', '\\"')

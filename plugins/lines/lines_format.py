@@ -20,9 +20,11 @@ _LINE_PARTS = 3  # and named in a line's tooltip in lines.html
 def _text(s):
     """`s` for a UTF-8 text report: a byte os.fsdecode turned into a lone
     surrogate is written \\xNN, as the other plugins' text reports do."""
+    if s.isascii():
+        return s  # nearly every line of every source
     try:
         s.encode("utf-8")
-        return s  # no surrogate (nearly every line of every source)
+        return s  # no surrogate
     except UnicodeEncodeError:
         pass
     out = []
@@ -74,14 +76,14 @@ def _block_ends(src):
     comprehension, a `type` alias) shows its measured lines: getblock's
     block there is whatever def follows, or one line where the tokenizer
     stops."""
-    import ast
+    import _ast  # ast.py's nodes, without importing ast.py where the program has not
     try:
-        tree = ast.parse("\n".join(src) + "\n")
+        tree = compile("\n".join(src) + "\n", "<lines>", "exec", _ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     ends = {}
     for node in _statements(tree.body):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
             last, col = node.end_lineno, node.body[0].col_offset
             for n in range(last + 1, len(src) + 1):  # the comments after it
                 code = src[n - 1].lstrip()
@@ -195,7 +197,32 @@ def from_json(data, remap=None):
 
 
 def _fmt_time(ns):
-    return "%.1f" % (ns * 1e-9 / _UNIT)
+    return f"{ns * 1e-9 / _UNIT:.1f}"
+
+
+# lines.txt's row of a line that did not run: its empty columns
+_TEXT_BLANK = " " * (1 + 9 + 1 + 12 + 1 + 8 + 1 + 8 + 2)
+
+
+class _Source:
+    """A file's lines as the reports show them, each made once per file
+    (functions and the class around them show the same lines)."""
+
+    def __init__(self, lines):
+        self.lines = lines  # the file's lines, or None when not readable
+        self._text = self._html = None
+
+    def text(self):
+        """The lines for lines.txt (_text), [] without a source."""
+        if self._text is None:
+            self._text = [_text(s) for s in self.lines] if self.lines else []
+        return self._text
+
+    def html(self):
+        """The lines for lines.html (_h), " " for an empty one."""
+        if self._html is None:
+            self._html = [_h(s) or " " for s in self.lines] if self.lines else []
+        return self._html
 
 
 def _text_report(funcs, sources, blocks, calls):
@@ -205,7 +232,8 @@ def _text_report(funcs, sources, blocks, calls):
     if not calls:
         out += ["(calls=false: the time of the calls each line makes is left out)", ""]
     for f in funcs:
-        src = sources.get(f.file)
+        src = sources[f.file].text()
+        nsrc = len(src)
         last = _last_line(blocks[f.file], f.first, f.lines)
         out.append("Total time: %g s" % (f.time_ns * 1e-9))
         out.append("File: %s" % _text(f.file))
@@ -213,15 +241,17 @@ def _text_report(funcs, sources, blocks, calls):
         out.append("")
         out.append(header)
         out.append("=" * len(header))
-        for n in range(min([f.first] + list(f.lines)), last + 1):
-            text = src[n - 1] if src and 0 < n <= len(src) else ""
-            hits, t = f.lines.get(n, (0, 0))
-            if hits == 0 and t == 0:
-                out.append(template % (n, "", "", "", "", _text(text)))
+        lines, total = f.lines, f.time_ns
+        for n in range(min([f.first] + list(lines)), last + 1):
+            text = src[n - 1] if 0 < n <= nsrc else ""
+            v = lines.get(n)
+            if v is None or (not v[0] and not v[1]):
+                out.append(f"{n:6d}{_TEXT_BLANK}{text}")
                 continue
+            hits, t = v
             per = _fmt_time(t / hits) if hits else ""
-            pc = "%.1f" % (100.0 * t / f.time_ns) if f.time_ns else ""
-            out.append(template % (n, hits, _fmt_time(t), per, pc, _text(text)))
+            pc = f"{100.0 * t / total:.1f}" if total else ""
+            out.append(f"{n:6d} {hits:9d} {_fmt_time(t):>12} {per:>8} {pc:>8}  {text}")
         if f.parts:
             out.append("")
             out.append("By %s:" % f.parts_of)
@@ -327,25 +357,34 @@ def _html_report(funcs, sources, blocks, calls):
                     % (i, _h(f.qualname), _h(f.file), f.first, f.calls,
                        _fmt_time(f.time_ns), pc))
     for i, f in enumerate(funcs):
-        src = sources.get(f.file)
+        source = sources[f.file]
+        src = source.html()
+        nsrc = len(src)
         last = _last_line(blocks[f.file], f.first, f.lines)
-        tmax = max([t for _, t in f.lines.values()] + [0])
+        lines, total = f.lines, f.time_ns
+        tmax = max([t for _, t in lines.values()] + [0])
         by_line = _parts_by_line(f)
         out = ["<p class=\"head\"><span class=\"n\">Line</span><span class=\"hits\">Hits"
                "</span><span class=\"time\">Time (\u00b5s)</span><span class=\"pc\">% Time"
                "</span><span class=\"t\">Line Contents</span></p>"]
-        for n in range(min([f.first] + list(f.lines)), last + 1):
-            text = src[n - 1] if src and 0 < n <= len(src) else ""
-            hits, t = f.lines.get(n, (0, 0))
+        for n in range(min([f.first] + list(lines)), last + 1):
+            text = src[n - 1] if 0 < n <= nsrc else " "
+            v = lines.get(n)
+            if v is None and n not in by_line:  # a line that did not run
+                out.append(f"<p id=\"f{i}l{n}\"><span class=\"n\">{n}</span><span "
+                           "class=\"hits\"></span><span class=\"time\"></span><span "
+                           f"class=\"pc\"></span><span class=\"t\">{text}</span></p>")
+                continue
+            hits, t = v if v is not None else (0, 0)
             cls = " class=\"hottest\"" if tmax > 0 and t == tmax else ""
-            pc = "%.1f" % (100.0 * t / f.time_ns) if f.time_ns and hits else ""
-            out.append("<p id=\"f%dl%d\"%s%s%s><span class=\"n\">%d</span>"
-                       "<span class=\"hits\">%s</span><span class=\"time\">%s</span>"
-                       "<span class=\"pc\">%s</span><span class=\"t\">%s</span></p>"
-                       % (i, n, cls, _heat(t, tmax), _line_title(f, by_line.get(n)), n,
-                          hits if hits else "", _fmt_time(t) if hits else "", pc,
-                          _h(text) or " "))
-        note = "" if src is not None else "<p class=\"nosource\">The source is not readable.</p>"
+            pc = f"{100.0 * t / total:.1f}" if total and hits else ""
+            out.append(f"<p id=\"f{i}l{n}\"{cls}{_heat(t, tmax)}"
+                       f"{_line_title(f, by_line.get(n))}><span class=\"n\">{n}</span>"
+                       f"<span class=\"hits\">{hits if hits else ''}</span><span "
+                       f"class=\"time\">{_fmt_time(t) if hits else ''}</span>"
+                       f"<span class=\"pc\">{pc}</span><span class=\"t\">{text}</span></p>")
+        note = ("" if source.lines is not None else
+                "<p class=\"nosource\">The source is not readable.</p>")
         body.append("<h2 id=\"f%d\">%s</h2>\n<p>%s, line %d: %d calls, %s \u00b5s</p>\n%s"
                     "<div class=\"source\">\n%s\n</div>%s"
                     % (i, _h(f.qualname), _h(f.file), f.first, f.calls,
@@ -445,8 +484,8 @@ def render(funcs, calls, top, html, threads=None, contexts=None):
     sources, blocks = {}, {}
     for f in funcs:
         if f.file not in sources:
-            sources[f.file] = src = _read_source(f.file)
-            blocks[f.file] = _block_ends(src) if src else {}
+            sources[f.file] = src = _Source(_read_source(f.file))
+            blocks[f.file] = _block_ends(src.lines) if src.lines else {}
     page = _html_report(funcs, sources, blocks, calls) if html else None
     doc = _json(funcs, calls)
     if per_thread is not None:

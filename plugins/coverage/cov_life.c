@@ -296,17 +296,12 @@ python_error(const ptk_init_args *args)
     PyErr_Clear();
 }
 
+/* The on/off options, and the choices (reports=, coveragepy=) into @p st;
+ * -1 with the reason in the error buffer for a combination refused. */
 static int
-cov_init(const ptk_init_args *args, void **state, unsigned int *events)
+read_switches(cov_state *st, const ptk_init_args *args)
 {
-    const ptk_host *host = args->host;
-    cov_state *st = calloc(1, sizeof(*st));
-    if (!st) {
-        snprintf(args->errbuf, args->errbuf_size, "out of memory");
-        return PTK_ENOMEM;
-    }
-    st->host = host;
-    st->ctx = args->ctx;
+    const ptk_host *host = st->host;
     st->branch = opt_on(host->option(args, "branch"));
     st->counts = opt_on(host->option(args, "counts"));
     st->calls = opt_on(host->option(args, "calls"));
@@ -318,11 +313,45 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
         snprintf(args->errbuf, args->errbuf_size,
                  "html=true needs the reports at the end of the run (reports=false defers "
                  "them: `pytracekit html` makes the HTML report from the data later)");
-        cov_fini(st);
-        return PTK_EINVAL;
+        return -1;
     }
     const ptk_option_value *covpy = host->option(args, "coveragepy");
     st->coveragepy = covpy && covpy->is_set ? (int)covpy->i : COVPY_NO;
+    return 0;
+}
+
+/* contexts=true: each line is recorded (and switched off) once per
+ * context; with branch=, every arc (from every line transition, see
+ * subscribe). Needs the host's contexts (ABI 1.4). */
+static int
+setup_contexts(cov_state *st, const ptk_init_args *args)
+{
+    if (st->host->struct_size <= offsetof(ptk_host, context)
+        || args->struct_size <= offsetof(ptk_init_args, subscription) || !args->subscription) {
+        snprintf(args->errbuf, args->errbuf_size, "contexts=true needs a host of ABI 1.4");
+        return PTK_EUNSUPPORTED;
+    }
+    args->subscription->flags |= PTK_FLAG_PER_CONTEXT;
+    st->ctx_names = PyList_New(0);
+    st->ctx_index = PyDict_New();
+    return st->ctx_names && st->ctx_index ? PTK_OK : PTK_EPYTHON;
+}
+
+static int
+cov_init(const ptk_init_args *args, void **state, unsigned int *events)
+{
+    const ptk_host *host = args->host;
+    cov_state *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(args->errbuf, args->errbuf_size, "out of memory");
+        return PTK_ENOMEM;
+    }
+    st->host = host;
+    st->ctx = args->ctx;
+    if (read_switches(st, args) < 0) {
+        cov_fini(st);
+        return PTK_EINVAL;
+    }
     /* the default scope's directories: not needed with include= or source= */
     const char *include = opt_str(host->option(args, "include"));
     const char *source = opt_str(host->option(args, "source"));
@@ -352,25 +381,11 @@ cov_init(const ptk_init_args *args, void **state, unsigned int *events)
     if (rc != PTK_OK) {
         goto fail;
     }
-    Py_DECREF(setup);
+    Py_CLEAR(setup);
     *events = subscribe(st, args, branch_dirs);
-    if (st->contexts) {
-        /* each line is recorded (and switched off) once per context; with
-         * branch=, every arc (from every line transition, see subscribe) */
-        if (host->struct_size <= offsetof(ptk_host, context)
-            || args->struct_size <= offsetof(ptk_init_args, subscription)
-            || !args->subscription) {
-            snprintf(args->errbuf, args->errbuf_size, "contexts=true needs a host of ABI 1.4");
-            rc = PTK_EUNSUPPORTED;
-            goto fail;
-        }
-        args->subscription->flags |= PTK_FLAG_PER_CONTEXT;
-        st->ctx_names = PyList_New(0);
-        st->ctx_index = PyDict_New();
-        if (!st->ctx_names || !st->ctx_index) {
-            rc = PTK_EPYTHON;
-            goto fail;
-        }
+    rc = st->contexts ? setup_contexts(st, args) : PTK_OK;
+    if (rc != PTK_OK) {
+        goto fail;
     }
     *state = st;
     return PTK_OK;

@@ -639,9 +639,9 @@ def case_blocks():
     fmt = load_module("_ptk_lines_format",
                       os.path.join(source, "plugins", "lines", "lines_format.py"))
 
-    def getblock_last(src, first):
+    def getblock_last(lines, first):
         try:
-            return first + len(inspect.getblock([s + "\n" for s in src[first - 1:]])) - 1
+            return first + len(inspect.getblock(lines[first - 1:])) - 1
         except Exception:
             return first
 
@@ -680,9 +680,10 @@ def case_blocks():
                         and not line.startswith("type ")):
                     firsts.add(co.co_firstlineno)
                 stack += [c for c in co.co_consts if isinstance(c, types.CodeType)]
+            lines = [s + "\n" for s in src]  # as getblock reads them, made once a file
             for first in sorted(firsts):
                 codes += 1
-                want = max(first, getblock_last(src, first))
+                want = max(first, getblock_last(lines, first))
                 got = fmt._last_line(end_of, first, [])
                 if got != want:
                     differ.append("%s:%d: %d, getblock %d" % (path, first, got, want))

@@ -157,20 +157,29 @@ def check_window():
     print("OK:", fmt, [(d["file"], d["spans"], d["open_spans"]) for d in dumps])
 
 
-def ring_run(seconds, opts):
+def ring_start(seconds, opts):
+    """Starts requests.py for SECONDS under timeline:OPTS; ring_result()
+    waits for it. The memory case's three runs go side by side: each one's
+    figures are its own process's."""
     outdir = U.tempdir()
     cmd = U.command(U.program("requests.py"), "format=%s,%s" % (fmt, opts), (seconds,), outdir)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    U.check(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr))
-    out = dict(line.split() for line in p.stdout.splitlines() if line.strip())
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), outdir
+
+
+def ring_result(started):
+    p, outdir = started
+    out, err = p.communicate(timeout=300)
+    U.check(p.returncode == 0, "exit %d: %s" % (p.returncode, err))
+    out = dict(line.split() for line in out.splitlines() if line.strip())
     with open(os.path.join(outdir, "timeline.summary.json")) as f:
         ring = json.load(f)["ring"]
     return ring, int(out["maxrss_kib"]), int(out["requests"])
 
 
 def check_memory():
-    short, rss1, n1 = ring_run(2, "ring=0.5,trigger=parse:0")
-    long_, rss2, n2 = ring_run(4, "ring=0.5,trigger=parse:0")
+    runs = [ring_start(2, "ring=0.5,trigger=parse:0"), ring_start(4, "ring=0.5,trigger=parse:0"),
+            ring_start(4, "ring=100,ring_mb=1")]
+    (short, rss1, n1), (long_, rss2, n2), (capped, _, _) = [ring_result(r) for r in runs]
     print("2 s: %d requests, %d records made, ring %d bytes, peak RSS %d KiB"
           % (n1, short["recorded"], short["bytes"], rss1))
     print("4 s: %d requests, %d records made, ring %d bytes, peak RSS %d KiB"
@@ -195,7 +204,6 @@ def check_memory():
                 % (rss2 - rss1, rss1, rss2))
     # at the cap: the oldest spans of the window (the whole run) go, the
     # ring stays there
-    capped, _, _ = ring_run(4, "ring=100,ring_mb=1")
     U.check(capped["recorded"] * 32 > 1.5 * capped["cap_bytes"],
             "the run made too few spans to fill 1 MiB: %r" % capped["recorded"])
     U.check(capped["bytes"] == capped["cap_bytes"] and capped["lost_in_window"] > 0,

@@ -72,6 +72,39 @@ class Case(unittest.TestCase):
         with open(os.path.join(self.dir, out, name + ".json")) as f:
             return json.load(f)
 
+    def pytest_cov(self, args, read):
+        """read() (JSON) after pytest-cov's run of this directory's tests
+        with ARGS on coverage.py's C tracer: the oracle of the contexts
+        tests. It depends on neither backend nor on the test that asks,
+        only on the files and ARGS: made once (ptk_testlib.shared) for the
+        tests and copies that have the same, in the first one's directory.
+        Skips where pytest-cov is not installed."""
+        try:
+            import coverage
+            import pytest_cov  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
+        files = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".py"):
+                with open(os.path.join(self.dir, name)) as f:
+                    files.append([name, f.read()])
+
+        def make(d):
+            env = dict(os.environ, COVERAGE_CORE="ctrace")
+            env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+            p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                                "-p", "no:pytracekit", "--cov=.", "--cov-report=", "-q",
+                                *args], cwd=self.dir, env=env, capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "want.json"), "w") as f:
+                json.dump(read(), f)
+        key = ["pytest-cov", sys.executable, coverage.__version__, args, files,
+               T.source_digest(__file__)]
+        with open(os.path.join(T.shared("pytest-cov-oracle", key, make), "want.json")) as f:
+            return json.load(f)
+
     def contexts(self, out):
         """{file's name: {line: sorted contexts}} of coverage.json in out."""
         return {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
@@ -316,19 +349,8 @@ class CoverageContexts(Case):
         self.write("test_mod.py", CTX_TESTS)
 
     def oracle(self):
-        try:
-            import coverage  # noqa: F401
-            import pytest_cov  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
-        env = dict(os.environ, COVERAGE_CORE="ctrace")
-        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                            "-p", "no:pytracekit", "--cov=.", "--cov-context=test",
-                            "--cov-report=", "-q"], cwd=self.dir, env=env,
-                           capture_output=True, text=True, timeout=300)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        return self.coverage_json(".coverage")
+        return self.pytest_cov(["--cov-context=test"],
+                               lambda: self.coverage_json(".coverage"))
 
     def coverage_json(self, data_file):
         out = os.path.join(self.dir, "cj.json")
@@ -904,19 +926,8 @@ class Xdist(Case):
     def test_contexts_combined(self):
         # the oracle: pytest-cov's --cov-context=test under -n 2 (its
         # controller combines the workers' .coverage)
-        try:
-            import coverage  # noqa: F401
-            import pytest_cov  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
-        env = dict(os.environ, COVERAGE_CORE="ctrace")
-        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                            "-p", "no:pytracekit", "-n", "2", "--cov=.", "--cov-context=test",
-                            "--cov-report=", "-q"], cwd=self.dir, env=env,
-                           capture_output=True, text=True, timeout=300)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        want = CoverageContexts.coverage_json(self, ".coverage")
+        want = self.pytest_cov(["-n", "2", "--cov-context=test"],
+                               lambda: CoverageContexts.coverage_json(self, ".coverage"))
         specs = ["--ptk", "coverage:include=mod.py,contexts=true,coveragepy=yes",
                  "--ptk", "counter:per_context=true", "--ptk", "timer:per_context=true",
                  "--ptk", "lines:modules=mod,per_context=true"]
@@ -967,19 +978,9 @@ class Xdist(Case):
         # branch=true with contexts=true under -n 2: the workers' arcs per
         # context combined, against pytest-cov's --cov-branch
         # --cov-context=test under -n 2 (its controller combines .coverage)
-        try:
-            import coverage  # noqa: F401
-            import pytest_cov  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"the oracle (pytest-cov, coverage.py) is not installed: {e}")
-        env = dict(os.environ, COVERAGE_CORE="ctrace")
-        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                            "-p", "no:pytracekit", "-n", "2", "--cov=.", "--cov-branch",
-                            "--cov-context=test", "--cov-report=", "-q"], cwd=self.dir,
-                           env=env, capture_output=True, text=True, timeout=300)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        want = CoverageContexts.context_arcs(self, ".coverage")
+        rows = self.pytest_cov(["-n", "2", "--cov-branch", "--cov-context=test"], lambda: [
+            [list(k), v] for k, v in CoverageContexts.context_arcs(self, ".coverage").items()])
+        want = {tuple(k): [tuple(a) for a in v] for k, v in rows}
         self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
                     "coverage:include=*mod.py,branch=true,contexts=true,coveragepy=yes",
                     "--ptk-output", "par", "-q")

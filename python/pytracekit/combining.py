@@ -758,7 +758,9 @@ def combine(inputs, output_dir="pytracekit-combined", paths=None, summary=None):
                 except covfmt.DataError as e:
                     raise CombineError(str(e))
             merged = covfmt.merge(covs)
-            outputs += [("coverage.json", json.dumps(merged, indent=1) + "\n"),
+            # with coverage.py's figures ("summary" per file, "totals"), as
+            # the plugin writes it
+            outputs += [("coverage.json", covfmt.json_text(merged)),
                         ("coverage.lcov", covfmt.lcov_text(merged)),
                         ("coverage.xml", covfmt.cobertura_text(merged))]
     # coverage.py's data file (coveragepy=yes) again, when a set had it

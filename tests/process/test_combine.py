@@ -215,6 +215,17 @@ def case_paths(tmp):
     # line off once it has run)
     check(hits.get(4) == 1 and hits.get(5) == 2 and hits.get(7) == 2, f"hits {hits}")
     check(cov["meta"]["runs"] == 2, f"runs {cov['meta']['runs']}")
+    # coverage.py's figures, as in each run's own coverage.json: the file's
+    # summary and missing lines, and the totals, from the combined lines
+    rec = cov["files"][canon + "/prog.py"]
+    ran = {n for n, c in rec["hits"] if c} & set(rec["lines"])
+    missing = sorted(set(rec["lines"]) - ran)
+    check(sorted(rec.get("missing_lines", ["absent"])) == missing
+          and rec.get("summary", {}).get("covered_lines") == len(ran)
+          and cov.get("totals", {}).get("num_statements") == len(rec["lines"])
+          and cov["totals"]["covered_lines"] == len(ran),
+          f"the combined figures: {rec.get('summary')}, {cov.get('totals')}, "
+          f"missing {rec.get('missing_lines')} (want {missing})")
     # The Python API gives the same files.
     import pytracekit
     api = os.path.join(tmp, "api")

@@ -105,6 +105,19 @@ class Case(unittest.TestCase):
         with open(os.path.join(T.shared("pytest-cov-oracle", key, make), "want.json")) as f:
             return json.load(f)
 
+    def pytest_cov_arcs(self, args, with_lines=False):
+        """CoverageContexts.context_arcs() of pytest-cov's --cov-branch
+        --cov-context=test run with ARGS (through pytest_cov()); with
+        with_lines, (that, the same run's coverage_json())."""
+        def read():
+            rows = [[list(k), v] for k, v in
+                    CoverageContexts.context_arcs(self, ".coverage").items()]
+            lines = CoverageContexts.coverage_json(self, ".coverage") if with_lines else None
+            return [rows, lines]
+        rows, lines = self.pytest_cov(["--cov-branch", "--cov-context=test", *args], read)
+        want = {tuple(k): [tuple(a) for a in v] for k, v in rows}
+        return (want, lines) if with_lines else want
+
     def contexts(self, out):
         """{file's name: {line: sorted contexts}} of coverage.json in out."""
         return {os.path.basename(k): {n: sorted(c) for n, c in v["contexts"].items()}
@@ -452,15 +465,7 @@ class CoverageContexts(Case):
         # branch=true with contexts=true: each test's arcs (f's two ways out
         # of line 2, up's loop taken 0, 1, 2 or 3 times) against pytest-cov's
         # --cov-branch --cov-context=test on coverage.py's C tracer
-        self.oracle()  # (skips without it)
-        env = dict(os.environ, COVERAGE_CORE="ctrace")
-        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                            "-p", "no:pytracekit", "--cov=.", "--cov-branch",
-                            "--cov-context=test", "--cov-report=", "-q"], cwd=self.dir,
-                           env=env, capture_output=True, text=True, timeout=300)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        want = self.context_arcs(".coverage")
+        want, want_lines = self.pytest_cov_arcs([], with_lines=True)
         self.pytest("-p", "pytracekit", "--ptk",
                     "coverage:include=*mod.py,branch=true,contexts=true,coveragepy=yes",
                     "--ptk-output", "out", "-q")
@@ -478,7 +483,7 @@ class CoverageContexts(Case):
         # coverage.json's arc_contexts: the same, and the same lines per context
         self.assertEqual(self.json_context_arcs("out"), want)
         self.assertEqual({k: v for k, v in self.contexts("out").items() if k == "mod.py"},
-                         self.coverage_json(".coverage"))
+                         want_lines)
 
     def test_beside_an_unfiltered_profiler(self):
         # the counter and the timer take every call of every file: on the
@@ -978,9 +983,7 @@ class Xdist(Case):
         # branch=true with contexts=true under -n 2: the workers' arcs per
         # context combined, against pytest-cov's --cov-branch
         # --cov-context=test under -n 2 (its controller combines .coverage)
-        rows = self.pytest_cov(["-n", "2", "--cov-branch", "--cov-context=test"], lambda: [
-            [list(k), v] for k, v in CoverageContexts.context_arcs(self, ".coverage").items()])
-        want = {tuple(k): [tuple(a) for a in v] for k, v in rows}
+        want = self.pytest_cov_arcs(["-n", "2"])
         self.pytest("-p", "xdist", "-n", "2", "-p", "pytracekit", "--ptk",
                     "coverage:include=*mod.py,branch=true,contexts=true,coveragepy=yes",
                     "--ptk-output", "par", "-q")

@@ -49,7 +49,9 @@ class Collector:
     the threads up."""
 
     def __init__(self):
-        self.per_thread = {}  # thread ident -> {file: _Tables}
+        # thread ident -> {file: ({line: count}, {(a, b): count},
+        #                         {(qualname, first line): {lines}})}
+        self.per_thread = {}
         self.starts = {}   # file -> {(qualname, line): count}
         self.live = set()  # frames that started and have not finished
         self.lock = threading.Lock()

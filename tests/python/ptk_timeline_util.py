@@ -134,39 +134,12 @@ def _varint(buf, i):
             raise ValueError("varint too long")
 
 
-def fields(buf):
-    """Yields (field number, wire type, value) of one message; value is an
-    int (varint, fixed) or bytes (length-delimited)."""
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = _varint(buf, i)
-        elif wt == 1:
-            if i + 8 > len(buf):
-                raise EOFError
-            v = buf[i:i + 8]
-            i += 8
-        elif wt == 2:
-            n, i = _varint(buf, i)
-            if i + n > len(buf):
-                raise EOFError
-            v = buf[i:i + n]
-            i += n
-        elif wt == 5:
-            v = buf[i:i + 4]
-            i += 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        yield num, wt, v
-
-
 def _msg(buf):
-    """{field number: [values]} of one message, as fields() reads it, in one
-    loop, one-byte varints (most keys, lengths and small values) read
-    inline: a generator step per field and a call per varint made reading
-    the larger part of the Perfetto tests' time."""
+    """{field number: [values]} of one message; a value is an int (varint)
+    or bytes (fixed64, fixed32, length-delimited). One loop, one-byte
+    varints (most keys, lengths and small values) read inline: a generator
+    step per field and a call per varint made reading the larger part of
+    the Perfetto tests' time."""
     d = {}
     i, n = 0, len(buf)
     while i < n:

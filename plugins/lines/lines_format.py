@@ -200,8 +200,10 @@ def _fmt_time(ns):
     return f"{ns * 1e-9 / _UNIT:.1f}"
 
 
-# lines.txt's row of a line that did not run: its empty columns
-_TEXT_BLANK = " " * (1 + 9 + 1 + 12 + 1 + 8 + 1 + 8 + 2)
+# lines.txt's row: line number, hits, time, per hit, % time, the line; and
+# what follows the number in the row of a line that did not run
+_TEXT_ROW = "%6s %9s %12s %8s %8s  %-s"
+_TEXT_BLANK = (_TEXT_ROW % ("", "", "", "", "", ""))[6:]
 
 
 class _Source:
@@ -226,8 +228,7 @@ class _Source:
 
 
 def _text_report(funcs, sources, blocks, calls):
-    template = "%6s %9s %12s %8s %8s  %-s"
-    header = template % ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
+    header = _TEXT_ROW % ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
     out = ["Timer unit: %g s" % _UNIT, ""]
     if not calls:
         out += ["(calls=false: the time of the calls each line makes is left out)", ""]
@@ -251,7 +252,7 @@ def _text_report(funcs, sources, blocks, calls):
             hits, t = v
             per = _fmt_time(t / hits) if hits else ""
             pc = f"{100.0 * t / total:.1f}" if total else ""
-            out.append(f"{n:6d} {hits:9d} {_fmt_time(t):>12} {per:>8} {pc:>8}  {text}")
+            out.append(_TEXT_ROW % (n, hits, _fmt_time(t), per, pc, text))
         if f.parts:
             out.append("")
             out.append("By %s:" % f.parts_of)
